@@ -1,0 +1,293 @@
+//! Hash functions: one enum names them, one streaming [`Hasher`] runs them.
+//!
+//! Every layout is generic over the algorithm, so this module is the only place that knows which
+//! crate implements which function. Digests are fixed-size values ([`Digest`]) rather than
+//! `Vec<u8>` because tree layouts create millions of them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::Digest as _;
+
+/// A hash function mtsum can compute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Algorithm {
+    Md5,
+    Sha1,
+    Sha224,
+    Sha256,
+    Sha384,
+    Sha512,
+    Blake3,
+    /// XXH3 with 64-bit output, printed big-endian as `xxhsum -H3` does.
+    Xxh3,
+    /// XXH3 with 128-bit output, printed big-endian as `xxhsum -H128` does.
+    Xxh128,
+}
+
+impl Algorithm {
+    /// Every algorithm, in the order help texts list them.
+    pub const ALL: [Algorithm; 9] = [
+        Algorithm::Md5,
+        Algorithm::Sha1,
+        Algorithm::Sha224,
+        Algorithm::Sha256,
+        Algorithm::Sha384,
+        Algorithm::Sha512,
+        Algorithm::Blake3,
+        Algorithm::Xxh3,
+        Algorithm::Xxh128,
+    ];
+
+    /// The lowercase name used on the command line (`-a`) and in OpenSSL.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Md5 => "md5",
+            Algorithm::Sha1 => "sha1",
+            Algorithm::Sha224 => "sha224",
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha384 => "sha384",
+            Algorithm::Sha512 => "sha512",
+            Algorithm::Blake3 => "blake3",
+            Algorithm::Xxh3 => "xxh3",
+            Algorithm::Xxh128 => "xxh128",
+        }
+    }
+
+    /// Length of the digest in bytes.
+    pub fn digest_len(self) -> usize {
+        match self {
+            Algorithm::Md5 => 16,
+            Algorithm::Sha1 => 20,
+            Algorithm::Sha224 => 28,
+            Algorithm::Sha256 => 32,
+            Algorithm::Sha384 => 48,
+            Algorithm::Sha512 => 64,
+            Algorithm::Blake3 => 32,
+            Algorithm::Xxh3 => 8,
+            Algorithm::Xxh128 => 16,
+        }
+    }
+
+    /// A fresh streaming hasher.
+    pub fn hasher(self) -> Hasher {
+        Hasher(match self {
+            Algorithm::Md5 => State::Md5(md5::Md5::new()),
+            Algorithm::Sha1 => State::Sha1(sha1::Sha1::new()),
+            Algorithm::Sha224 => State::Sha224(sha2::Sha224::new()),
+            Algorithm::Sha256 => State::Sha256(sha2::Sha256::new()),
+            Algorithm::Sha384 => State::Sha384(sha2::Sha384::new()),
+            Algorithm::Sha512 => State::Sha512(sha2::Sha512::new()),
+            Algorithm::Blake3 => State::Blake3(Box::default()),
+            Algorithm::Xxh3 => State::Xxh3(Box::default()),
+            Algorithm::Xxh128 => State::Xxh128(Box::default()),
+        })
+    }
+
+    /// The digest of `parts` concatenated: the building block of every tree node.
+    pub fn hash_parts(self, parts: &[&[u8]]) -> Digest {
+        let mut hasher = self.hasher();
+        for part in parts {
+            hasher.update(part);
+        }
+        hasher.finalize()
+    }
+
+    /// The digest of one byte string.
+    pub fn hash(self, data: &[u8]) -> Digest {
+        self.hash_parts(&[data])
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error of parsing an unknown algorithm name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown algorithm '{0}' (known: md5, sha1, sha224, sha256, sha384, sha512, blake3, xxh3, xxh128)"
+)]
+pub struct UnknownAlgorithm(pub String);
+
+impl FromStr for Algorithm {
+    type Err = UnknownAlgorithm;
+
+    /// Accepts the names of [`Algorithm::name`] in any case, and the dashed spellings
+    /// (`SHA-256`) that OpenSSL and BSD tags also use.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.to_ascii_lowercase().replace('-', "");
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == wanted)
+            .ok_or_else(|| UnknownAlgorithm(s.to_string()))
+    }
+}
+
+/// A streaming hash computation: feed bytes with [`update`](Hasher::update), then
+/// [`finalize`](Hasher::finalize).
+#[derive(Clone)]
+pub struct Hasher(State);
+
+// The large states are boxed so that a `Hasher` stays small enough to move around cheaply.
+#[derive(Clone)]
+enum State {
+    Md5(md5::Md5),
+    Sha1(sha1::Sha1),
+    Sha224(sha2::Sha224),
+    Sha256(sha2::Sha256),
+    Sha384(sha2::Sha384),
+    Sha512(sha2::Sha512),
+    Blake3(Box<blake3::Hasher>),
+    Xxh3(Box<xxhash_rust::xxh3::Xxh3Default>),
+    Xxh128(Box<xxhash_rust::xxh3::Xxh3Default>),
+}
+
+impl Hasher {
+    /// Absorbs `data`.
+    pub fn update(&mut self, data: &[u8]) {
+        match &mut self.0 {
+            State::Md5(h) => h.update(data),
+            State::Sha1(h) => h.update(data),
+            State::Sha224(h) => h.update(data),
+            State::Sha256(h) => h.update(data),
+            State::Sha384(h) => h.update(data),
+            State::Sha512(h) => h.update(data),
+            State::Blake3(h) => {
+                h.update(data);
+            }
+            State::Xxh3(h) | State::Xxh128(h) => h.update(data),
+        }
+    }
+
+    /// The digest of everything absorbed.
+    pub fn finalize(self) -> Digest {
+        match self.0 {
+            State::Md5(h) => Digest::from_slice(&h.finalize()),
+            State::Sha1(h) => Digest::from_slice(&h.finalize()),
+            State::Sha224(h) => Digest::from_slice(&h.finalize()),
+            State::Sha256(h) => Digest::from_slice(&h.finalize()),
+            State::Sha384(h) => Digest::from_slice(&h.finalize()),
+            State::Sha512(h) => Digest::from_slice(&h.finalize()),
+            State::Blake3(h) => Digest::from_slice(h.finalize().as_bytes()),
+            State::Xxh3(h) => Digest::from_slice(&h.digest().to_be_bytes()),
+            State::Xxh128(h) => Digest::from_slice(&h.digest128().to_be_bytes()),
+        }
+    }
+}
+
+/// A digest of up to 64 bytes, stored inline.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Digest {
+    len: u8,
+    bytes: [u8; Digest::MAX_LEN],
+}
+
+impl Digest {
+    /// The longest digest of any [`Algorithm`] (SHA-512).
+    pub const MAX_LEN: usize = 64;
+
+    /// Copies a digest from its bytes.
+    ///
+    /// # Panics
+    /// If `bytes` is longer than [`Digest::MAX_LEN`]; callers pass hash outputs, never user input.
+    pub fn from_slice(bytes: &[u8]) -> Digest {
+        assert!(
+            bytes.len() <= Self::MAX_LEN,
+            "digest longer than {} bytes",
+            Self::MAX_LEN
+        );
+        let mut d = Digest {
+            len: bytes.len() as u8,
+            bytes: [0; Self::MAX_LEN],
+        };
+        d.bytes[..bytes.len()].copy_from_slice(bytes);
+        d
+    }
+
+    /// Parses lowercase or uppercase hex; `None` when it is not hex or too long.
+    pub fn from_hex(hex: &str) -> Option<Digest> {
+        let hex = hex.as_bytes();
+        if hex.len() % 2 != 0 || hex.len() > 2 * Self::MAX_LEN {
+            return None;
+        }
+        let mut bytes = [0u8; Self::MAX_LEN];
+        for (i, pair) in hex.chunks_exact(2).enumerate() {
+            let s = std::str::from_utf8(pair).ok()?;
+            bytes[i] = u8::from_str_radix(s, 16).ok()?;
+        }
+        Some(Digest::from_slice(&bytes[..hex.len() / 2]))
+    }
+
+    /// The digest's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Lowercase hex, as every `*sum` tool prints it.
+    pub fn to_hex(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Digest({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_from_str() {
+        for a in Algorithm::ALL {
+            assert_eq!(a.name().parse::<Algorithm>(), Ok(a));
+            assert_eq!(a.name().to_uppercase().parse::<Algorithm>(), Ok(a));
+        }
+        assert_eq!("SHA-256".parse::<Algorithm>(), Ok(Algorithm::Sha256));
+        assert!("sha3".parse::<Algorithm>().is_err());
+    }
+
+    #[test]
+    fn digest_length_matches_what_the_hasher_returns() {
+        for a in Algorithm::ALL {
+            assert_eq!(a.hash(b"abc").as_bytes().len(), a.digest_len(), "{a}");
+        }
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let d = Algorithm::Sha256.hash(b"");
+        assert_eq!(
+            d.to_hex(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(Digest::from_hex(&d.to_hex()), Some(d));
+        assert_eq!(Digest::from_hex(&d.to_hex().to_uppercase()), Some(d));
+        assert_eq!(Digest::from_hex("abc"), None);
+        assert_eq!(Digest::from_hex("zz"), None);
+    }
+
+    #[test]
+    fn xxh_digests_are_printed_big_endian_like_xxhsum() {
+        // `printf abc | xxhsum -H3` and `-H128` (xxHash 0.8).
+        assert_eq!(Algorithm::Xxh3.hash(b"abc").to_hex(), "78af5f94892f3950");
+        assert_eq!(
+            Algorithm::Xxh128.hash(b"abc").to_hex(),
+            "06b05ab6733a618578af5f94892f3950"
+        );
+    }
+}

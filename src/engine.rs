@@ -1,0 +1,523 @@
+//! The engine: hashes the jobs of many inputs on a pool of workers and folds each input's
+//! job digests into its root, handing results back in input order.
+//!
+//! Each worker is a pair of threads joined by a short pipeline of buffers: a *reader* that
+//! takes the next job from the shared queue and reads its chunks ahead (positioned reads, so
+//! workers never share a file offset), and a *hasher* that only hashes. Reading therefore
+//! never stalls hashing, and memory is bounded by `threads × read_ahead × chunk_size`
+//! whatever the file or leaf size: a 128 MiB leaf is hashed as a stream of chunks.
+//!
+//! One queue serves all inputs: a huge file spreads its jobs over every worker, small files
+//! are hashed side by side, and the root never depends on which worker hashed what, because
+//! [`Combiner`] folds by job index.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::layout::{Combiner, Layout};
+use crate::source::{Input, InputError, SizedFile, Target};
+
+/// The most leaves a tree may have when its leaf digests are kept (for drawing it).
+pub const MAX_KEPT_LEAVES: usize = 1 << 16;
+
+/// What to compute for every input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub layout: Layout,
+    pub algorithm: Algorithm,
+    /// Also return every leaf digest (at most [`MAX_KEPT_LEAVES`]), to draw the tree.
+    pub keep_leaves: bool,
+}
+
+impl Request {
+    /// A request for the root only.
+    pub fn new(layout: Layout, algorithm: Algorithm) -> Request {
+        Request {
+            layout,
+            algorithm,
+            keep_leaves: false,
+        }
+    }
+}
+
+/// The result of hashing one input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileDigest {
+    pub root: Digest,
+    /// Bytes hashed.
+    pub size: u64,
+    /// The leaf digests in order, when [`Request::keep_leaves`] asked for them.
+    pub leaves: Option<Vec<Digest>>,
+    /// From opening the input to its root.
+    pub elapsed: Duration,
+}
+
+/// A pool of workers; cheap to create, threads live only during a call.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    threads: NonZeroUsize,
+    chunk_size: usize,
+    read_ahead: usize,
+}
+
+impl Default for Engine {
+    /// One worker per available core.
+    fn default() -> Self {
+        Engine::new(thread::available_parallelism().unwrap_or(NonZeroUsize::MIN))
+    }
+}
+
+impl Engine {
+    /// Bytes per read. Small enough that a chunk is still in the core's cache when it is
+    /// hashed right after the read copied it there, large enough that syscalls are few.
+    pub const DEFAULT_CHUNK_SIZE: usize = 256 << 10;
+    /// Chunks each reader may have read ahead of its hasher.
+    pub const DEFAULT_READ_AHEAD: usize = 8;
+
+    /// An engine with `threads` workers.
+    pub fn new(threads: NonZeroUsize) -> Engine {
+        Engine {
+            threads,
+            chunk_size: Self::DEFAULT_CHUNK_SIZE,
+            read_ahead: Self::DEFAULT_READ_AHEAD,
+        }
+    }
+
+    /// Reads in chunks of `bytes` (at least 1). The digest does not depend on it.
+    pub fn with_chunk_size(mut self, bytes: usize) -> Engine {
+        self.chunk_size = bytes.max(1);
+        self
+    }
+
+    /// Keeps up to `chunks` chunks (at least 1) read ahead per worker.
+    pub fn with_read_ahead(mut self, chunks: usize) -> Engine {
+        self.read_ahead = chunks.max(1);
+        self
+    }
+
+    /// The number of workers.
+    pub fn threads(&self) -> NonZeroUsize {
+        self.threads
+    }
+
+    /// Hashes one input.
+    pub fn hash(&self, request: &Request, target: Target) -> Result<FileDigest, InputError> {
+        let mut out = None;
+        self.hash_all(request, [target], |_, result| out = Some(result));
+        out.expect("hash_all reports every target")
+    }
+
+    /// Hashes every target and calls `sink` once per target, in the order of `targets`,
+    /// as soon as that target and all before it are done. A failing input is reported to
+    /// `sink` and the others go on.
+    pub fn hash_all<I, F>(&self, request: &Request, targets: I, sink: F)
+    where
+        I: IntoIterator<Item = Target>,
+        F: FnMut(Target, Result<FileDigest, InputError>),
+    {
+        thread::scope(|scope| {
+            let (job_tx, job_rx) = bounded::<Job>(self.threads.get());
+            let (done_tx, done_rx) = unbounded::<Done>();
+            for _ in 0..self.threads.get() {
+                let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
+                let (free_tx, free_rx) = bounded::<Vec<u8>>(self.read_ahead);
+                for _ in 0..self.read_ahead {
+                    free_tx
+                        .send(vec![0; self.chunk_size])
+                        .expect("room for every buffer");
+                }
+                let (jobs, recycle) = (job_rx.clone(), free_tx.clone());
+                scope.spawn(move || read_jobs(jobs, free_rx, recycle, chunk_tx));
+                let done = done_tx.clone();
+                let (layout, alg) = (request.layout, request.algorithm);
+                scope.spawn(move || hash_jobs(layout, alg, chunk_rx, free_tx, done));
+            }
+            drop((job_rx, done_tx));
+
+            let mut coordinator = Coordinator {
+                request,
+                pending: HashMap::new(),
+                ready: BTreeMap::new(),
+                next_out: 0,
+                sink,
+            };
+            for (index, target) in targets.into_iter().enumerate() {
+                for job in coordinator.plan(index, target) {
+                    send_job(&job_tx, job, &done_rx, &mut coordinator);
+                }
+            }
+            drop(job_tx);
+            for done in done_rx {
+                coordinator.on_done(done);
+            }
+            debug_assert!(coordinator.pending.is_empty());
+        });
+    }
+}
+
+/// Queues `job`, handling finished jobs while the queue is full so that workers never wait
+/// for the coordinator.
+fn send_job<F>(jobs: &Sender<Job>, job: Job, done: &Receiver<Done>, c: &mut Coordinator<'_, F>)
+where
+    F: FnMut(Target, Result<FileDigest, InputError>),
+{
+    loop {
+        let mut select = Select::new();
+        let send = select.send(jobs);
+        select.recv(done);
+        let op = select.select();
+        if op.index() == send {
+            op.send(jobs, job).expect("workers outlive the coordinator");
+            return;
+        }
+        let finished = op.recv(done).expect("workers outlive the coordinator");
+        c.on_done(finished);
+    }
+}
+
+/// A range of one input to hash into one digest.
+struct Job {
+    input: usize,
+    index: usize,
+    start: u64,
+    source: JobSource,
+}
+
+enum JobSource {
+    /// `len` bytes at `start` of a file shared by the input's jobs.
+    At(Arc<SharedFile>, u64),
+    /// A whole stream.
+    Stream(Box<dyn Read + Send>),
+}
+
+struct SharedFile {
+    file: SizedFile,
+    /// Set when one job failed, so that the readers skip the rest of the input.
+    failed: AtomicBool,
+}
+
+/// From a reader to its hasher.
+enum Msg {
+    Chunk(Vec<u8>),
+    End {
+        input: usize,
+        index: usize,
+        start: u64,
+        /// Bytes read.
+        result: Result<u64, InputError>,
+    },
+}
+
+/// From a hasher to the coordinator.
+struct Done {
+    input: usize,
+    index: usize,
+    result: Result<(Range<u64>, Digest), InputError>,
+}
+
+/// The reader half of a worker.
+fn read_jobs(
+    jobs: Receiver<Job>,
+    free: Receiver<Vec<u8>>,
+    recycle: Sender<Vec<u8>>,
+    out: Sender<Msg>,
+) {
+    let mut next_buffer = || free.recv().ok();
+    for job in jobs {
+        let result = match job.source {
+            JobSource::At(shared, len) => {
+                read_range(&shared, job.start, len, &mut next_buffer, &recycle, &out)
+            }
+            JobSource::Stream(reader) => read_stream(reader, &mut next_buffer, &recycle, &out),
+        };
+        let Some(result) = result else { return };
+        let end = Msg::End {
+            input: job.input,
+            index: job.index,
+            start: job.start,
+            result,
+        };
+        if out.send(end).is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads `len` bytes at `start` as chunks; `None` when the pipeline shut down.
+fn read_range(
+    shared: &SharedFile,
+    start: u64,
+    len: u64,
+    next_buffer: &mut impl FnMut() -> Option<Vec<u8>>,
+    recycle: &Sender<Vec<u8>>,
+    out: &Sender<Msg>,
+) -> Option<Result<u64, InputError>> {
+    let mut done = 0;
+    while done < len && !shared.failed.load(Ordering::Relaxed) {
+        let mut buf = next_buffer()?;
+        let n = (len - done).min(buf.capacity() as u64) as usize;
+        buf.resize(n, 0);
+        if let Err(e) = shared.file.read_exact_at(&mut buf, start + done) {
+            let _ = recycle.send(buf);
+            return Some(Err(e));
+        }
+        out.send(Msg::Chunk(buf)).ok()?;
+        done += n as u64;
+    }
+    Some(Ok(done))
+}
+
+/// Reads a stream to its end as chunks; `None` when the pipeline shut down.
+fn read_stream(
+    mut reader: Box<dyn Read + Send>,
+    next_buffer: &mut impl FnMut() -> Option<Vec<u8>>,
+    recycle: &Sender<Vec<u8>>,
+    out: &Sender<Msg>,
+) -> Option<Result<u64, InputError>> {
+    let mut done = 0;
+    loop {
+        let mut buf = next_buffer()?;
+        buf.resize(buf.capacity(), 0);
+        let n = loop {
+            match reader.read(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match n {
+            Ok(0) => {
+                let _ = recycle.send(buf);
+                return Some(Ok(done));
+            }
+            Ok(n) => {
+                buf.truncate(n);
+                out.send(Msg::Chunk(buf)).ok()?;
+                done += n as u64;
+            }
+            Err(e) => {
+                let _ = recycle.send(buf);
+                return Some(Err(e.into()));
+            }
+        }
+    }
+}
+
+/// The hasher half of a worker.
+fn hash_jobs(
+    layout: Layout,
+    alg: Algorithm,
+    chunks: Receiver<Msg>,
+    free: Sender<Vec<u8>>,
+    done: Sender<Done>,
+) {
+    let mut hasher = None;
+    for msg in chunks {
+        match msg {
+            Msg::Chunk(buf) => {
+                hasher
+                    .get_or_insert_with(|| layout.job_hasher(alg))
+                    .update(&buf);
+                let _ = free.send(buf);
+            }
+            Msg::End {
+                input,
+                index,
+                start,
+                result,
+            } => {
+                let h = hasher.take().unwrap_or_else(|| layout.job_hasher(alg));
+                let result = result.map(|len| (start..start + len, h.finalize()));
+                if done
+                    .send(Done {
+                        input,
+                        index,
+                        result,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// One input whose jobs are under way.
+struct Pending {
+    target: Target,
+    file: Option<Arc<SharedFile>>,
+    combiner: Combiner,
+    remaining: usize,
+    /// Bytes hashed so far (a stream's length is known only at its end).
+    size: u64,
+    leaves: Option<Vec<Option<Digest>>>,
+    error: Option<InputError>,
+    started: Instant,
+}
+
+/// Plans inputs into jobs, folds finished jobs, and hands results out in input order.
+struct Coordinator<'r, F> {
+    request: &'r Request,
+    pending: HashMap<usize, Pending>,
+    /// Finished inputs waiting for an earlier one.
+    ready: BTreeMap<usize, (Target, Result<FileDigest, InputError>)>,
+    next_out: usize,
+    sink: F,
+}
+
+impl<F> Coordinator<'_, F>
+where
+    F: FnMut(Target, Result<FileDigest, InputError>),
+{
+    /// Opens input `index` and returns its jobs; an input that fails to open, or has no job,
+    /// is finished at once.
+    fn plan(&mut self, index: usize, target: Target) -> Vec<Job> {
+        let started = Instant::now();
+        let layout = self.request.layout;
+        let (file, jobs) = match Input::open(&target) {
+            Err(e) => return self.finish_now(index, target, Err(e)),
+            Ok(Input::Stream(_)) if layout.needs_length() => {
+                let e = InputError::StreamNeedsLength(layout.name());
+                return self.finish_now(index, target, Err(e));
+            }
+            Ok(Input::Stream(_)) if self.request.keep_leaves && layout.leaf_size().is_some() => {
+                let e = InputError::GraphOfStream;
+                return self.finish_now(index, target, Err(e));
+            }
+            Ok(Input::Stream(reader)) => {
+                let job = Job {
+                    input: index,
+                    index: 0,
+                    start: 0,
+                    source: JobSource::Stream(reader),
+                };
+                (None, vec![job])
+            }
+            Ok(Input::Sized(file)) => {
+                let ranges = layout.jobs(file.len(), self.request.keep_leaves);
+                if self.request.keep_leaves && ranges.len() > MAX_KEPT_LEAVES {
+                    let e = InputError::TooManyLeaves {
+                        leaves: ranges.len(),
+                        max: MAX_KEPT_LEAVES,
+                    };
+                    return self.finish_now(index, target, Err(e));
+                }
+                let shared = Arc::new(SharedFile {
+                    file,
+                    failed: AtomicBool::new(false),
+                });
+                let jobs = ranges
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| Job {
+                        input: index,
+                        index: i,
+                        start: r.start,
+                        source: JobSource::At(shared.clone(), r.end - r.start),
+                    })
+                    .collect();
+                (Some(shared), jobs)
+            }
+        };
+        let pending = Pending {
+            target,
+            file,
+            combiner: layout.combiner(self.request.algorithm),
+            remaining: jobs.len(),
+            size: 0,
+            leaves: self.request.keep_leaves.then(|| vec![None; jobs.len()]),
+            error: None,
+            started,
+        };
+        if jobs.is_empty() {
+            let result = self.conclude(pending.file.as_deref(), pending.combiner, 0, None, started);
+            self.emit(index, pending.target, result);
+        } else {
+            self.pending.insert(index, pending);
+        }
+        jobs
+    }
+
+    fn finish_now(
+        &mut self,
+        index: usize,
+        target: Target,
+        result: Result<FileDigest, InputError>,
+    ) -> Vec<Job> {
+        self.emit(index, target, result);
+        Vec::new()
+    }
+
+    fn on_done(&mut self, done: Done) {
+        let p = self
+            .pending
+            .get_mut(&done.input)
+            .expect("a job belongs to a pending input");
+        match done.result {
+            Err(e) => {
+                if let Some(f) = &p.file {
+                    f.failed.store(true, Ordering::Relaxed);
+                }
+                p.error.get_or_insert(e);
+            }
+            Ok((range, digest)) if p.error.is_none() => {
+                p.size = p.size.max(range.end);
+                if let Some(leaves) = &mut p.leaves {
+                    leaves[done.index] = Some(digest);
+                }
+                p.combiner.add(done.index, range, digest);
+            }
+            Ok(_) => {}
+        }
+        p.remaining -= 1;
+        if p.remaining > 0 {
+            return;
+        }
+        let p = self.pending.remove(&done.input).expect("present");
+        let result = match p.error {
+            Some(e) => Err(e),
+            None => {
+                let leaves = p.leaves.map(|l| l.into_iter().flatten().collect());
+                self.conclude(p.file.as_deref(), p.combiner, p.size, leaves, p.started)
+            }
+        };
+        self.emit(done.input, p.target, result);
+    }
+
+    /// The root of an input whose jobs all succeeded, unless the file changed meanwhile.
+    fn conclude(
+        &self,
+        file: Option<&SharedFile>,
+        combiner: Combiner,
+        size: u64,
+        leaves: Option<Vec<Digest>>,
+        started: Instant,
+    ) -> Result<FileDigest, InputError> {
+        if let Some(f) = file {
+            f.file.check_unchanged()?;
+        }
+        Ok(FileDigest {
+            root: combiner.finish(size),
+            size,
+            leaves,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    fn emit(&mut self, index: usize, target: Target, result: Result<FileDigest, InputError>) {
+        self.ready.insert(index, (target, result));
+        while let Some((target, result)) = self.ready.remove(&self.next_out) {
+            (self.sink)(target, result);
+            self.next_out += 1;
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! mtsum: checksums of huge files as Merkle trees, hashed on every core.
+//!
+//! The library is organised by concept:
+//! - [`algorithm`]: the hash functions and the [`Digest`] value;
+//! - [`layout`]: how a stream is cut into leaves and folded into a root;
+//! - [`reference`]: every layout by its definition, the oracle of the tests;
+//! - [`source`]: where bytes come from (files, block devices, pipes) and how they are read;
+//! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
+//! - [`graph`]: a tree drawn as a Graphviz DOT graph;
+//! - [`report`]: checksum lines and timing figures as they are printed.
+//!
+//! ```
+//! use mtsum::{Algorithm, Layout, reference};
+//! let root = reference::root(Layout::Plain, Algorithm::Sha256, b"abc");
+//! assert_eq!(root.to_hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+//! ```
+
+pub mod algorithm;
+pub mod engine;
+pub mod graph;
+pub mod layout;
+pub mod reference;
+pub mod report;
+pub mod source;
+
+pub use algorithm::{Algorithm, Digest};
+pub use layout::{Layout, LeafSize};
