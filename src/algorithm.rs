@@ -210,7 +210,7 @@ impl Digest {
     /// Parses lowercase or uppercase hex; `None` when it is not hex or too long.
     pub fn from_hex(hex: &str) -> Option<Digest> {
         let hex = hex.as_bytes();
-        if hex.len() % 2 != 0 || hex.len() > 2 * Self::MAX_LEN {
+        if !hex.len().is_multiple_of(2) || hex.len() > 2 * Self::MAX_LEN {
             return None;
         }
         let mut bytes = [0u8; Self::MAX_LEN];

@@ -439,7 +439,14 @@ where
             started,
         };
         if jobs.is_empty() {
-            let result = self.conclude(pending.file.as_deref(), pending.combiner, 0, None, started);
+            let leaves = self.request.keep_leaves.then(Vec::new);
+            let result = self.conclude(
+                pending.file.as_deref(),
+                pending.combiner,
+                0,
+                leaves,
+                started,
+            );
             self.emit(index, pending.target, result);
         } else {
             self.pending.insert(index, pending);

@@ -52,7 +52,7 @@ impl fmt::Display for LeafSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.get();
         for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-            if n % (1 << shift) == 0 {
+            if n.is_multiple_of(1 << shift) {
                 return write!(f, "{}{suffix}", n >> shift);
             }
         }
@@ -235,7 +235,7 @@ impl Layout {
     /// is exactly one leaf, so that the job digests are the leaf digests (for drawing the tree).
     pub fn jobs(self, n: u64, one_leaf_per_job: bool) -> Vec<Range<u64>> {
         match self {
-            Layout::Plain => vec![0..n],
+            Layout::Plain => std::iter::once(0..n).collect(),
             Layout::Mtsum => {
                 let mut leaves = LeafRanges(Vec::new());
                 self.walk(n, &mut leaves);
