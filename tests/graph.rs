@@ -379,8 +379,6 @@ fn binary_draws_the_chosen_algorithm_and_layout() {
 }
 
 #[test]
-#[ignore = "the engine keeps no leaf digests (None) for an input with no job, so main prints \
-            the checksum line; see engine::Coordinator::plan"]
 fn binary_draws_an_empty_file_under_merkle_as_one_node() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("empty");
