@@ -5,6 +5,8 @@
 //! - [`layout`]: how a stream is cut into leaves and folded into a root;
 //! - [`reference`]: every layout by its definition, the oracle of the tests;
 //! - [`source`]: where bytes come from (files, block devices, pipes) and how they are read;
+//! - [`walk`]: the command line's paths expanded into inputs (`-r`, symbolic links);
+//! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `--json`, `-c`);
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
 //! - [`report`]: checksum lines and timing figures as they are printed.
@@ -22,6 +24,8 @@ pub mod layout;
 pub mod reference;
 pub mod report;
 pub mod source;
+pub mod sumfile;
+pub mod walk;
 
 pub use algorithm::{Algorithm, Digest};
 pub use layout::{Layout, LeafSize};
