@@ -119,10 +119,26 @@ impl Engine {
     /// Hashes every target and calls `sink` once per target, in the order of `targets`,
     /// as soon as that target and all before it are done. A failing input is reported to
     /// `sink` and the others go on.
-    pub fn hash_all<I, F>(&self, request: &Request, targets: I, sink: F)
+    pub fn hash_all<I, F>(&self, request: &Request, targets: I, mut sink: F)
     where
         I: IntoIterator<Item = Target>,
         F: FnMut(Target, Result<FileDigest, InputError>),
+    {
+        let tasks = targets
+            .into_iter()
+            .map(|t| Task::hash(t.clone(), *request, t));
+        self.run(tasks, |target, result| {
+            sink(target, result.expect("every task hashes"))
+        });
+    }
+
+    /// Runs `tasks` and calls `sink` once per task, in the order of `tasks`, with the task's
+    /// context and its result (`None` for a task that only passes its context through).
+    /// Each task may ask for its own layout and algorithm, as the lines of a sum file do.
+    pub fn run<T, I, F>(&self, tasks: I, sink: F)
+    where
+        I: IntoIterator<Item = Task<T>>,
+        F: FnMut(T, Option<Result<FileDigest, InputError>>),
     {
         thread::scope(|scope| {
             let (job_tx, job_rx) = bounded::<Job>(self.threads.get());
@@ -138,20 +154,18 @@ impl Engine {
                 let (jobs, recycle) = (job_rx.clone(), free_tx.clone());
                 scope.spawn(move || read_jobs(jobs, free_rx, recycle, chunk_tx));
                 let done = done_tx.clone();
-                let (layout, alg) = (request.layout, request.algorithm);
-                scope.spawn(move || hash_jobs(layout, alg, chunk_rx, free_tx, done));
+                scope.spawn(move || hash_jobs(chunk_rx, free_tx, done));
             }
             drop((job_rx, done_tx));
 
             let mut coordinator = Coordinator {
-                request,
                 pending: HashMap::new(),
                 ready: BTreeMap::new(),
                 next_out: 0,
                 sink,
             };
-            for (index, target) in targets.into_iter().enumerate() {
-                for job in coordinator.plan(index, target) {
+            for (index, task) in tasks.into_iter().enumerate() {
+                for job in coordinator.plan(index, task) {
                     send_job(&job_tx, job, &done_rx, &mut coordinator);
                 }
             }
@@ -164,11 +178,37 @@ impl Engine {
     }
 }
 
+/// One unit of work for [`Engine::run`]: an input to hash with its request, or a note that
+/// only needs to come out in order (an error met while walking a directory, say), and the
+/// caller's context, handed back with the result.
+pub struct Task<T> {
+    input: Option<(Target, Request)>,
+    context: T,
+}
+
+impl<T> Task<T> {
+    /// Hash `target` as `request` says.
+    pub fn hash(target: Target, request: Request, context: T) -> Task<T> {
+        Task {
+            input: Some((target, request)),
+            context,
+        }
+    }
+
+    /// Hash nothing; hand `context` back in its place in the order.
+    pub fn pass(context: T) -> Task<T> {
+        Task {
+            input: None,
+            context,
+        }
+    }
+}
+
 /// Queues `job`, handling finished jobs while the queue is full so that workers never wait
 /// for the coordinator.
-fn send_job<F>(jobs: &Sender<Job>, job: Job, done: &Receiver<Done>, c: &mut Coordinator<'_, F>)
+fn send_job<T, F>(jobs: &Sender<Job>, job: Job, done: &Receiver<Done>, c: &mut Coordinator<T, F>)
 where
-    F: FnMut(Target, Result<FileDigest, InputError>),
+    F: FnMut(T, Option<Result<FileDigest, InputError>>),
 {
     loop {
         let mut select = Select::new();
@@ -189,6 +229,8 @@ struct Job {
     input: usize,
     index: usize,
     start: u64,
+    layout: Layout,
+    alg: Algorithm,
     source: JobSource,
 }
 
@@ -207,6 +249,8 @@ struct SharedFile {
 
 /// From a reader to its hasher.
 enum Msg {
+    /// The chunks that follow, up to `End`, are one job.
+    Begin(Layout, Algorithm),
     Chunk(Vec<u8>),
     End {
         input: usize,
@@ -233,6 +277,9 @@ fn read_jobs(
 ) {
     let mut next_buffer = || free.recv().ok();
     for job in jobs {
+        if out.send(Msg::Begin(job.layout, job.alg)).is_err() {
+            return;
+        }
         let result = match job.source {
             JobSource::At(shared, len) => {
                 read_range(&shared, job.start, len, &mut next_buffer, &recycle, &out)
@@ -312,20 +359,13 @@ fn read_stream(
 }
 
 /// The hasher half of a worker.
-fn hash_jobs(
-    layout: Layout,
-    alg: Algorithm,
-    chunks: Receiver<Msg>,
-    free: Sender<Vec<u8>>,
-    done: Sender<Done>,
-) {
+fn hash_jobs(chunks: Receiver<Msg>, free: Sender<Vec<u8>>, done: Sender<Done>) {
     let mut hasher = None;
     for msg in chunks {
         match msg {
+            Msg::Begin(layout, alg) => hasher = Some(layout.job_hasher(alg)),
             Msg::Chunk(buf) => {
-                hasher
-                    .get_or_insert_with(|| layout.job_hasher(alg))
-                    .update(&buf);
+                hasher.as_mut().expect("Begin comes first").update(&buf);
                 let _ = free.send(buf);
             }
             Msg::End {
@@ -334,7 +374,7 @@ fn hash_jobs(
                 start,
                 result,
             } => {
-                let h = hasher.take().unwrap_or_else(|| layout.job_hasher(alg));
+                let h = hasher.take().expect("Begin comes first");
                 let result = result.map(|len| (start..start + len, h.finalize()));
                 if done
                     .send(Done {
@@ -352,8 +392,8 @@ fn hash_jobs(
 }
 
 /// One input whose jobs are under way.
-struct Pending {
-    target: Target,
+struct Pending<T> {
+    context: T,
     file: Option<Arc<SharedFile>>,
     combiner: Combiner,
     remaining: usize,
@@ -364,52 +404,56 @@ struct Pending {
     started: Instant,
 }
 
+type Outcome = Option<Result<FileDigest, InputError>>;
+
 /// Plans inputs into jobs, folds finished jobs, and hands results out in input order.
-struct Coordinator<'r, F> {
-    request: &'r Request,
-    pending: HashMap<usize, Pending>,
-    /// Finished inputs waiting for an earlier one.
-    ready: BTreeMap<usize, (Target, Result<FileDigest, InputError>)>,
+struct Coordinator<T, F> {
+    pending: HashMap<usize, Pending<T>>,
+    /// Finished tasks waiting for an earlier one.
+    ready: BTreeMap<usize, (T, Outcome)>,
     next_out: usize,
     sink: F,
 }
 
-impl<F> Coordinator<'_, F>
+impl<T, F> Coordinator<T, F>
 where
-    F: FnMut(Target, Result<FileDigest, InputError>),
+    F: FnMut(T, Outcome),
 {
-    /// Opens input `index` and returns its jobs; an input that fails to open, or has no job,
-    /// is finished at once.
-    fn plan(&mut self, index: usize, target: Target) -> Vec<Job> {
+    /// Opens the input of task `index` and returns its jobs; a task that fails to open,
+    /// has no job or no input is finished at once.
+    fn plan(&mut self, index: usize, task: Task<T>) -> Vec<Job> {
         let started = Instant::now();
-        let layout = self.request.layout;
+        let Some((target, request)) = task.input else {
+            self.emit(index, task.context, None);
+            return Vec::new();
+        };
+        let context = task.context;
+        let (layout, alg) = (request.layout, request.algorithm);
+        let job = |index_in_input: usize, start: u64, source: JobSource| Job {
+            input: index,
+            index: index_in_input,
+            start,
+            layout,
+            alg,
+            source,
+        };
         let (file, jobs) = match Input::open(&target) {
-            Err(e) => return self.finish_now(index, target, Err(e)),
+            Err(e) => return self.fail_now(index, context, e),
             Ok(Input::Stream(_)) if layout.needs_length() => {
-                let e = InputError::StreamNeedsLength(layout.name());
-                return self.finish_now(index, target, Err(e));
+                return self.fail_now(index, context, InputError::StreamNeedsLength(layout.name()));
             }
-            Ok(Input::Stream(_)) if self.request.keep_leaves && layout.leaf_size().is_some() => {
-                let e = InputError::GraphOfStream;
-                return self.finish_now(index, target, Err(e));
+            Ok(Input::Stream(_)) if request.keep_leaves && layout.leaf_size().is_some() => {
+                return self.fail_now(index, context, InputError::GraphOfStream);
             }
-            Ok(Input::Stream(reader)) => {
-                let job = Job {
-                    input: index,
-                    index: 0,
-                    start: 0,
-                    source: JobSource::Stream(reader),
-                };
-                (None, vec![job])
-            }
+            Ok(Input::Stream(reader)) => (None, vec![job(0, 0, JobSource::Stream(reader))]),
             Ok(Input::Sized(file)) => {
-                let ranges = layout.jobs(file.len(), self.request.keep_leaves);
-                if self.request.keep_leaves && ranges.len() > MAX_KEPT_LEAVES {
+                let ranges = layout.jobs(file.len(), request.keep_leaves);
+                if request.keep_leaves && ranges.len() > MAX_KEPT_LEAVES {
                     let e = InputError::TooManyLeaves {
                         leaves: ranges.len(),
                         max: MAX_KEPT_LEAVES,
                     };
-                    return self.finish_now(index, target, Err(e));
+                    return self.fail_now(index, context, e);
                 }
                 let shared = Arc::new(SharedFile {
                     file,
@@ -418,49 +462,31 @@ where
                 let jobs = ranges
                     .into_iter()
                     .enumerate()
-                    .map(|(i, r)| Job {
-                        input: index,
-                        index: i,
-                        start: r.start,
-                        source: JobSource::At(shared.clone(), r.end - r.start),
-                    })
+                    .map(|(i, r)| job(i, r.start, JobSource::At(shared.clone(), r.end - r.start)))
                     .collect();
                 (Some(shared), jobs)
             }
         };
         let pending = Pending {
-            target,
+            context,
             file,
-            combiner: layout.combiner(self.request.algorithm),
+            combiner: layout.combiner(alg),
             remaining: jobs.len(),
             size: 0,
-            leaves: self.request.keep_leaves.then(|| vec![None; jobs.len()]),
+            leaves: request.keep_leaves.then(|| vec![None; jobs.len()]),
             error: None,
             started,
         };
         if jobs.is_empty() {
-            let leaves = self.request.keep_leaves.then(Vec::new);
-            let result = self.conclude(
-                pending.file.as_deref(),
-                pending.combiner,
-                0,
-                leaves,
-                started,
-            );
-            self.emit(index, pending.target, result);
+            self.conclude(index, pending);
         } else {
             self.pending.insert(index, pending);
         }
         jobs
     }
 
-    fn finish_now(
-        &mut self,
-        index: usize,
-        target: Target,
-        result: Result<FileDigest, InputError>,
-    ) -> Vec<Job> {
-        self.emit(index, target, result);
+    fn fail_now(&mut self, index: usize, context: T, error: InputError) -> Vec<Job> {
+        self.emit(index, context, Some(Err(error)));
         Vec::new()
     }
 
@@ -486,44 +512,35 @@ where
             Ok(_) => {}
         }
         p.remaining -= 1;
-        if p.remaining > 0 {
-            return;
+        if p.remaining == 0 {
+            let p = self.pending.remove(&done.input).expect("present");
+            self.conclude(done.input, p);
         }
-        let p = self.pending.remove(&done.input).expect("present");
+    }
+
+    /// Emits the result of an input whose jobs are all done: its root, unless a job failed
+    /// or the file changed meanwhile.
+    fn conclude(&mut self, index: usize, p: Pending<T>) {
+        let unchanged = || match &p.file {
+            Some(f) => f.file.check_unchanged(),
+            None => Ok(()),
+        };
         let result = match p.error {
             Some(e) => Err(e),
-            None => {
-                let leaves = p.leaves.map(|l| l.into_iter().flatten().collect());
-                self.conclude(p.file.as_deref(), p.combiner, p.size, leaves, p.started)
-            }
+            None => unchanged().map(|()| FileDigest {
+                root: p.combiner.finish(p.size),
+                size: p.size,
+                leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
+                elapsed: p.started.elapsed(),
+            }),
         };
-        self.emit(done.input, p.target, result);
+        self.emit(index, p.context, Some(result));
     }
 
-    /// The root of an input whose jobs all succeeded, unless the file changed meanwhile.
-    fn conclude(
-        &self,
-        file: Option<&SharedFile>,
-        combiner: Combiner,
-        size: u64,
-        leaves: Option<Vec<Digest>>,
-        started: Instant,
-    ) -> Result<FileDigest, InputError> {
-        if let Some(f) = file {
-            f.file.check_unchanged()?;
-        }
-        Ok(FileDigest {
-            root: combiner.finish(size),
-            size,
-            leaves,
-            elapsed: started.elapsed(),
-        })
-    }
-
-    fn emit(&mut self, index: usize, target: Target, result: Result<FileDigest, InputError>) {
-        self.ready.insert(index, (target, result));
-        while let Some((target, result)) = self.ready.remove(&self.next_out) {
-            (self.sink)(target, result);
+    fn emit(&mut self, index: usize, context: T, outcome: Outcome) {
+        self.ready.insert(index, (context, outcome));
+        while let Some((context, outcome)) = self.ready.remove(&self.next_out) {
+            (self.sink)(context, outcome);
             self.next_out += 1;
         }
     }
