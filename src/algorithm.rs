@@ -3,6 +3,13 @@
 //! Every layout is generic over the algorithm, so this module is the only place that knows which
 //! crate implements which function. Digests are fixed-size values ([`Digest`]) rather than
 //! `Vec<u8>` because tree layouts create millions of them.
+//!
+//! Backends, chosen by measurement on one core (1 MiB updates, see `docs/performance.md`):
+//! the RustCrypto crates for sha1/sha224/sha256 (they use SHA-NI where the CPU has it and
+//! match OpenSSL), the system libcrypto for sha384/sha512 (about 1.9× RustCrypto) and md5
+//! (about 1.25×), BLAKE3's and xxHash's own crates. OpenSSL's generic EVP interface costs an
+//! allocation per message, so MD5 goes through it only for long messages
+//! ([`Algorithm::bulk_hasher`]); tree nodes and small leaves stay on the allocation-free path.
 
 use std::fmt;
 use std::str::FromStr;
@@ -69,19 +76,38 @@ impl Algorithm {
         }
     }
 
-    /// A fresh streaming hasher.
+    /// A fresh streaming hasher, cheap to create: for short messages such as tree nodes.
     pub fn hasher(self) -> Hasher {
         Hasher(match self {
             Algorithm::Md5 => State::Md5(md5::Md5::new()),
             Algorithm::Sha1 => State::Sha1(sha1::Sha1::new()),
             Algorithm::Sha224 => State::Sha224(sha2::Sha224::new()),
             Algorithm::Sha256 => State::Sha256(sha2::Sha256::new()),
+            #[cfg(feature = "openssl")]
+            Algorithm::Sha384 => State::OsslSha384(openssl::sha::Sha384::new()),
+            #[cfg(feature = "openssl")]
+            Algorithm::Sha512 => State::OsslSha512(openssl::sha::Sha512::new()),
+            #[cfg(not(feature = "openssl"))]
             Algorithm::Sha384 => State::Sha384(sha2::Sha384::new()),
+            #[cfg(not(feature = "openssl"))]
             Algorithm::Sha512 => State::Sha512(sha2::Sha512::new()),
             Algorithm::Blake3 => State::Blake3(Box::default()),
             Algorithm::Xxh3 => State::Xxh3(Box::default()),
             Algorithm::Xxh128 => State::Xxh128(Box::default()),
         })
+    }
+
+    /// A fresh streaming hasher for long messages (plain digests, large leaves): the fastest
+    /// backend even where creating it costs more.
+    pub fn bulk_hasher(self) -> Hasher {
+        match self {
+            #[cfg(feature = "openssl")]
+            Algorithm::Md5 => Hasher(State::EvpMd5(
+                openssl::hash::Hasher::new(openssl::hash::MessageDigest::md5())
+                    .expect("libcrypto provides MD5"),
+            )),
+            _ => self.hasher(),
+        }
     }
 
     /// The digest of `parts` concatenated: the building block of every tree node.
@@ -138,8 +164,16 @@ enum State {
     Sha1(sha1::Sha1),
     Sha224(sha2::Sha224),
     Sha256(sha2::Sha256),
+    #[cfg(not(feature = "openssl"))]
     Sha384(sha2::Sha384),
+    #[cfg(not(feature = "openssl"))]
     Sha512(sha2::Sha512),
+    #[cfg(feature = "openssl")]
+    OsslSha384(openssl::sha::Sha384),
+    #[cfg(feature = "openssl")]
+    OsslSha512(openssl::sha::Sha512),
+    #[cfg(feature = "openssl")]
+    EvpMd5(openssl::hash::Hasher),
     Blake3(Box<blake3::Hasher>),
     Xxh3(Box<xxhash_rust::xxh3::Xxh3Default>),
     Xxh128(Box<xxhash_rust::xxh3::Xxh3Default>),
@@ -153,8 +187,16 @@ impl Hasher {
             State::Sha1(h) => h.update(data),
             State::Sha224(h) => h.update(data),
             State::Sha256(h) => h.update(data),
+            #[cfg(not(feature = "openssl"))]
             State::Sha384(h) => h.update(data),
+            #[cfg(not(feature = "openssl"))]
             State::Sha512(h) => h.update(data),
+            #[cfg(feature = "openssl")]
+            State::OsslSha384(h) => h.update(data),
+            #[cfg(feature = "openssl")]
+            State::OsslSha512(h) => h.update(data),
+            #[cfg(feature = "openssl")]
+            State::EvpMd5(h) => h.update(data).expect("MD5 update cannot fail"),
             State::Blake3(h) => {
                 h.update(data);
             }
@@ -169,8 +211,16 @@ impl Hasher {
             State::Sha1(h) => Digest::from_slice(&h.finalize()),
             State::Sha224(h) => Digest::from_slice(&h.finalize()),
             State::Sha256(h) => Digest::from_slice(&h.finalize()),
+            #[cfg(not(feature = "openssl"))]
             State::Sha384(h) => Digest::from_slice(&h.finalize()),
+            #[cfg(not(feature = "openssl"))]
             State::Sha512(h) => Digest::from_slice(&h.finalize()),
+            #[cfg(feature = "openssl")]
+            State::OsslSha384(h) => Digest::from_slice(&h.finish()),
+            #[cfg(feature = "openssl")]
+            State::OsslSha512(h) => Digest::from_slice(&h.finish()),
+            #[cfg(feature = "openssl")]
+            State::EvpMd5(mut h) => Digest::from_slice(&h.finish().expect("MD5 final cannot fail")),
             State::Blake3(h) => Digest::from_slice(h.finalize().as_bytes()),
             State::Xxh3(h) => Digest::from_slice(&h.digest().to_be_bytes()),
             State::Xxh128(h) => Digest::from_slice(&h.digest128().to_be_bytes()),
@@ -265,6 +315,18 @@ mod tests {
     fn digest_length_matches_what_the_hasher_returns() {
         for a in Algorithm::ALL {
             assert_eq!(a.hash(b"abc").as_bytes().len(), a.digest_len(), "{a}");
+        }
+    }
+
+    #[test]
+    fn bulk_and_small_message_hashers_agree() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        for a in Algorithm::ALL {
+            for len in [0, 1, 55, 56, 64, 127, 128, 1000, data.len()] {
+                let mut bulk = a.bulk_hasher();
+                bulk.update(&data[..len]);
+                assert_eq!(bulk.finalize(), a.hash(&data[..len]), "{a} {len}");
+            }
         }
     }
 

@@ -159,7 +159,13 @@ impl Layout {
 
     /// A hasher for one leaf, already fed with the leaf's prefix byte.
     pub fn leaf_hasher(self, alg: Algorithm) -> Hasher {
-        let mut h = alg.hasher();
+        // Leaves of a few KiB and more amortise a costlier but faster backend.
+        let long = self.leaf_size().is_none_or(|l| l.get() >= 4096);
+        let mut h = if long {
+            alg.bulk_hasher()
+        } else {
+            alg.hasher()
+        };
         if matches!(self, Layout::Mtsum | Layout::Rfc6962(_)) {
             h.update(&[0]);
         }
