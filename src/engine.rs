@@ -143,20 +143,29 @@ impl Engine {
         thread::scope(|scope| {
             let (job_tx, job_rx) = bounded::<Job>(self.threads.get());
             let (done_tx, done_rx) = unbounded::<Done>();
+            // Fewer workers than asked for (the system refused more threads) still hash
+            // correctly; none at all fails every input instead of panicking.
+            let mut started = 0;
+            let mut refusal = None;
             for _ in 0..self.threads.get() {
-                let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
-                let (free_tx, free_rx) = bounded::<Vec<u8>>(self.read_ahead);
-                for _ in 0..self.read_ahead {
-                    free_tx
-                        .send(vec![0; self.chunk_size])
-                        .expect("room for every buffer");
+                match self.spawn_worker(scope, &job_rx, &done_tx) {
+                    Ok(()) => started += 1,
+                    Err(e) => {
+                        refusal = Some(e);
+                        break;
+                    }
                 }
-                let (jobs, recycle) = (job_rx.clone(), free_tx.clone());
-                scope.spawn(move || read_jobs(jobs, free_rx, recycle, chunk_tx));
-                let done = done_tx.clone();
-                scope.spawn(move || hash_jobs(chunk_rx, free_tx, done));
             }
             drop((job_rx, done_tx));
+            if let (0, Some(e)) = (started, refusal) {
+                let mut sink = sink;
+                for task in tasks {
+                    let error =
+                        || std::io::Error::new(e.kind(), format!("cannot start a worker: {e}"));
+                    sink(task.context, task.input.map(|_| Err(error().into())));
+                }
+                return;
+            }
 
             let mut coordinator = Coordinator {
                 pending: HashMap::new(),
@@ -175,6 +184,32 @@ impl Engine {
             }
             debug_assert!(coordinator.pending.is_empty());
         });
+    }
+}
+
+impl Engine {
+    /// Starts one worker: a reader thread and a hasher thread joined by `read_ahead` buffers.
+    fn spawn_worker<'scope>(
+        &self,
+        scope: &'scope thread::Scope<'scope, '_>,
+        jobs: &Receiver<Job>,
+        done: &Sender<Done>,
+    ) -> std::io::Result<()> {
+        let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
+        let (free_tx, free_rx) = bounded::<Vec<u8>>(self.read_ahead);
+        for _ in 0..self.read_ahead {
+            free_tx
+                .send(vec![0; self.chunk_size])
+                .expect("room for every buffer");
+        }
+        let (jobs, recycle, done) = (jobs.clone(), free_tx.clone(), done.clone());
+        thread::Builder::new()
+            .name("mtsum-reader".into())
+            .spawn_scoped(scope, move || read_jobs(jobs, free_rx, recycle, chunk_tx))?;
+        thread::Builder::new()
+            .name("mtsum-hasher".into())
+            .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done))?;
+        Ok(())
     }
 }
 

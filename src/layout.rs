@@ -114,9 +114,6 @@ pub enum Layout {
     Rfc6962(LeafSize),
 }
 
-/// The layout names accepted by `-t`.
-pub const LAYOUT_NAMES: [&str; 4] = ["mtsum", "plain", "merkle", "rfc6962"];
-
 impl Layout {
     /// The layout's name as `-t` takes it.
     pub fn name(self) -> &'static str {

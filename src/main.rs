@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mtsum::engine::{Engine, Request};
-use mtsum::layout::{LAYOUT_NAMES, LayoutError};
+use mtsum::layout::LayoutError;
 use mtsum::source::Target;
 use mtsum::{Algorithm, Layout, LeafSize, graph, report};
 
@@ -44,7 +44,7 @@ struct Args {
 
     /// Tree layout: mtsum (C++ mtsum 1.1.0), plain (what sha256sum prints), merkle, rfc6962.
     #[arg(short = 't', long = "tree", value_name = "LAYOUT", default_value = "mtsum",
-          value_parser = clap::builder::PossibleValuesParser::new(LAYOUT_NAMES))]
+          value_parser = parse_layout_name)]
     tree: String,
 
     /// Leaf size of the merkle and rfc6962 layouts: 64, 4K, 1M, 1MiB, ... [default: 1M].
@@ -72,10 +72,20 @@ struct Args {
     version: (),
 }
 
+fn parse_layout_name(s: &str) -> Result<String, LayoutError> {
+    Layout::from_name(s, None).map(|_| s.to_string())
+}
+
+/// More workers than this is a typo, not a machine: each one holds a few MiB of buffers.
+const MAX_PROCESSORS: usize = 1024;
+
 fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
     let n: usize = s
         .parse()
         .map_err(|_| format!("'{s}' is not a number of processors"))?;
+    if n > MAX_PROCESSORS {
+        return Err(format!("at most {MAX_PROCESSORS} processors"));
+    }
     NonZeroUsize::new(n).ok_or_else(|| "the number of processors must be at least 1".to_string())
 }
 
@@ -119,7 +129,10 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => return usage_error(e),
+    };
     let config = match Config::from_args(args) {
         Ok(c) => c,
         Err(e) => {
@@ -128,6 +141,20 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(run(&config) as u8)
+}
+
+/// Help and version go to stdout with status 0; anything else wrong with the command line is
+/// one line `mtsum: cause` on stderr and status 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit();
+    }
+    let text = e.to_string();
+    let cause = text.lines().next().unwrap_or_default();
+    let cause = cause.strip_prefix("error: ").unwrap_or(cause);
+    eprintln!("mtsum: {cause} (try 'mtsum --help')");
+    ExitCode::from(Status::Usage as u8)
 }
 
 fn run(config: &Config) -> Status {
