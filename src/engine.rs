@@ -182,7 +182,11 @@ impl Engine {
             for done in done_rx {
                 coordinator.on_done(done);
             }
-            debug_assert!(coordinator.pending.is_empty());
+            // Every job reports back unless a worker died; its input is still reported.
+            for (index, p) in std::mem::take(&mut coordinator.pending) {
+                let lost = std::io::Error::other("a worker thread stopped unexpectedly");
+                coordinator.emit(index, p.context, Some(Err(lost.into())));
+            }
         });
     }
 }
@@ -198,17 +202,22 @@ impl Engine {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
         let (free_tx, free_rx) = bounded::<Vec<u8>>(self.read_ahead);
         for _ in 0..self.read_ahead {
-            free_tx
-                .send(vec![0; self.chunk_size])
-                .expect("room for every buffer");
+            // Allocated fallibly: with a large -p under a memory limit, fewer workers is
+            // better than an abort.
+            let mut buf = Vec::new();
+            buf.try_reserve_exact(self.chunk_size)
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+            buf.resize(self.chunk_size, 0);
+            free_tx.send(buf).expect("room for every buffer");
         }
         let (jobs, recycle, done) = (jobs.clone(), free_tx.clone(), done.clone());
-        thread::Builder::new()
-            .name("mtsum-reader".into())
-            .spawn_scoped(scope, move || read_jobs(jobs, free_rx, recycle, chunk_tx))?;
+        // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
             .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done))?;
+        thread::Builder::new()
+            .name("mtsum-reader".into())
+            .spawn_scoped(scope, move || read_jobs(jobs, free_rx, recycle, chunk_tx))?;
         Ok(())
     }
 }
