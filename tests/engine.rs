@@ -1,0 +1,881 @@
+//! Property tests of the engine against the reference path: whatever the layout, algorithm,
+//! length, number of threads, chunk size or read-ahead, and whether the bytes come from a file
+//! or a pipe, [`Engine`] must return exactly `reference::root` of the same bytes.
+//!
+//! Data is generated from a seed (a cheap pattern) and written to temporary files; streams are
+//! FIFOs fed by a writer thread.
+
+use std::ffi::CString;
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::num::NonZeroUsize;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::thread::{self, JoinHandle};
+
+use mtsum::engine::{Engine, FileDigest, MAX_KEPT_LEAVES, Request, Task};
+use mtsum::layout::{MTSUM_MAX_LEAF, TreeBuilder};
+use mtsum::source::{InputError, Target};
+use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// Proptest settings: `cases` cases, no regression files (the tests are seeded, and this crate
+/// keeps no `proptest-regressions` directory).
+fn config(cases: u32) -> Config {
+    Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+/// `len` pseudo-random bytes from `seed` (splitmix64): cheap, and different at every offset.
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    let mut state = seed;
+    while out.len() < len {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// The leaf sizes every property tries on purpose; random ones are mixed in.
+const SPECIAL_LEAVES: [u64; 8] = [1, 2, 3, 63, 64, 65, 100, 4096];
+
+/// The job size the engine aims at for fixed-leaf layouts (`TARGET_JOB_BYTES` in layout.rs).
+const TARGET_JOB_BYTES: u64 = 4 << 20;
+
+/// The chunk sizes every property tries on purpose; random ones are mixed in.
+const SPECIAL_CHUNKS: [usize; 4] = [1, 7, 64, 4096];
+
+fn leaf(bytes: u64) -> LeafSize {
+    LeafSize::new(bytes).unwrap()
+}
+
+fn leaf_size() -> impl Strategy<Value = LeafSize> {
+    prop_oneof![
+        2 => prop::sample::select(SPECIAL_LEAVES.to_vec()),
+        1 => 1u64..=5000,
+    ]
+    .prop_map(leaf)
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![
+        Just(Layout::Mtsum),
+        Just(Layout::Plain),
+        leaf_size().prop_map(Layout::Merkle),
+        leaf_size().prop_map(Layout::Rfc6962),
+    ]
+}
+
+/// Layouts that can hash a stream whose length is unknown.
+fn stream_layout() -> impl Strategy<Value = Layout> {
+    layout().prop_filter("needs the length", |l| !l.needs_length())
+}
+
+fn algorithm() -> impl Strategy<Value = Algorithm> {
+    prop::sample::select(Algorithm::ALL.to_vec())
+}
+
+/// The algorithms the multi-megabyte cases use: one slow, one SHA-NI, one very fast.
+const BIG_ALGORITHMS: [Algorithm; 3] = [Algorithm::Sha256, Algorithm::Md5, Algorithm::Xxh3];
+
+/// How the engine is set up: threads, chunk size, read-ahead.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    threads: usize,
+    chunk: usize,
+    read_ahead: usize,
+}
+
+impl Setup {
+    fn engine(self) -> Engine {
+        Engine::new(NonZeroUsize::new(self.threads).unwrap())
+            .with_chunk_size(self.chunk)
+            .with_read_ahead(self.read_ahead)
+    }
+}
+
+fn setup() -> impl Strategy<Value = Setup> {
+    let chunk = prop_oneof![
+        2 => prop::sample::select(SPECIAL_CHUNKS.to_vec()),
+        1 => 1usize..=20_000,
+    ];
+    (1usize..=4, chunk, 1usize..=8).prop_map(|(threads, chunk, read_ahead)| Setup {
+        threads,
+        chunk,
+        read_ahead,
+    })
+}
+
+/// Lengths next to every boundary of a layout, a hash function or the engine's reads, up to
+/// `max`: 0 and 1, the 64- and 128-byte blocks (and where the length padding spills into
+/// another block), blake3's 1 KiB chunks, `k·chunk`, and for fixed leaves `L`: `k·L` and
+/// `2^k·L`; each ± 1.
+fn interesting_sizes(layout: Layout, chunk: usize, max: u64) -> Vec<u64> {
+    let mut marks = vec![0, 1, 55, 56, 64, 111, 112, 128, 192, 256, 1024, 2048];
+    marks.extend((1..=4).map(|k| k * chunk as u64));
+    if let Some(leaf) = layout.leaf_size().map(LeafSize::get) {
+        marks.extend((1..=9).map(|k| k * leaf));
+        marks.extend((0..40).map(|k| leaf << k).take_while(|&x| x <= max + 1));
+    }
+    let mut sizes: Vec<u64> = marks
+        .into_iter()
+        .flat_map(|m| [m.saturating_sub(1), m, m + 1])
+        .filter(|&s| s <= max)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// A length for `layout` read in `chunk`s: mostly next to a boundary, sometimes anywhere.
+fn size_for(layout: Layout, chunk: usize, max: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => prop::sample::select(interesting_sizes(layout, chunk, max)),
+        1 => 0..=max,
+    ]
+}
+
+fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, data).unwrap();
+    path
+}
+
+/// Creates a FIFO at `dir/name`.
+fn make_fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let c_path = CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c_path` is a NUL-terminated path that outlives the call.
+    let rc = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo: {}", std::io::Error::last_os_error());
+    path
+}
+
+/// Writes `data` into the FIFO at `path` in pieces of `piece` bytes from a thread. Write
+/// errors are ignored: a reader that refuses the stream hangs up early.
+fn feed_fifo(path: PathBuf, data: Vec<u8>, piece: usize) -> JoinHandle<()> {
+    thread::spawn(move || {
+        let mut fifo = OpenOptions::new().write(true).open(&path).unwrap();
+        for part in data.chunks(piece.max(1)) {
+            if fifo.write_all(part).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+fn hash(setup: Setup, request: &Request, path: &Path) -> Result<FileDigest, InputError> {
+    setup
+        .engine()
+        .hash(request, Target::Path(path.to_path_buf()))
+}
+
+/// Hashes `data` from a temporary file with `setup` and checks the root (and the size)
+/// against the reference.
+fn check_file(layout: Layout, alg: Algorithm, setup: Setup, data: &[u8]) {
+    let dir = TempDir::new().unwrap();
+    let path = write_file(dir.path(), "data", data);
+    let got = hash(setup, &Request::new(layout, alg), &path)
+        .unwrap_or_else(|e| panic!("{layout} {alg} {setup:?} n={}: {e}", data.len()));
+    assert_eq!(
+        got.root,
+        reference::root(layout, alg, data),
+        "{layout} {alg} {setup:?} n={}",
+        data.len()
+    );
+    assert_eq!(got.size, data.len() as u64);
+    assert_eq!(got.leaves, None);
+}
+
+/// The leaf ranges of a tree, as [`Layout::walk`] visits them.
+struct LeafRanges(Vec<std::ops::Range<u64>>);
+
+impl TreeBuilder for LeafRanges {
+    type Node = ();
+    fn leaf(&mut self, _: usize, range: std::ops::Range<u64>) {
+        self.0.push(range);
+    }
+    fn inner(&mut self, _: std::ops::Range<u64>, _: (), _: (), _: bool) {}
+}
+
+/// Every leaf digest of the tree of `data`, by definition.
+fn reference_leaves(layout: Layout, alg: Algorithm, data: &[u8]) -> Vec<Digest> {
+    let mut ranges = LeafRanges(Vec::new());
+    layout.walk(data.len() as u64, &mut ranges);
+    ranges
+        .0
+        .into_iter()
+        .map(|r| layout.hash_leaf(alg, &data[r.start as usize..r.end as usize]))
+        .collect()
+}
+
+/// The length of a full job of a fixed-leaf layout: the largest power of two of leaves that
+/// fits in 4 MiB (at least one leaf).
+fn job_bytes(leaf: u64) -> u64 {
+    let mut leaves = 1;
+    while 2 * leaves * leaf <= TARGET_JOB_BYTES {
+        leaves *= 2;
+    }
+    leaves * leaf
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+// ---------------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(config(192))]
+
+    #[test]
+    fn engine_digest_equals_reference_root(
+        (layout, alg, setup, n) in (layout(), algorithm(), setup()).prop_flat_map(|(l, a, s)| {
+            (Just(l), Just(a), Just(s), size_for(l, s.chunk, 1 << 16))
+        }),
+        seed: u64,
+    ) {
+        check_file(layout, alg, setup, &pattern(n as usize, seed));
+    }
+}
+
+#[test]
+fn empty_and_one_byte_files_hash_like_the_reference_with_every_layout_and_algorithm() {
+    let setup = Setup {
+        threads: 2,
+        chunk: 1,
+        read_ahead: 1,
+    };
+    for layout in [
+        Layout::Mtsum,
+        Layout::Plain,
+        Layout::Merkle(leaf(1)),
+        Layout::Rfc6962(leaf(1)),
+        Layout::Merkle(LeafSize::DEFAULT),
+        Layout::Rfc6962(LeafSize::DEFAULT),
+    ] {
+        for alg in Algorithm::ALL {
+            check_file(layout, alg, setup, b"");
+            check_file(layout, alg, setup, b"\x00");
+            check_file(layout, alg, setup, b"\xff");
+        }
+    }
+}
+
+#[test]
+fn root_of_empty_file_has_two_empty_leaves() {
+    let dir = TempDir::new().unwrap();
+    let path = write_file(dir.path(), "empty", b"");
+    for alg in Algorithm::ALL {
+        let request = Request {
+            keep_leaves: true,
+            ..Request::new(Layout::Mtsum, alg)
+        };
+        let got = Engine::default()
+            .hash(&request, Target::Path(path.clone()))
+            .unwrap();
+        let empty_leaf = alg.hash(&[0]);
+        assert_eq!(got.leaves, Some(vec![empty_leaf, empty_leaf]));
+        let root = alg.hash_parts(&[&[2], empty_leaf.as_bytes(), empty_leaf.as_bytes()]);
+        assert_eq!(got.root, root, "{alg}");
+    }
+}
+
+proptest! {
+    // Several jobs per file (2–4 MiB each), hashed with 1 to 4 workers: fewer cases.
+    #![proptest_config(config(16))]
+
+    #[test]
+    fn digest_does_not_depend_on_thread_count_chunk_size_or_read_ahead(
+        layout in prop_oneof![
+            Just(Layout::Mtsum),
+            Just(Layout::Plain),
+            (63u64..=100_000).prop_map(|l| Layout::Merkle(leaf(l))),
+            (63u64..=100_000).prop_map(|l| Layout::Rfc6962(leaf(l))),
+            (1u64..=6 << 20).prop_map(|l| Layout::Rfc6962(leaf(l.max(63)))),
+        ],
+        alg in prop::sample::select(BIG_ALGORITHMS.to_vec()),
+        n in 0u64..=12 << 20,
+        chunks in prop::collection::vec(prop_oneof![Just(4096usize), 4096usize..=1 << 20], 4),
+        read_ahead in prop::collection::vec(1usize..=8, 4),
+        seed: u64,
+    ) {
+        let data = pattern(n as usize, seed);
+        let expected = reference::root(layout, alg, &data);
+        let dir = TempDir::new().unwrap();
+        let path = write_file(dir.path(), "data", &data);
+        for threads in 1..=4 {
+            let setup = Setup { threads, chunk: chunks[threads - 1], read_ahead: read_ahead[threads - 1] };
+            let got = hash(setup, &Request::new(layout, alg), &path).unwrap();
+            prop_assert_eq!(got.root, expected, "{} {} {:?} n={}", layout, alg, setup, n);
+        }
+    }
+}
+
+#[test]
+fn engine_matches_reference_around_chunk_and_job_boundaries() {
+    let chunk = Engine::DEFAULT_CHUNK_SIZE as u64;
+    let job = TARGET_JOB_BYTES;
+    // Lengths around the engine's default chunk and the 4 MiB job, for every layout.
+    let mut cases: Vec<(Layout, u64)> = Vec::new();
+    for layout in [
+        Layout::Mtsum,
+        Layout::Plain,
+        Layout::Merkle(leaf(4096)),
+        Layout::Rfc6962(leaf(64)),
+        Layout::Rfc6962(LeafSize::DEFAULT),
+    ] {
+        for n in [chunk - 1, chunk, chunk + 1, job - 1, job, job + 1] {
+            cases.push((layout, n));
+        }
+    }
+    // Around one, two and three full jobs of fixed-leaf layouts whose jobs are not 4 MiB.
+    for l in [65, 100, 4095, 4097, (1 << 20) + 1, (3 << 20) + 1, 5 << 20] {
+        let full = job_bytes(l);
+        for (i, n) in [full - 1, full, full + 1, 2 * full + 1, 3 * full - 1]
+            .into_iter()
+            .enumerate()
+        {
+            let layout = if i % 2 == 0 {
+                Layout::Rfc6962(leaf(l))
+            } else {
+                Layout::Merkle(leaf(l))
+            };
+            cases.push((layout, n));
+        }
+    }
+    // Tiny leaves: millions of them, so a single case each, across the first job boundary.
+    cases.push((Layout::Rfc6962(leaf(1)), job_bytes(1) + 1));
+    cases.push((Layout::Merkle(leaf(3)), job_bytes(3) + 1));
+
+    let data = pattern(3 * (5 << 20) + 1, 42);
+    let setups = [
+        (1, Engine::DEFAULT_CHUNK_SIZE, Engine::DEFAULT_READ_AHEAD),
+        (2, 4096, 1),
+        (3, (1 << 20) + 1, 2),
+        (4, Engine::DEFAULT_CHUNK_SIZE - 1, 8),
+        (2, 65_537, 3),
+    ];
+    let dir = TempDir::new().unwrap();
+    for (i, (layout, n)) in cases.into_iter().enumerate() {
+        let alg = BIG_ALGORITHMS[i % BIG_ALGORITHMS.len()];
+        let (threads, chunk, read_ahead) = setups[i % setups.len()];
+        let setup = Setup {
+            threads,
+            chunk,
+            read_ahead,
+        };
+        let bytes = &data[..n as usize];
+        let path = write_file(dir.path(), &format!("f{i}"), bytes);
+        let got = hash(setup, &Request::new(layout, alg), &path).unwrap();
+        assert_eq!(
+            got.root,
+            reference::root(layout, alg, bytes),
+            "{layout} {alg} {setup:?} n={n}"
+        );
+        assert_eq!(got.size, n);
+        fs::remove_file(path).unwrap();
+    }
+}
+
+#[test]
+fn chunk_size_and_read_ahead_of_zero_mean_one() {
+    let data = pattern(3000, 5);
+    let dir = TempDir::new().unwrap();
+    let path = write_file(dir.path(), "data", &data);
+    for layout in [Layout::Mtsum, Layout::Plain, Layout::Rfc6962(leaf(64))] {
+        let got = Engine::new(NonZeroUsize::new(2).unwrap())
+            .with_chunk_size(0)
+            .with_read_ahead(0)
+            .hash(
+                &Request::new(layout, Algorithm::Md5),
+                Target::Path(path.clone()),
+            )
+            .unwrap();
+        assert_eq!(got.root, reference::root(layout, Algorithm::Md5, &data));
+    }
+}
+
+#[test]
+fn merkle_reproduces_the_published_vector_through_the_engine() {
+    // DESIGN.md §3.3: 4 194 336 zero bytes (2^22 + 32), L = 64.
+    let dir = TempDir::new().unwrap();
+    let path = write_file(dir.path(), "zeros", &vec![0u8; (1 << 22) + 32]);
+    let request = Request::new(Layout::Merkle(leaf(64)), Algorithm::Sha256);
+    for threads in 1..=3 {
+        let setup = Setup {
+            threads,
+            chunk: 1000 * threads,
+            read_ahead: threads,
+        };
+        assert_eq!(
+            hash(setup, &request, &path).unwrap().root.to_hex(),
+            "e9683665a90bd70aabd7705cba57c2be2a4e913a0ca1a14d765497112c178120"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kept leaves (for drawing the tree)
+// ---------------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    #[test]
+    fn kept_leaves_are_the_leaf_digests_of_the_tree(
+        (layout, alg, setup, n) in (layout(), algorithm(), setup()).prop_flat_map(|(l, a, s)| {
+            (Just(l), Just(a), Just(s), size_for(l, s.chunk, 1 << 14))
+        }),
+        seed: u64,
+    ) {
+        let data = pattern(n as usize, seed);
+        let dir = TempDir::new().unwrap();
+        let path = write_file(dir.path(), "data", &data);
+        let request = Request { keep_leaves: true, ..Request::new(layout, alg) };
+        let got = hash(setup, &request, &path).unwrap();
+        prop_assert_eq!(got.root, reference::root(layout, alg, &data));
+        prop_assert_eq!(got.leaves, Some(reference_leaves(layout, alg, &data)));
+    }
+}
+
+/// BUG at 4f2b610 (src/engine.rs, `Coordinator::plan`, the `jobs.is_empty()` branch, line 442):
+/// an input that has no job at all (an empty file under merkle or rfc6962) was concluded with
+/// `leaves: None` whatever `Request::keep_leaves` said, so `mtsum -g -t merkle EMPTY` printed a
+/// checksum line instead of a graph. Expected: `Some(vec![])`, the (zero) leaves of its tree.
+#[test]
+fn kept_leaves_of_an_empty_file_of_a_fixed_leaf_layout_are_an_empty_list() {
+    let dir = TempDir::new().unwrap();
+    let path = write_file(dir.path(), "empty", b"");
+    for layout in [Layout::Merkle(leaf(64)), Layout::Rfc6962(LeafSize::DEFAULT)] {
+        let request = Request {
+            keep_leaves: true,
+            ..Request::new(layout, Algorithm::Sha256)
+        };
+        let got = Engine::default()
+            .hash(&request, Target::Path(path.clone()))
+            .unwrap();
+        assert_eq!(got.root, Algorithm::Sha256.hash(b""), "{layout}");
+        assert_eq!(got.leaves, Some(Vec::new()), "{layout}");
+    }
+}
+
+#[test]
+fn keep_leaves_refuses_more_than_max_kept_leaves() {
+    let dir = TempDir::new().unwrap();
+    let max = MAX_KEPT_LEAVES as u64;
+    let layout = Layout::Rfc6962(leaf(1));
+    let request = Request {
+        keep_leaves: true,
+        ..Request::new(layout, Algorithm::Xxh3)
+    };
+    let setup = Setup {
+        threads: 2,
+        chunk: 4096,
+        read_ahead: 4,
+    };
+    let data = pattern(MAX_KEPT_LEAVES + 1, 3);
+
+    let at_max = write_file(dir.path(), "max", &data[..MAX_KEPT_LEAVES]);
+    let got = hash(setup, &request, &at_max).unwrap();
+    assert_eq!(got.leaves.map(|l| l.len() as u64), Some(max));
+
+    let over = write_file(dir.path(), "over", &data);
+    match hash(setup, &request, &over) {
+        Err(InputError::TooManyLeaves { leaves, max: m }) => {
+            assert_eq!((leaves as u64, m as u64), (max + 1, max));
+        }
+        other => panic!("expected TooManyLeaves, got {other:?}"),
+    }
+    // Without keep_leaves the same file hashes fine.
+    check_file(layout, Algorithm::Xxh3, setup, &data);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams
+// ---------------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    #[test]
+    fn a_stream_hashes_like_a_file_of_the_same_bytes(
+        (layout, alg, setup, n) in (stream_layout(), algorithm(), setup()).prop_flat_map(|(l, a, s)| {
+            (Just(l), Just(a), Just(s), size_for(l, s.chunk, 200_000))
+        }),
+        piece in prop_oneof![Just(1usize), 1usize..=70_000],
+        seed: u64,
+    ) {
+        // A 1-byte writer with a 1-byte reader is a million context switches: cap the writes.
+        let piece = if n > 20_000 { piece.max(512) } else { piece };
+        let data = pattern(n as usize, seed);
+        let dir = TempDir::new().unwrap();
+        let fifo = make_fifo(dir.path(), "pipe");
+        let writer = feed_fifo(fifo.clone(), data.clone(), piece);
+        let got = hash(setup, &Request::new(layout, alg), &fifo);
+        writer.join().unwrap();
+        let got = got.unwrap();
+        prop_assert_eq!(got.root, reference::root(layout, alg, &data), "{} {} {:?} n={}", layout, alg, setup, n);
+        prop_assert_eq!(got.size, n);
+    }
+}
+
+#[test]
+fn standard_input_hashes_like_a_file_of_the_same_bytes() {
+    // Standard input of this test process becomes the read end of a pipe for the duration
+    // of the test (no other test here reads standard input), then is put back.
+    let data = pattern(300_001, 9);
+    let mut fds = [0; 2];
+    // SAFETY: plain descriptor calls on descriptors this test owns; fd 0 is saved and restored.
+    let saved = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        let saved = libc::dup(0);
+        assert!(saved >= 0);
+        assert_eq!(libc::dup2(fds[0], 0), 0);
+        libc::close(fds[0]);
+        saved
+    };
+    let writer = {
+        use std::os::fd::FromRawFd;
+        // SAFETY: `fds[1]` is the write end of the pipe, owned by this `File` from now on.
+        let mut pipe = unsafe { fs::File::from_raw_fd(fds[1]) };
+        let data = data.clone();
+        thread::spawn(move || {
+            for part in data.chunks(7777) {
+                pipe.write_all(part).unwrap();
+            }
+        })
+    };
+    let layout = Layout::Rfc6962(leaf(100));
+    let alg = Algorithm::Sha256;
+    let setup = Setup {
+        threads: 2,
+        chunk: 4096,
+        read_ahead: 3,
+    };
+    let got = setup
+        .engine()
+        .hash(&Request::new(layout, alg), Target::Stdin);
+    writer.join().unwrap();
+    // SAFETY: `saved` is the original standard input, duplicated above.
+    unsafe {
+        assert_eq!(libc::dup2(saved, 0), 0);
+        libc::close(saved);
+    }
+    let got = got.unwrap();
+    assert_eq!(got.root, reference::root(layout, alg, &data));
+    assert_eq!(got.size, data.len() as u64);
+}
+
+#[test]
+fn mtsum_layout_on_a_stream_needs_the_length() {
+    let dir = TempDir::new().unwrap();
+    let fifo = make_fifo(dir.path(), "pipe");
+    let writer = feed_fifo(fifo.clone(), pattern(100_000, 1), 4096);
+    let got = Engine::default().hash(
+        &Request::new(Layout::Mtsum, Algorithm::Sha256),
+        Target::Path(fifo),
+    );
+    writer.join().unwrap();
+    assert!(
+        matches!(got, Err(InputError::StreamNeedsLength("mtsum"))),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_graph_of_a_stream_of_a_fixed_leaf_layout_is_refused() {
+    for layout in [Layout::Merkle(leaf(64)), Layout::Rfc6962(leaf(64))] {
+        let dir = TempDir::new().unwrap();
+        let fifo = make_fifo(dir.path(), "pipe");
+        let writer = feed_fifo(fifo.clone(), pattern(1000, 1), 100);
+        let request = Request {
+            keep_leaves: true,
+            ..Request::new(layout, Algorithm::Sha256)
+        };
+        let got = Engine::default().hash(&request, Target::Path(fifo));
+        writer.join().unwrap();
+        assert!(matches!(got, Err(InputError::GraphOfStream)), "{got:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Many targets
+// ---------------------------------------------------------------------------------------------
+
+/// One target of `hash_all`.
+#[derive(Clone, Debug)]
+enum Kind {
+    /// A regular file of this many bytes.
+    File(u64),
+    Empty,
+    Missing,
+    Directory,
+    /// A FIFO fed with this many bytes.
+    Fifo(u64),
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        6 => prop_oneof![0u64..300, 0u64..=3 << 20].prop_map(Kind::File),
+        2 => Just(Kind::Empty),
+        2 => Just(Kind::Missing),
+        1 => Just(Kind::Directory),
+        1 => (0u64..100_000).prop_map(Kind::Fifo),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(48))]
+
+    #[test]
+    fn hash_all_reports_every_target_in_input_order_and_isolates_errors(
+        layout in prop_oneof![
+            Just(Layout::Mtsum),
+            Just(Layout::Plain),
+            leaf_size().prop_map(|l| Layout::Merkle(leaf(l.get().max(64)))),
+            leaf_size().prop_map(|l| Layout::Rfc6962(leaf(l.get().max(64)))),
+        ],
+        alg in prop::sample::select(BIG_ALGORITHMS.to_vec()),
+        setup in setup().prop_map(|s| Setup { chunk: s.chunk.max(512), ..s }),
+        kinds in prop::collection::vec(kind(), 1..24),
+        seed: u64,
+    ) {
+        let dir = TempDir::new().unwrap();
+        let mut targets = Vec::new();
+        let mut contents = Vec::new();
+        let mut writers = Vec::new();
+        for (i, kind) in kinds.iter().enumerate() {
+            let name = format!("t{i}");
+            let (path, data) = match *kind {
+                Kind::File(n) => {
+                    let data = pattern(n as usize, seed ^ i as u64);
+                    (write_file(dir.path(), &name, &data), Some(data))
+                }
+                Kind::Empty => (write_file(dir.path(), &name, b""), Some(Vec::new())),
+                Kind::Missing => (dir.path().join(name), None),
+                Kind::Directory => {
+                    let path = dir.path().join(name);
+                    fs::create_dir(&path).unwrap();
+                    (path, None)
+                }
+                Kind::Fifo(n) => {
+                    let data = pattern(n as usize, seed ^ i as u64);
+                    let path = make_fifo(dir.path(), &name);
+                    writers.push(feed_fifo(path.clone(), data.clone(), 10_000));
+                    (path, Some(data))
+                }
+            };
+            targets.push(Target::Path(path));
+            contents.push(data);
+        }
+
+        let mut results = Vec::new();
+        setup.engine().hash_all(&Request::new(layout, alg), targets.clone(), |t, r| {
+            results.push((t, r));
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+
+        prop_assert_eq!(results.len(), targets.len(), "one result per target");
+        for (i, ((target, result), kind)) in results.iter().zip(&kinds).enumerate() {
+            prop_assert_eq!(target, &targets[i], "results come back in input order");
+            match (kind, result) {
+                (Kind::Missing, Err(InputError::Io(e))) => {
+                    prop_assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+                }
+                (Kind::Directory, Err(InputError::IsADirectory)) => {}
+                (Kind::Fifo(_), Err(InputError::StreamNeedsLength("mtsum")))
+                    if layout.needs_length() => {}
+                (Kind::File(_) | Kind::Empty | Kind::Fifo(_), Ok(got)) => {
+                    let data = contents[i].as_ref().unwrap();
+                    prop_assert_eq!(got.root, reference::root(layout, alg, data), "target {}: {:?}", i, kind);
+                    prop_assert_eq!(got.size, data.len() as u64);
+                }
+                (kind, result) => {
+                    prop_assert!(false, "target {}: {:?} gave {:?}", i, kind, result);
+                }
+            }
+        }
+    }
+}
+
+/// One task of `Engine::run`: a file to hash with its own request, or a note to pass through.
+#[derive(Clone, Debug)]
+enum Step {
+    Hash(Request, u64),
+    Pass,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let hash = (layout(), algorithm(), any::<bool>()).prop_flat_map(|(layout, alg, keep)| {
+        // Tiny leaves only on small files: millions of leaves are slow to hash one by one.
+        let max = if layout.leaf_size().is_some_and(|l| l.get() < 64) {
+            3000
+        } else {
+            5 << 20
+        };
+        let n = prop_oneof![3 => 0u64..3000, 1 => 0u64..=max];
+        let request = Request {
+            keep_leaves: keep,
+            ..Request::new(layout, alg)
+        };
+        (Just(request), n).prop_map(|(r, n)| Step::Hash(r, n))
+    });
+    prop_oneof![4 => hash, 1 => Just(Step::Pass)]
+}
+
+proptest! {
+    #![proptest_config(config(32))]
+
+    #[test]
+    fn run_hashes_every_task_with_its_own_request_and_passes_notes_through_in_order(
+        steps in prop::collection::vec(step(), 1..16),
+        setup in setup().prop_map(|s| Setup { chunk: s.chunk.max(512), ..s }),
+        seed: u64,
+    ) {
+        let dir = TempDir::new().unwrap();
+        let mut contents = Vec::new();
+        let tasks: Vec<Task<usize>> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, step)| match *step {
+                Step::Hash(request, n) => {
+                    let data = pattern(n as usize, seed ^ i as u64);
+                    let path = write_file(dir.path(), &format!("t{i}"), &data);
+                    contents.push(data);
+                    Task::hash(Target::Path(path), request, i)
+                }
+                Step::Pass => {
+                    contents.push(Vec::new());
+                    Task::pass(i)
+                }
+            })
+            .collect();
+
+        let mut results = Vec::new();
+        setup.engine().run(tasks, |i, outcome| results.push((i, outcome)));
+
+        prop_assert_eq!(results.len(), steps.len(), "one result per task");
+        for (at, (i, outcome)) in results.into_iter().enumerate() {
+            prop_assert_eq!(i, at, "results come back in task order");
+            let data = &contents[i];
+            match (&steps[i], outcome) {
+                (Step::Pass, None) => {}
+                (Step::Hash(r, _), Some(Err(InputError::TooManyLeaves { leaves, max })))
+                    if r.keep_leaves && max == MAX_KEPT_LEAVES =>
+                {
+                    prop_assert_eq!(leaves, r.layout.jobs(data.len() as u64, true).len());
+                    prop_assert!(leaves > max);
+                }
+                (Step::Hash(r, _), Some(Ok(got))) => {
+                    prop_assert_eq!(
+                        got.root,
+                        reference::root(r.layout, r.algorithm, data),
+                        "task {}: {:?}", i, r
+                    );
+                    prop_assert_eq!(got.size, data.len() as u64);
+                    let leaves = r.keep_leaves.then(|| reference_leaves(r.layout, r.algorithm, data));
+                    prop_assert_eq!(got.leaves, leaves, "task {}: {:?}", i, r);
+                }
+                (step, outcome) => prop_assert!(false, "task {}: {:?} gave {:?}", i, step, outcome),
+            }
+        }
+    }
+}
+
+#[test]
+fn hash_all_of_no_target_reports_nothing() {
+    let mut calls = 0;
+    Engine::default().hash_all(
+        &Request::new(Layout::Mtsum, Algorithm::Sha256),
+        std::iter::empty(),
+        |_, _| calls += 1,
+    );
+    assert_eq!(calls, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mtsum layout around its 128 MiB leaves
+// ---------------------------------------------------------------------------------------------
+
+/// Hashes prefixes of one pattern file, truncating it from the largest size down, with the
+/// `mtsum` layout and each algorithm, and checks the root against the reference (and the
+/// kept leaves too, for the largest size and the first algorithm).
+fn check_mtsum_prefixes(sizes: &[u64], algorithms: &[Algorithm], seed: u64) {
+    let mut sizes = sizes.to_vec();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let data = pattern(sizes[0] as usize, seed);
+    let dir = TempDir::new().unwrap();
+    let path = write_file(dir.path(), "big", &data);
+    let file = OpenOptions::new().write(true).open(&path).unwrap();
+    let setups = [
+        Setup {
+            threads: 2,
+            chunk: Engine::DEFAULT_CHUNK_SIZE,
+            read_ahead: Engine::DEFAULT_READ_AHEAD,
+        },
+        Setup {
+            threads: 3,
+            chunk: (1 << 20) + 1,
+            read_ahead: 2,
+        },
+    ];
+    for (i, &n) in sizes.iter().enumerate() {
+        file.set_len(n).unwrap();
+        let bytes = &data[..n as usize];
+        for (j, &alg) in algorithms.iter().enumerate() {
+            let setup = setups[(i + j) % setups.len()];
+            let request = Request {
+                keep_leaves: true,
+                ..Request::new(Layout::Mtsum, alg)
+            };
+            let got = hash(setup, &request, &path).unwrap();
+            let expected = reference::root(Layout::Mtsum, alg, bytes);
+            assert_eq!(got.root, expected, "n={n} {alg} {setup:?}");
+            assert_eq!(got.size, n);
+            let leaves = got.leaves.unwrap();
+            assert_eq!(Layout::Mtsum.root_from_leaves(alg, n, &leaves), expected);
+            if i == 0 && j == 0 {
+                assert_eq!(leaves, reference_leaves(Layout::Mtsum, alg, bytes), "n={n}");
+            }
+        }
+    }
+}
+
+#[test]
+fn mtsum_around_128_mib_matches_reference() {
+    let m = MTSUM_MAX_LEAF;
+    assert_eq!(m, 134_217_728);
+    check_mtsum_prefixes(
+        &[m - 1, m, m + 1, 2 * m, 2 * m + 1],
+        &[Algorithm::Sha256, Algorithm::Md5],
+        128,
+    );
+}
+
+proptest! {
+    #![proptest_config(config(3))]
+
+    #[test]
+    #[ignore = "large: run with --release -- --include-ignored"]
+    fn mtsum_between_128_and_600_mib_matches_reference(
+        sizes in prop::collection::vec(134_217_728u64..=600 << 20, 3),
+        seed: u64,
+    ) {
+        check_mtsum_prefixes(&sizes, &[Algorithm::Sha256, Algorithm::Md5], seed);
+    }
+}
