@@ -10,6 +10,7 @@ use clap::Parser;
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::LayoutError;
 use mtsum::source::Target;
+use mtsum::sumfile::{self, Format, Terminator};
 use mtsum::{Algorithm, Layout, LeafSize, graph, report};
 
 /// Exit statuses, as coreutils and ripgrep use them.
@@ -185,7 +186,14 @@ fn run(config: &Config) -> Status {
             } else if config.no_names {
                 format!("{}\n", digest.root).into_bytes()
             } else {
-                report::gnu_line(&digest.root, name)
+                sumfile::format_line(
+                    Format::Gnu,
+                    Terminator::Newline,
+                    request.layout,
+                    request.algorithm,
+                    &digest.root,
+                    name,
+                )
             };
             if let Err(e) = report::write_whole(&mut stdout, &out) {
                 eprintln!("mtsum: standard output: {e}");
