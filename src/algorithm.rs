@@ -263,10 +263,10 @@ impl Digest {
         if !hex.len().is_multiple_of(2) || hex.len() > 2 * Self::MAX_LEN {
             return None;
         }
+        let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
         let mut bytes = [0u8; Self::MAX_LEN];
         for (i, pair) in hex.chunks_exact(2).enumerate() {
-            let s = std::str::from_utf8(pair).ok()?;
-            bytes[i] = u8::from_str_radix(s, 16).ok()?;
+            bytes[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
         }
         Some(Digest::from_slice(&bytes[..hex.len() / 2]))
     }
@@ -341,6 +341,11 @@ mod tests {
         assert_eq!(Digest::from_hex(&d.to_hex().to_uppercase()), Some(d));
         assert_eq!(Digest::from_hex("abc"), None);
         assert_eq!(Digest::from_hex("zz"), None);
+        assert_eq!(
+            Digest::from_hex("+f"),
+            None,
+            "no sign, unlike from_str_radix"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `--json`, `-c`);
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
-//! - [`report`]: checksum lines and timing figures as they are printed.
+//! - [`report`]: what is printed besides checksum lines (timings, error lines).
 //!
 //! ```
 //! use mtsum::{Algorithm, Layout, reference};
