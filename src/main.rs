@@ -174,8 +174,7 @@ fn run(config: &Config) -> Status {
             let digest = match result {
                 Ok(d) => d,
                 Err(e) => {
-                    let line =
-                        report::error_line(std::os::unix::ffi::OsStrExt::from_bytes(name), &e);
+                    let line = report::error_line(name, &e);
                     let _ = io::stderr().write_all(&line);
                     status = Status::InputFailed;
                     return;
