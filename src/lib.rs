@@ -7,6 +7,7 @@
 //! - [`source`]: where bytes come from (files, block devices, pipes) and how they are read;
 //! - [`walk`]: the command line's paths expanded into inputs (`-r`, symbolic links);
 //! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `--json`, `-c`);
+//! - [`check`]: `-c`, verifying the files listed in sum files;
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
 //! - [`report`]: what is printed besides checksum lines (timings, error lines).
@@ -18,6 +19,7 @@
 //! ```
 
 pub mod algorithm;
+pub mod check;
 pub mod engine;
 pub mod graph;
 pub mod layout;

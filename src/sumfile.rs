@@ -53,13 +53,11 @@
 //! assert_eq!(entry.expected, digest);
 //! assert_eq!(entry.spec, Some((layout, Algorithm::Sha256)));
 //! ```
-//
-// TODO(json): `--json` lines (one object per file: path, size, layout, leaf size, algorithm,
-// digest, seconds; errors as objects with an `error` field) belong here too, written with
-// serde_json once it is a dependency. Suggested shape:
-//     pub fn json_line(record: &JsonRecord<'_>) -> Vec<u8>
-// Open question for that change: names that are not UTF-8 cannot be JSON strings; serde_json
-// would need a lossy `path` plus, say, a `path_bytes` array to stay exact.
+//!
+//! # JSON
+//!
+//! `--json` writes one object per input instead ([`json_line`], [`json_error_line`]), for
+//! scripts; it is not read back by `-c`.
 
 use std::borrow::Cow;
 
@@ -534,6 +532,48 @@ fn parse_hex(hex: &[u8]) -> Option<Digest> {
         return None;
     }
     Digest::from_hex(std::str::from_utf8(hex).ok()?)
+}
+
+/// One `--json` line for a hashed input: `{"path":…,"size":…,"layout":…,"leaf_size":…,
+/// "algorithm":…,"digest":…,"seconds":…}`. A path that is not UTF-8 is written lossily in
+/// `path`, and exactly as `path_bytes` (an array of byte values).
+pub fn json_line(
+    name: &[u8],
+    layout: Layout,
+    alg: Algorithm,
+    digest: &crate::engine::FileDigest,
+) -> Vec<u8> {
+    let mut object = json_path(name);
+    object.insert("size".into(), digest.size.into());
+    object.insert("layout".into(), layout.name().into());
+    let leaf = layout.leaf_size().map(|l| l.get());
+    object.insert("leaf_size".into(), leaf.into());
+    object.insert("algorithm".into(), alg.name().into());
+    object.insert("digest".into(), digest.root.to_hex().into());
+    object.insert("seconds".into(), digest.elapsed.as_secs_f64().into());
+    json_bytes(object)
+}
+
+/// One `--json` line for an input that failed: `{"path":…,"error":…}`.
+pub fn json_error_line(name: &[u8], error: &dyn std::fmt::Display) -> Vec<u8> {
+    let mut object = json_path(name);
+    object.insert("error".into(), error.to_string().into());
+    json_bytes(object)
+}
+
+fn json_path(name: &[u8]) -> serde_json::Map<String, serde_json::Value> {
+    let mut object = serde_json::Map::new();
+    object.insert("path".into(), String::from_utf8_lossy(name).into());
+    if std::str::from_utf8(name).is_err() {
+        object.insert("path_bytes".into(), name.to_vec().into());
+    }
+    object
+}
+
+fn json_bytes(object: serde_json::Map<String, serde_json::Value>) -> Vec<u8> {
+    let mut line = serde_json::Value::Object(object).to_string().into_bytes();
+    line.push(b'\n');
+    line
 }
 
 #[cfg(test)]

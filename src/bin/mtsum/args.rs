@@ -1,0 +1,224 @@
+//! The command line: parsed by clap into [`Args`], then validated into a [`Config`] so that the
+//! rest of the program never sees an impossible combination.
+
+use std::ffi::OsString;
+use std::num::NonZeroUsize;
+
+use clap::Parser;
+use mtsum::check::{CheckOptions, Untagged, Verbosity};
+use mtsum::engine::{Engine, Request};
+use mtsum::layout::LayoutError;
+use mtsum::source::Target;
+use mtsum::sumfile::{Format, Terminator};
+use mtsum::walk::Recursion;
+use mtsum::{Algorithm, Layout, LeafSize};
+
+/// Checksums of huge files as Merkle trees, hashed on every core.
+///
+/// Prints one line per file, `DIGEST  NAME`, as sha256sum does. With no PATH, or when PATH
+/// is -, reads standard input. Messages (--verbose, --benchmark, errors) go to stderr.
+/// Exit status: 0 all good, 1 some input failed (or did not check out), 2 usage error.
+#[derive(Parser, Debug)]
+#[command(
+    name = "mtsum",
+    version,
+    disable_version_flag = true,
+    max_term_width = 100
+)]
+pub struct Args {
+    /// Files to hash, or with -c the sum files to check (- for standard input).
+    #[arg(value_name = "PATH")]
+    paths: Vec<OsString>,
+
+    /// Number of worker threads [default: the number of available cores].
+    #[arg(short = 'p', value_name = "processors", value_parser = parse_processors)]
+    processors: Option<NonZeroUsize>,
+
+    /// Hash algorithm: md5, sha1, sha224, sha256, sha384, sha512, blake3, xxh3, xxh128
+    /// [default: sha256].
+    #[arg(short = 'a', value_name = "algorithm")]
+    algorithm: Option<Algorithm>,
+
+    /// Tree layout: mtsum (C++ mtsum 1.1.0), plain (what sha256sum prints), merkle, rfc6962
+    /// [default: mtsum].
+    #[arg(short = 't', long = "tree", value_name = "LAYOUT", value_parser = parse_layout_name)]
+    tree: Option<String>,
+
+    /// Leaf size of the merkle and rfc6962 layouts: 64, 4K, 1M, 1MiB, ... [default: 1M].
+    #[arg(short = 'l', long = "leaf-size", value_name = "SIZE")]
+    leaf_size: Option<LeafSize>,
+
+    /// Hash the files below directories, in bytewise order of their paths.
+    #[arg(short = 'r', long)]
+    recursive: bool,
+
+    /// With -r, follow symbolic links met in directories (loops are detected).
+    #[arg(short = 'L', long = "follow", requires = "recursive")]
+    follow: bool,
+
+    /// BSD-style lines, `TAG (NAME) = DIGEST`; the tag names layout and algorithm.
+    #[arg(long, conflicts_with_all = ["check", "json", "graph", "no_names"])]
+    tag: bool,
+
+    /// End each line with NUL instead of newline, and do not escape names.
+    #[arg(short = 'z', long = "zero", conflicts_with_all = ["check", "json", "graph"])]
+    zero: bool,
+
+    /// One JSON object per input: path, size, layout, leaf_size, algorithm, digest, seconds
+    /// (or path and error).
+    #[arg(long, conflicts_with_all = ["check", "graph", "no_names"])]
+    json: bool,
+
+    /// Print the tree as a Graphviz DOT graph instead of the checksum line.
+    #[arg(short = 'g', conflicts_with = "check")]
+    graph: bool,
+
+    /// Print only the digest, without the name (as C++ mtsum does).
+    #[arg(long = "no-names", conflicts_with = "check")]
+    no_names: bool,
+
+    /// Read checksum lines from the PATHs and verify the files they list.
+    #[arg(short = 'c', long)]
+    check: bool,
+
+    /// With -c: do not print OK for each verified file.
+    #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
+    quiet: bool,
+
+    /// With -c: print nothing; the exit status tells.
+    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"])]
+    status: bool,
+
+    /// With -c: improperly formatted lines fail the check.
+    #[arg(long, requires = "check")]
+    strict: bool,
+
+    /// With -c: warn about improperly formatted lines.
+    #[arg(short = 'w', long, requires = "check", overrides_with_all = ["quiet", "status"])]
+    warn: bool,
+
+    /// With -c: do not fail or report listed files that are missing.
+    #[arg(long = "ignore-missing", requires = "check")]
+    ignore_missing: bool,
+
+    /// Print the time and throughput of every input on stderr.
+    #[arg(long)]
+    benchmark: bool,
+
+    /// Also print the algorithm, processors, every input's size, and skipped files on stderr.
+    #[arg(long)]
+    verbose: bool,
+
+    /// Print version information.
+    #[arg(short = 'V', long = "version", short_alias = 'v', action = clap::ArgAction::Version)]
+    version: (),
+}
+
+fn parse_layout_name(s: &str) -> Result<String, LayoutError> {
+    Layout::from_name(s, None).map(|_| s.to_string())
+}
+
+/// More workers than this is a typo, not a machine: each one holds a few MiB of buffers.
+const MAX_PROCESSORS: usize = 1024;
+
+fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of processors"))?;
+    if n > MAX_PROCESSORS {
+        return Err(format!("at most {MAX_PROCESSORS} processors"));
+    }
+    NonZeroUsize::new(n).ok_or_else(|| "the number of processors must be at least 1".to_string())
+}
+
+/// What one run of mtsum does.
+pub enum Mode {
+    /// Hash the inputs and print one result each.
+    Hash {
+        request: Request,
+        recursion: Recursion,
+        output: Output,
+    },
+    /// Verify the files listed in sum files.
+    Check(CheckOptions),
+}
+
+/// How hash results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Line(Format, Terminator),
+    BareDigest,
+    Json,
+    Graph,
+}
+
+/// The command line, validated.
+pub struct Config {
+    pub mode: Mode,
+    pub engine: Engine,
+    pub targets: Vec<Target>,
+    pub benchmark: bool,
+    pub verbose: bool,
+}
+
+impl Config {
+    pub fn from_args(args: Args) -> Result<Config, LayoutError> {
+        let tree = args.tree.as_deref().unwrap_or("mtsum");
+        let layout = Layout::from_name(tree, args.leaf_size)?;
+        let engine = args.processors.map(Engine::new).unwrap_or_default();
+        let mut targets: Vec<Target> = args.paths.into_iter().map(Target::from_arg).collect();
+        if targets.is_empty() {
+            targets.push(Target::Stdin);
+        }
+        let mode = if args.check {
+            let verbosity = match (args.status, args.quiet) {
+                (true, _) => Verbosity::Status,
+                (false, true) => Verbosity::Quiet,
+                (false, false) => Verbosity::All,
+            };
+            Mode::Check(CheckOptions {
+                untagged: Untagged {
+                    layout,
+                    algorithm: args.algorithm,
+                },
+                ignore_missing: args.ignore_missing,
+                strict: args.strict,
+                warn: args.warn,
+                verbosity,
+            })
+        } else {
+            let terminator = if args.zero {
+                Terminator::Nul
+            } else {
+                Terminator::Newline
+            };
+            let output = if args.graph {
+                Output::Graph
+            } else if args.json {
+                Output::Json
+            } else if args.no_names {
+                Output::BareDigest
+            } else if args.tag {
+                Output::Line(Format::Tag, terminator)
+            } else {
+                Output::Line(Format::Gnu, terminator)
+            };
+            Mode::Hash {
+                request: Request {
+                    layout,
+                    algorithm: args.algorithm.unwrap_or(Algorithm::Sha256),
+                    keep_leaves: args.graph,
+                },
+                recursion: Recursion::from_flags(args.recursive, args.follow),
+                output,
+            }
+        };
+        Ok(Config {
+            mode,
+            engine,
+            targets,
+            benchmark: args.benchmark,
+            verbose: args.verbose,
+        })
+    }
+}

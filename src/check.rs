@@ -1,0 +1,402 @@
+//! `-c`: verify the files listed in sum files, with the messages and exit status of
+//! coreutils' `sha256sum -c`, so that scripts written for one work with the other.
+//!
+//! The lines of all sum files become one stream of [`Task`]s for the [`Engine`], so files are
+//! verified in parallel, while verdicts come out in the order of the lines. Lines that are not
+//! checksum lines, and the end of each sum file, travel in the same stream as pass-through
+//! tasks: each sum file's summary is printed right after its last verdict, as coreutils does.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStringExt;
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::engine::{Engine, Request, Task};
+use crate::layout::Layout;
+use crate::report::error_line;
+use crate::source::{InputError, Target};
+use crate::sumfile::{self, Parser, Terminator};
+
+/// How much `-c` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verbosity {
+    /// A verdict for every line (`NAME: OK` too), and the warnings.
+    #[default]
+    All,
+    /// `--quiet`: no `OK` lines.
+    Quiet,
+    /// `--status`: nothing on stdout and no warnings; only the exit status says it.
+    Status,
+}
+
+/// What untagged lines (`HEX  NAME`) are checked with; tagged lines say it themselves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Untagged {
+    pub layout: Layout,
+    /// `None`: chosen by the digest's length, SHA-256 or MD5 where the length is shared
+    /// (with BLAKE3 and XXH128), as `sha256sum` and `md5sum` files are the common case.
+    pub algorithm: Option<Algorithm>,
+}
+
+impl Untagged {
+    /// The layout and algorithm for an untagged digest of `len` bytes; `None` when no
+    /// algorithm fits, which makes the line improperly formatted.
+    fn spec(&self, len: usize) -> Option<(Layout, Algorithm)> {
+        let alg = match self.algorithm {
+            Some(alg) => alg,
+            None => {
+                let fits = sumfile::algorithms_with_digest_len(len);
+                [Algorithm::Sha256, Algorithm::Md5]
+                    .into_iter()
+                    .find(|a| fits.contains(a))
+                    .or_else(|| (fits.len() == 1).then(|| fits[0]))?
+            }
+        };
+        (alg.digest_len() == len).then_some((self.layout, alg))
+    }
+
+    /// The word `--warn` uses for a checksum line: `SHA256`, `MTSUM-SHA256`.
+    fn tag(&self) -> String {
+        sumfile::tag(self.layout, self.algorithm.unwrap_or(Algorithm::Sha256))
+    }
+}
+
+/// Everything `-c` needs besides the sum files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckOptions {
+    pub untagged: Untagged,
+    /// `--ignore-missing`: a listed file that does not exist is neither reported nor failed.
+    pub ignore_missing: bool,
+    /// `--strict`: an improperly formatted line fails the check.
+    pub strict: bool,
+    /// `--warn`: say which lines are improperly formatted.
+    pub warn: bool,
+    pub verbosity: Verbosity,
+}
+
+/// Verifies every file listed in `sum_files` (`Target::Stdin` for `-`), printing verdicts to
+/// `out` and diagnostics to `err`. Returns whether everything checked out: every sum file had
+/// a properly formatted line, no digest differed, no listed file was unreadable, and (with
+/// `--strict`) no line was improper.
+pub fn check(
+    engine: &Engine,
+    sum_files: Vec<Target>,
+    options: &CheckOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<bool> {
+    let names: Vec<Vec<u8>> = sum_files.iter().map(sum_file_name).collect();
+    let lines = Lines {
+        files: sum_files.into_iter().enumerate().collect(),
+        current: None,
+        parser: Parser::new(Terminator::Newline),
+        untagged: options.untagged,
+        queue: VecDeque::new(),
+    };
+    let mut verdicts = Verdicts {
+        options,
+        names: &names,
+        tally: Tally::default(),
+        all_ok: true,
+        out,
+        err,
+        io_error: None,
+    };
+    engine.run(lines, |item, result| verdicts.on(item, result));
+    match verdicts.io_error {
+        Some(e) => Err(e),
+        None => Ok(verdicts.all_ok),
+    }
+}
+
+/// How a sum file is named in messages.
+fn sum_file_name(target: &Target) -> Vec<u8> {
+    match target {
+        Target::Stdin => b"standard input".to_vec(),
+        t => crate::report::name_bytes(t).to_vec(),
+    }
+}
+
+/// What travels through the engine for each line of a sum file.
+enum Item {
+    /// A checksum line: `name` is hashed and compared with `expected`.
+    Line { name: Vec<u8>, expected: Digest },
+    /// Line `line` (1-based) of sum file `file` is not a checksum line.
+    Improper { file: usize, line: u64 },
+    /// Sum file `file` could not be opened or read.
+    Unreadable { file: usize, error: io::Error },
+    /// The last line of sum file `file` has passed.
+    End { file: usize },
+}
+
+/// A sum file being read.
+struct SumFile {
+    index: usize,
+    reader: Box<dyn BufRead>,
+    /// Lines read so far.
+    lines: u64,
+    /// Standard input: a line naming `-` cannot be checked then.
+    is_stdin: bool,
+}
+
+/// The lines of the sum files as tasks, read one at a time as the engine asks for them.
+struct Lines {
+    files: VecDeque<(usize, Target)>,
+    /// The sum file being read.
+    current: Option<SumFile>,
+    parser: Parser,
+    untagged: Untagged,
+    queue: VecDeque<Task<Item>>,
+}
+
+impl Iterator for Lines {
+    type Item = Task<Item>;
+
+    fn next(&mut self) -> Option<Task<Item>> {
+        loop {
+            if let Some(task) = self.queue.pop_front() {
+                return Some(task);
+            }
+            let Some(current) = &mut self.current else {
+                let (index, target) = self.files.pop_front()?;
+                match open_sum_file(&target) {
+                    Ok(reader) => {
+                        let is_stdin = target == Target::Stdin;
+                        self.current = Some(SumFile {
+                            index,
+                            reader,
+                            lines: 0,
+                            is_stdin,
+                        });
+                    }
+                    Err(error) => {
+                        let file = index;
+                        self.queue
+                            .push_back(Task::pass(Item::Unreadable { file, error }));
+                        self.queue.push_back(Task::pass(Item::End { file }));
+                    }
+                }
+                continue;
+            };
+            let file = current.index;
+            let mut line = Vec::new();
+            match current.reader.read_until(b'\n', &mut line) {
+                Ok(0) => {
+                    self.current = None;
+                    return Some(Task::pass(Item::End { file }));
+                }
+                Ok(_) => {
+                    current.lines += 1;
+                    let (line_no, from_stdin) = (current.lines, current.is_stdin);
+                    if let Some(task) = self.task(file, line_no, &line, from_stdin) {
+                        return Some(task);
+                    }
+                }
+                Err(error) => {
+                    self.current = None;
+                    self.queue.push_back(Task::pass(Item::End { file }));
+                    return Some(Task::pass(Item::Unreadable { file, error }));
+                }
+            }
+        }
+    }
+}
+
+impl Lines {
+    /// The task for one line; `None` for a blank line or a comment.
+    fn task(
+        &mut self,
+        file: usize,
+        line_no: u64,
+        line: &[u8],
+        from_stdin: bool,
+    ) -> Option<Task<Item>> {
+        let improper = || {
+            Task::pass(Item::Improper {
+                file,
+                line: line_no,
+            })
+        };
+        let entry = match self.parser.parse_line(line) {
+            Ok(None) => return None,
+            Ok(Some(entry)) => entry,
+            Err(_) => return Some(improper()),
+        };
+        let spec = entry
+            .spec
+            .or_else(|| self.untagged.spec(entry.expected.as_bytes().len()));
+        let Some((layout, alg)) = spec else {
+            return Some(improper());
+        };
+        // Standard input cannot be both the sum file and a file listed in it.
+        if from_stdin && entry.name == b"-" {
+            return Some(improper());
+        }
+        let target = Target::from_arg(OsString::from_vec(entry.name.clone()));
+        let item = Item::Line {
+            name: entry.name,
+            expected: entry.expected,
+        };
+        Some(Task::hash(target, Request::new(layout, alg), item))
+    }
+}
+
+fn open_sum_file(target: &Target) -> io::Result<Box<dyn BufRead>> {
+    Ok(match target {
+        Target::Stdin => Box::new(BufReader::new(io::stdin())),
+        Target::Path(p) => Box::new(BufReader::new(File::open(p)?)),
+    })
+}
+
+/// Counts of one sum file, for its summary.
+#[derive(Debug, Default)]
+struct Tally {
+    proper: u64,
+    improper: u64,
+    matched: u64,
+    mismatched: u64,
+    unreadable: u64,
+    /// The sum file itself could not be read.
+    failed: bool,
+}
+
+/// Prints verdicts and summaries in order, and keeps the overall result.
+struct Verdicts<'a> {
+    options: &'a CheckOptions,
+    names: &'a [Vec<u8>],
+    tally: Tally,
+    all_ok: bool,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    io_error: Option<io::Error>,
+}
+
+impl Verdicts<'_> {
+    fn on(&mut self, item: Item, result: Option<Result<crate::engine::FileDigest, InputError>>) {
+        if self.io_error.is_some() {
+            return;
+        }
+        if let Err(e) = self.print(item, result) {
+            self.io_error = Some(e);
+        }
+    }
+
+    fn print(
+        &mut self,
+        item: Item,
+        result: Option<Result<crate::engine::FileDigest, InputError>>,
+    ) -> io::Result<()> {
+        let verbosity = self.options.verbosity;
+        match item {
+            Item::Line { name, expected } => {
+                self.tally.proper += 1;
+                let verdict: &[u8] = match result.expect("a line is hashed") {
+                    Ok(digest) if digest.root == expected => {
+                        self.tally.matched += 1;
+                        if verbosity != Verbosity::All {
+                            return Ok(());
+                        }
+                        b": OK\n"
+                    }
+                    Ok(_) => {
+                        self.tally.mismatched += 1;
+                        b": FAILED\n"
+                    }
+                    Err(InputError::Io(e))
+                        if self.options.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
+                    {
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        self.tally.unreadable += 1;
+                        self.err.write_all(&error_line(&name, &e))?;
+                        b": FAILED open or read\n"
+                    }
+                };
+                if verbosity != Verbosity::Status {
+                    let mut line = sumfile::verdict_name(&name).into_owned();
+                    line.extend_from_slice(verdict);
+                    self.out.write_all(&line)?;
+                }
+            }
+            Item::Improper { file, line } => {
+                self.tally.improper += 1;
+                if self.options.warn {
+                    let tag = self.options.untagged.tag();
+                    let cause = format!("{line}: improperly formatted {tag} checksum line");
+                    self.err.write_all(&error_line(&self.names[file], &cause))?;
+                }
+            }
+            Item::Unreadable { file, error } => {
+                self.tally.failed = true;
+                let error = InputError::Io(error);
+                self.err.write_all(&error_line(&self.names[file], &error))?;
+            }
+            Item::End { file } => {
+                let tally = std::mem::take(&mut self.tally);
+                self.summarise(file, &tally)?;
+                self.all_ok &= self.passed(&tally);
+            }
+        }
+        Ok(())
+    }
+
+    /// The warnings coreutils prints after each sum file.
+    fn summarise(&mut self, file: usize, t: &Tally) -> io::Result<()> {
+        if t.failed {
+            return Ok(());
+        }
+        let name = &self.names[file];
+        if t.proper == 0 {
+            let msg = error_line(name, &"no properly formatted checksum lines found");
+            return self.err.write_all(&msg);
+        }
+        if self.options.verbosity == Verbosity::Status {
+            return Ok(());
+        }
+        let plural = |n: u64, one: &str, many: &str| {
+            let text = if n == 1 { one } else { many };
+            format!("mtsum: WARNING: {n} {text}\n")
+        };
+        if t.improper > 0 {
+            let msg = plural(
+                t.improper,
+                "line is improperly formatted",
+                "lines are improperly formatted",
+            );
+            self.err.write_all(msg.as_bytes())?;
+        }
+        if t.unreadable > 0 {
+            let msg = plural(
+                t.unreadable,
+                "listed file could not be read",
+                "listed files could not be read",
+            );
+            self.err.write_all(msg.as_bytes())?;
+        }
+        if t.mismatched > 0 {
+            let msg = plural(
+                t.mismatched,
+                "computed checksum did NOT match",
+                "computed checksums did NOT match",
+            );
+            self.err.write_all(msg.as_bytes())?;
+        }
+        if self.options.ignore_missing && t.matched == 0 {
+            self.err
+                .write_all(&error_line(name, &"no file was verified"))?;
+        }
+        Ok(())
+    }
+
+    fn passed(&self, t: &Tally) -> bool {
+        !t.failed
+            && t.proper > 0
+            && t.mismatched == 0
+            && t.unreadable == 0
+            && (!self.options.strict || t.improper == 0)
+            && (!self.options.ignore_missing || t.matched > 0)
+    }
+}
