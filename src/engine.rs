@@ -16,7 +16,7 @@ use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -67,6 +67,8 @@ pub struct Engine {
     threads: NonZeroUsize,
     chunk_size: usize,
     read_ahead: usize,
+    /// Bytes hashed so far, for a progress display.
+    progress: Option<Arc<AtomicU64>>,
 }
 
 impl Default for Engine {
@@ -90,6 +92,7 @@ impl Engine {
             threads,
             chunk_size: Self::DEFAULT_CHUNK_SIZE,
             read_ahead: Self::DEFAULT_READ_AHEAD,
+            progress: None,
         }
     }
 
@@ -102,6 +105,13 @@ impl Engine {
     /// Keeps up to `chunks` chunks (at least 1) read ahead per worker.
     pub fn with_read_ahead(mut self, chunks: usize) -> Engine {
         self.read_ahead = chunks.max(1);
+        self
+    }
+
+    /// Adds every byte hashed to `counter` as it is hashed, so that another thread can show
+    /// progress without the engine knowing how it is shown.
+    pub fn with_progress(mut self, counter: Arc<AtomicU64>) -> Engine {
+        self.progress = Some(counter);
         self
     }
 
@@ -212,10 +222,11 @@ impl Engine {
             free_tx.send(buf).expect("room for every buffer");
         }
         let (jobs, recycle, done) = (jobs.clone(), free_tx.clone(), done.clone());
+        let progress = self.progress.clone();
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
-            .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done))?;
+            .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
         thread::Builder::new()
             .name("mtsum-reader".into())
             .spawn_scoped(scope, move || read_jobs(jobs, free_rx, recycle, chunk_tx))?;
@@ -404,13 +415,21 @@ fn read_stream(
 }
 
 /// The hasher half of a worker.
-fn hash_jobs(chunks: Receiver<Msg>, free: Sender<Vec<u8>>, done: Sender<Done>) {
+fn hash_jobs(
+    chunks: Receiver<Msg>,
+    free: Sender<Vec<u8>>,
+    done: Sender<Done>,
+    progress: Option<Arc<AtomicU64>>,
+) {
     let mut hasher = None;
     for msg in chunks {
         match msg {
             Msg::Begin(layout, alg) => hasher = Some(layout.job_hasher(alg)),
             Msg::Chunk(buf) => {
                 hasher.as_mut().expect("Begin comes first").update(&buf);
+                if let Some(p) = &progress {
+                    p.fetch_add(buf.len() as u64, Ordering::Relaxed);
+                }
                 let _ = free.send(buf);
             }
             Msg::End {

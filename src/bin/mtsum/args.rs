@@ -13,6 +13,8 @@ use mtsum::sumfile::{Format, Terminator};
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, LeafSize};
 
+use crate::progress::When;
+
 /// Checksums of huge files as Merkle trees, hashed on every core.
 ///
 /// Prints one line per file, `DIGEST  NAME`, as sha256sum does. With no PATH, or when PATH
@@ -101,6 +103,14 @@ pub struct Args {
     #[arg(long = "ignore-missing", requires = "check")]
     ignore_missing: bool,
 
+    /// Show a progress bar on stderr even when it is not a terminal.
+    #[arg(long, overrides_with = "no_progress")]
+    progress: bool,
+
+    /// Never show a progress bar (by default it shows on a terminal, after a second).
+    #[arg(long = "no-progress", overrides_with = "progress")]
+    no_progress: bool,
+
     /// Print the time and throughput of every input on stderr.
     #[arg(long)]
     benchmark: bool,
@@ -155,6 +165,7 @@ pub enum Output {
 /// The command line, validated.
 pub struct Config {
     pub mode: Mode,
+    pub progress: When,
     pub engine: Engine,
     pub targets: Vec<Target>,
     pub benchmark: bool,
@@ -213,8 +224,11 @@ impl Config {
                 output,
             }
         };
+        let quiet = args.quiet || args.status;
+        let progress = When::from_flags(args.progress, args.no_progress || quiet);
         Ok(Config {
             mode,
+            progress,
             engine,
             targets,
             benchmark: args.benchmark,

@@ -1,6 +1,6 @@
 //! Hash mode: walk the inputs, hash them on the engine, print one result each in order.
 
-use std::io::{self, Write};
+use std::io;
 
 use mtsum::engine::{FileDigest, Request, Task};
 use mtsum::source::{InputError, Target};
@@ -9,6 +9,7 @@ use mtsum::{graph, report, sumfile};
 
 use crate::Status;
 use crate::args::{Config, Output};
+use crate::progress::Progress;
 
 /// What comes back from the engine for each item of the walk.
 enum Item {
@@ -17,13 +18,52 @@ enum Item {
     Failed(Vec<u8>, InputError),
 }
 
+/// Prints results as they come, above the progress bar.
+struct Printer<'a> {
+    config: &'a Config,
+    request: &'a Request,
+    output: Output,
+    progress: &'a Progress,
+    stdout: io::StdoutLock<'static>,
+    status: Status,
+    files_done: u64,
+    files_total: Option<u64>,
+}
+
 pub fn run(config: &Config, request: &Request, recursion: Recursion, output: Output) -> Status {
     if config.verbose {
         eprintln!("Algorithm: {}", request.algorithm);
         eprintln!("Layout: {}", request.layout);
         eprintln!("Number of processors: {}", config.engine.threads());
     }
-    let tasks = walk(config.targets.iter().cloned(), recursion).map(|walked| match walked {
+    let walked = walk(config.targets.iter().cloned(), recursion);
+    // The bar needs totals for an ETA, so a run that shows one walks the tree first; a tree
+    // of millions of files otherwise streams into the engine as it is walked.
+    let (progress, files_total, walked): (_, _, Box<dyn Iterator<Item = Walked>>) =
+        if config.progress.enabled() {
+            let items: Vec<Walked> = walked.collect();
+            let (bytes, files) = totals(&items);
+            let progress = Progress::start(config.progress, Some(bytes));
+            (progress, Some(files), Box::new(items.into_iter()))
+        } else {
+            (
+                Progress::start(config.progress, None),
+                None,
+                Box::new(walked),
+            )
+        };
+    let engine = config.engine.clone().with_progress(progress.counter());
+    let mut printer = Printer {
+        config,
+        request,
+        output,
+        progress: &progress,
+        stdout: io::stdout().lock(),
+        status: Status::Ok,
+        files_done: 0,
+        files_total,
+    };
+    let tasks = walked.map(|walked| match walked {
         Walked::Input(target) => Task::hash(target.clone(), *request, Item::Input(target)),
         Walked::Error { path, error } => {
             let name = report::name_bytes(&Target::Path(path)).to_vec();
@@ -31,80 +71,86 @@ pub fn run(config: &Config, request: &Request, recursion: Recursion, output: Out
         }
         skipped @ Walked::Skipped { .. } => Task::pass(Item::Skipped(skipped)),
     });
-    let mut status = Status::Ok;
-    let mut stdout = io::stdout().lock();
-    config.engine.run(tasks, |item, result| {
-        let (target, result) = match (item, result) {
-            (Item::Input(target), Some(result)) => (target, result),
-            (Item::Failed(name, error), _) => {
-                status = Status::InputFailed;
-                return print_error(&name, &error, output, &mut stdout);
-            }
-            (Item::Skipped(Walked::Skipped { path, reason }), _) => {
-                if config.verbose {
-                    let name = report::name_bytes(&Target::Path(path)).to_vec();
-                    let _ = io::stderr().write_all(&report::error_line(&name, &reason));
-                }
-                return;
-            }
-            _ => unreachable!("inputs are hashed, notes are not"),
-        };
-        let name = report::name_bytes(&target);
-        match result {
-            Ok(digest) => print_digest(config, request, output, &target, &digest, &mut stdout),
-            Err(error) => {
-                status = Status::InputFailed;
-                print_error(name, &error, output, &mut stdout);
-            }
-        }
-    });
+    engine.run(tasks, |item, result| printer.on(item, result));
+    let status = printer.status;
+    progress.finish();
     status
 }
 
-fn print_digest(
-    config: &Config,
-    request: &Request,
-    output: Output,
-    target: &Target,
-    digest: &FileDigest,
-    stdout: &mut impl Write,
-) {
-    let name = report::name_bytes(target);
-    let (layout, alg) = (request.layout, request.algorithm);
-    let line = match output {
-        Output::Graph => {
-            let leaves = digest.leaves.as_deref().expect("leaves kept for -g");
-            graph::dot(request, digest.size, leaves, &target.display_name()).into_bytes()
-        }
-        Output::BareDigest => format!("{}\n", digest.root).into_bytes(),
-        Output::Json => sumfile::json_line(name, layout, alg, digest),
-        Output::Line(format, terminator) => {
-            sumfile::format_line(format, terminator, layout, alg, &digest.root, name)
-        }
-    };
-    write_out(stdout, &line);
-    if config.verbose {
-        eprintln!("File size: {} bytes", digest.size);
-    }
-    if config.verbose || config.benchmark {
-        eprintln!("{}", report::timing_line(digest.size, digest.elapsed));
-    }
+/// Bytes and files to hash, for the progress bar.
+fn totals(items: &[Walked]) -> (u64, u64) {
+    let sizes = items.iter().filter_map(|w| match w {
+        Walked::Input(Target::Path(p)) => std::fs::metadata(p).ok().filter(|m| m.is_file()),
+        _ => None,
+    });
+    sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))
 }
 
-/// An input that failed: `mtsum: NAME: cause` on stderr, and with `--json` an error object
-/// on stdout too, so that a script reading the JSON sees every input.
-fn print_error(name: &[u8], error: &InputError, output: Output, stdout: &mut impl Write) {
-    let _ = io::stderr().write_all(&report::error_line(name, error));
-    if output == Output::Json {
-        write_out(stdout, &sumfile::json_error_line(name, error));
+impl Printer<'_> {
+    fn on(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) {
+        match (item, result) {
+            (Item::Input(target), Some(Ok(digest))) => self.digest(&target, &digest),
+            (Item::Input(target), Some(Err(error))) => {
+                self.error(report::name_bytes(&target), &error)
+            }
+            (Item::Failed(name, error), _) => self.error(&name, &error),
+            (Item::Skipped(Walked::Skipped { path, reason }), _) => {
+                if self.config.verbose {
+                    let name = report::name_bytes(&Target::Path(path)).to_vec();
+                    self.stderr(&report::error_line(&name, &reason));
+                }
+                return;
+            }
+            (Item::Input(_) | Item::Skipped(_), _) => unreachable!("inputs are hashed"),
+        }
+        self.files_done += 1;
+        self.progress.files(self.files_done, self.files_total);
     }
-}
 
-/// Writes one whole result; a failing stdout (a full disk) ends the run, as it would end
-/// every later line too.
-fn write_out(stdout: &mut impl Write, bytes: &[u8]) {
-    if let Err(e) = report::write_whole(stdout, bytes) {
-        eprintln!("mtsum: standard output: {e}");
-        std::process::exit(Status::InputFailed as i32);
+    fn digest(&mut self, target: &Target, digest: &FileDigest) {
+        let name = report::name_bytes(target);
+        let (layout, alg) = (self.request.layout, self.request.algorithm);
+        let line = match self.output {
+            Output::Graph => {
+                let leaves = digest.leaves.as_deref().expect("leaves kept for -g");
+                graph::dot(self.request, digest.size, leaves, &target.display_name()).into_bytes()
+            }
+            Output::BareDigest => format!("{}\n", digest.root).into_bytes(),
+            Output::Json => sumfile::json_line(name, layout, alg, digest),
+            Output::Line(format, terminator) => {
+                sumfile::format_line(format, terminator, layout, alg, &digest.root, name)
+            }
+        };
+        self.stdout(&line);
+        if self.config.verbose {
+            self.stderr(format!("File size: {} bytes\n", digest.size).as_bytes());
+        }
+        if self.config.verbose || self.config.benchmark {
+            let timing = report::timing_line(digest.size, digest.elapsed);
+            self.stderr(format!("{timing}\n").as_bytes());
+        }
+    }
+
+    /// An input that failed: `mtsum: NAME: cause` on stderr, and with `--json` an error
+    /// object on stdout too, so that a script reading the JSON sees every input.
+    fn error(&mut self, name: &[u8], error: &InputError) {
+        self.status = Status::InputFailed;
+        self.stderr(&report::error_line(name, error));
+        if self.output == Output::Json {
+            self.stdout(&sumfile::json_error_line(name, error));
+        }
+    }
+
+    /// Writes one whole result; a failing stdout (a full disk) ends the run, as it would end
+    /// every later line too.
+    fn stdout(&mut self, bytes: &[u8]) {
+        if let Err(e) = self.progress.write(&mut self.stdout, bytes) {
+            eprintln!("mtsum: standard output: {e}");
+            std::process::exit(Status::InputFailed as i32);
+        }
+    }
+
+    fn stderr(&self, bytes: &[u8]) {
+        let _ = self.progress.write(&mut io::stderr(), bytes);
     }
 }

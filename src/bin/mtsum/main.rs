@@ -3,6 +3,7 @@
 
 mod args;
 mod hash;
+mod progress;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -10,6 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Args, Config, Mode};
+use progress::{Above, Progress};
 
 /// Exit statuses, as coreutils and ripgrep use them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,16 +49,27 @@ fn main() -> ExitCode {
             output,
         } => hash::run(&config, request, *recursion, *output),
         Mode::Check(options) => {
-            let (mut out, mut err) = (io::stdout().lock(), io::stderr());
+            let progress = Progress::start(config.progress, None);
+            let engine = config.engine.clone().with_progress(progress.counter());
+            let mut out = Above {
+                progress: &progress,
+                inner: io::stdout().lock(),
+            };
+            let mut err = Above {
+                progress: &progress,
+                inner: io::stderr(),
+            };
             let targets = config.targets.clone();
-            match mtsum::check::check(&config.engine, targets, options, &mut out, &mut err) {
+            let status = match mtsum::check::check(&engine, targets, options, &mut out, &mut err) {
                 Ok(true) => Status::Ok,
                 Ok(false) => Status::InputFailed,
                 Err(e) => {
                     let _ = writeln!(err, "mtsum: standard output: {e}");
                     Status::InputFailed
                 }
-            }
+            };
+            progress.finish();
+            status
         }
     };
     ExitCode::from(status as u8)

@@ -1,0 +1,155 @@
+//! A progress bar on stderr (bytes, files, throughput, ETA) while a long run is under way.
+//!
+//! The engine only adds hashed bytes to a counter; a ticker thread turns the counter into the
+//! bar, so hashing never waits for the terminal. Output lines go through [`Progress::write`]
+//! so that they are printed above the bar instead of through it.
+
+use std::io::{self, IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Whether to show a bar: `--progress`, `--no-progress`, or when stderr is a terminal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum When {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl When {
+    pub fn from_flags(progress: bool, no_progress: bool) -> When {
+        match (progress, no_progress) {
+            (_, true) => When::Never,
+            (true, false) => When::Always,
+            (false, false) => When::Auto,
+        }
+    }
+
+    pub fn enabled(self) -> bool {
+        match self {
+            When::Always => true,
+            When::Never => false,
+            When::Auto => io::stderr().is_terminal(),
+        }
+    }
+}
+
+/// A bar that appears only when the work lasts more than a moment.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    counter: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    ticker: Option<thread::JoinHandle<()>>,
+}
+
+/// How long a run may take before the bar appears: a quick run stays clean.
+const SHOW_AFTER: Duration = Duration::from_secs(1);
+
+impl Progress {
+    /// Starts the bar (if `when` says so) for `total_bytes`, where known.
+    pub fn start(when: When, total_bytes: Option<u64>) -> Progress {
+        let counter = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        if !when.enabled() {
+            return Progress {
+                bar: None,
+                counter,
+                stop,
+                ticker: None,
+            };
+        }
+        let bar = ProgressBar::with_draw_target(total_bytes, ProgressDrawTarget::hidden());
+        let template = if total_bytes.is_some() {
+            "{bytes}/{total_bytes} [{wide_bar}] {binary_bytes_per_sec}, ETA {eta} {msg}"
+        } else {
+            "{spinner} {bytes} hashed, {binary_bytes_per_sec} {msg}"
+        };
+        bar.set_style(
+            ProgressStyle::with_template(template)
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_length(total_bytes.unwrap_or(0));
+        let ticker = {
+            let (bar, counter, stop) = (bar.clone(), counter.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut waited = Duration::ZERO;
+                let tick = Duration::from_millis(100);
+                while !stop.load(Ordering::Relaxed) {
+                    thread::sleep(tick);
+                    waited += tick;
+                    if waited == SHOW_AFTER {
+                        bar.set_draw_target(ProgressDrawTarget::stderr());
+                    }
+                    bar.set_position(counter.load(Ordering::Relaxed));
+                }
+            })
+        };
+        Progress {
+            bar: Some(bar),
+            counter,
+            stop,
+            ticker: Some(ticker),
+        }
+    }
+
+    /// The counter to hand to the engine.
+    pub fn counter(&self) -> Arc<AtomicU64> {
+        self.counter.clone()
+    }
+
+    /// Notes that `done` of `total` files are finished.
+    pub fn files(&self, done: u64, total: Option<u64>) {
+        if let Some(bar) = &self.bar {
+            match total {
+                Some(total) => bar.set_message(format!("· {done}/{total} files")),
+                None => bar.set_message(format!("· {done} files")),
+            }
+        }
+    }
+
+    /// Writes `bytes` to `out` with the bar out of the way.
+    pub fn write(&self, out: &mut dyn Write, bytes: &[u8]) -> io::Result<()> {
+        let mut write = || {
+            out.write_all(bytes)?;
+            out.flush()
+        };
+        match &self.bar {
+            Some(bar) => bar.suspend(write),
+            None => write(),
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A writer whose every write goes through [`Progress::write`].
+pub struct Above<'p, W> {
+    pub progress: &'p Progress,
+    pub inner: W,
+}
+
+impl<W: Write> Write for Above<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.progress.write(&mut self.inner, buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
