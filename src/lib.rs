@@ -8,6 +8,7 @@
 //! - [`walk`]: the command line's paths expanded into inputs (`-r`, symbolic links);
 //! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `--json`, `-c`);
 //! - [`check`]: `-c`, verifying the files listed in sum files;
+//! - [`lanes`]: multi-buffer MD5, many messages at once on one core (AVX2 lanes);
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
 //! - [`report`]: what is printed besides checksum lines (timings, error lines).
@@ -22,6 +23,7 @@ pub mod algorithm;
 pub mod check;
 pub mod engine;
 pub mod graph;
+pub mod lanes;
 pub mod layout;
 pub mod reference;
 pub mod report;
