@@ -24,7 +24,9 @@ use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Combiner, Layout};
-use crate::source::{Input, InputError, SizedFile, Target};
+use crate::source::{
+    Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
+};
 
 /// The most leaves a tree may have when its leaf digests are kept (for drawing it).
 pub const MAX_KEPT_LEAVES: usize = 1 << 16;
@@ -59,6 +61,9 @@ pub struct FileDigest {
     pub leaves: Option<Vec<Digest>>,
     /// From opening the input to its root.
     pub elapsed: Duration,
+    /// The engine's [`ReadMode`] that this input refused, and what it was read with instead
+    /// (`O_DIRECT` on tmpfs, say), for a note under `--verbose`.
+    pub fallback: Option<Fallback>,
 }
 
 /// A pool of workers; cheap to create, threads live only during a call.
@@ -67,6 +72,7 @@ pub struct Engine {
     threads: NonZeroUsize,
     chunk_size: usize,
     read_ahead: usize,
+    read_mode: ReadMode,
     /// Bytes hashed so far, for a progress display.
     progress: Option<Arc<AtomicU64>>,
 }
@@ -92,6 +98,7 @@ impl Engine {
             threads,
             chunk_size: Self::DEFAULT_CHUNK_SIZE,
             read_ahead: Self::DEFAULT_READ_AHEAD,
+            read_mode: ReadMode::Pread,
             progress: None,
         }
     }
@@ -105,6 +112,14 @@ impl Engine {
     /// Keeps up to `chunks` chunks (at least 1) read ahead per worker.
     pub fn with_read_ahead(mut self, chunks: usize) -> Engine {
         self.read_ahead = chunks.max(1);
+        self
+    }
+
+    /// Reads files and block devices with `mode` (streams are read as streams whatever the
+    /// mode). The digest does not depend on it; a file that refuses the mode is read another
+    /// way and says so in [`FileDigest::fallback`].
+    pub fn with_read_mode(mut self, mode: ReadMode) -> Engine {
+        self.read_mode = mode;
         self
     }
 
@@ -179,6 +194,7 @@ impl Engine {
             }
 
             let mut coordinator = Coordinator {
+                read_mode: self.read_mode,
                 pending: HashMap::new(),
                 ready: BTreeMap::new(),
                 next_out: 0,
@@ -211,25 +227,23 @@ impl Engine {
         done: &Sender<Done>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
-        let (free_tx, free_rx) = bounded::<Vec<u8>>(self.read_ahead);
+        let (free_tx, free_rx) = bounded::<Buffer>(self.read_ahead);
         for _ in 0..self.read_ahead {
-            // Allocated fallibly: with a large -p under a memory limit, fewer workers is
-            // better than an abort.
-            let mut buf = Vec::new();
-            buf.try_reserve_exact(self.chunk_size)
-                .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
-            buf.resize(self.chunk_size, 0);
-            free_tx.send(buf).expect("room for every buffer");
+            // Buffers allocate (fallibly) when first read into: a worker that maps windows,
+            // or only meets small files, never holds its full share of memory.
+            free_tx.send(Buffer::new()).expect("room for every buffer");
         }
         let (jobs, recycle, done) = (jobs.clone(), free_tx.clone(), done.clone());
-        let progress = self.progress.clone();
+        let (progress, chunk_size) = (self.progress.clone(), self.chunk_size);
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
             .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
         thread::Builder::new()
             .name("mtsum-reader".into())
-            .spawn_scoped(scope, move || read_jobs(jobs, free_rx, recycle, chunk_tx))?;
+            .spawn_scoped(scope, move || {
+                read_jobs(jobs, chunk_size, free_rx, recycle, chunk_tx)
+            })?;
         Ok(())
     }
 }
@@ -307,7 +321,7 @@ struct SharedFile {
 enum Msg {
     /// The chunks that follow, up to `End`, are one job.
     Begin(Layout, Algorithm),
-    Chunk(Vec<u8>),
+    Chunk(Chunk),
     End {
         input: usize,
         index: usize,
@@ -327,8 +341,9 @@ struct Done {
 /// The reader half of a worker.
 fn read_jobs(
     jobs: Receiver<Job>,
-    free: Receiver<Vec<u8>>,
-    recycle: Sender<Vec<u8>>,
+    chunk_size: usize,
+    free: Receiver<Buffer>,
+    recycle: Sender<Buffer>,
     out: Sender<Msg>,
 ) {
     let mut next_buffer = || free.recv().ok();
@@ -338,9 +353,12 @@ fn read_jobs(
         }
         let result = match job.source {
             JobSource::At(shared, len) => {
-                read_range(&shared, job.start, len, &mut next_buffer, &recycle, &out)
+                let range = job.start..job.start + len;
+                read_range(&shared, range, chunk_size, &mut next_buffer, &recycle, &out)
             }
-            JobSource::Stream(reader) => read_stream(reader, &mut next_buffer, &recycle, &out),
+            JobSource::Stream(reader) => {
+                read_stream(reader, chunk_size, &mut next_buffer, &recycle, &out)
+            }
         };
         let Some(result) = result else { return };
         let end = Msg::End {
@@ -355,60 +373,51 @@ fn read_jobs(
     }
 }
 
-/// Reads `len` bytes at `start` as chunks; `None` when the pipeline shut down.
+/// Reads `range` of a file as chunks; `None` when the pipeline shut down.
 fn read_range(
     shared: &SharedFile,
-    start: u64,
-    len: u64,
-    next_buffer: &mut impl FnMut() -> Option<Vec<u8>>,
-    recycle: &Sender<Vec<u8>>,
+    range: Range<u64>,
+    chunk_size: usize,
+    next_buffer: &mut impl FnMut() -> Option<Buffer>,
+    recycle: &Sender<Buffer>,
     out: &Sender<Msg>,
 ) -> Option<Result<u64, InputError>> {
-    let mut done = 0;
-    while done < len && !shared.failed.load(Ordering::Relaxed) {
-        let mut buf = next_buffer()?;
-        let n = (len - done).min(buf.capacity() as u64) as usize;
-        buf.resize(n, 0);
-        if let Err(e) = shared.file.read_exact_at(&mut buf, start + done) {
-            let _ = recycle.send(buf);
-            return Some(Err(e));
+    let start = range.start;
+    let mut reader = shared.file.range_reader(range, chunk_size);
+    while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
+        match reader.next_chunk(next_buffer()?) {
+            Ok(chunk) => out.send(Msg::Chunk(chunk)).ok()?,
+            Err((buf, e)) => {
+                let _ = recycle.send(buf);
+                return Some(Err(e));
+            }
         }
-        out.send(Msg::Chunk(buf)).ok()?;
-        done += n as u64;
     }
-    Some(Ok(done))
+    Some(Ok(reader.position() - start))
 }
 
 /// Reads a stream to its end as chunks; `None` when the pipeline shut down.
 fn read_stream(
     mut reader: Box<dyn Read + Send>,
-    next_buffer: &mut impl FnMut() -> Option<Vec<u8>>,
-    recycle: &Sender<Vec<u8>>,
+    chunk_size: usize,
+    next_buffer: &mut impl FnMut() -> Option<Buffer>,
+    recycle: &Sender<Buffer>,
     out: &Sender<Msg>,
 ) -> Option<Result<u64, InputError>> {
     let mut done = 0;
     loop {
-        let mut buf = next_buffer()?;
-        buf.resize(buf.capacity(), 0);
-        let n = loop {
-            match reader.read(&mut buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                other => break other,
-            }
-        };
-        match n {
-            Ok(0) => {
-                let _ = recycle.send(buf);
+        match read_stream_chunk(&mut *reader, next_buffer()?, chunk_size) {
+            Ok(chunk) if chunk.bytes().is_empty() => {
+                let _ = recycle.send(chunk.finish().0);
                 return Some(Ok(done));
             }
-            Ok(n) => {
-                buf.truncate(n);
-                out.send(Msg::Chunk(buf)).ok()?;
-                done += n as u64;
+            Ok(chunk) => {
+                done += chunk.bytes().len() as u64;
+                out.send(Msg::Chunk(chunk)).ok()?;
             }
-            Err(e) => {
+            Err((buf, e)) => {
                 let _ = recycle.send(buf);
-                return Some(Err(e.into()));
+                return Some(Err(e));
             }
         }
     }
@@ -417,20 +426,27 @@ fn read_stream(
 /// The hasher half of a worker.
 fn hash_jobs(
     chunks: Receiver<Msg>,
-    free: Sender<Vec<u8>>,
+    free: Sender<Buffer>,
     done: Sender<Done>,
     progress: Option<Arc<AtomicU64>>,
 ) {
     let mut hasher = None;
+    // A chunk whose bytes turned out not to be the file's (a mapped page past its end).
+    let mut spoiled = None;
     for msg in chunks {
         match msg {
             Msg::Begin(layout, alg) => hasher = Some(layout.job_hasher(alg)),
-            Msg::Chunk(buf) => {
-                hasher.as_mut().expect("Begin comes first").update(&buf);
+            Msg::Chunk(chunk) => {
+                let bytes = chunk.bytes();
+                hasher.as_mut().expect("Begin comes first").update(bytes);
                 if let Some(p) = &progress {
-                    p.fetch_add(buf.len() as u64, Ordering::Relaxed);
+                    p.fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 }
+                let (buf, ok) = chunk.finish();
                 let _ = free.send(buf);
+                if let Err(e) = ok {
+                    spoiled.get_or_insert(e);
+                }
             }
             Msg::End {
                 input,
@@ -439,7 +455,10 @@ fn hash_jobs(
                 result,
             } => {
                 let h = hasher.take().expect("Begin comes first");
-                let result = result.map(|len| (start..start + len, h.finalize()));
+                let result = match spoiled.take() {
+                    Some(e) => Err(e),
+                    None => result.map(|len| (start..start + len, h.finalize())),
+                };
                 if done
                     .send(Done {
                         input,
@@ -472,6 +491,7 @@ type Outcome = Option<Result<FileDigest, InputError>>;
 
 /// Plans inputs into jobs, folds finished jobs, and hands results out in input order.
 struct Coordinator<T, F> {
+    read_mode: ReadMode,
     pending: HashMap<usize, Pending<T>>,
     /// Finished tasks waiting for an earlier one.
     ready: BTreeMap<usize, (T, Outcome)>,
@@ -501,7 +521,7 @@ where
             alg,
             source,
         };
-        let (file, jobs) = match Input::open(&target) {
+        let (file, jobs) = match Input::open_with(&target, self.read_mode) {
             Err(e) => return self.fail_now(index, context, e),
             Ok(Input::Stream(_)) if layout.needs_length() => {
                 return self.fail_now(index, context, InputError::StreamNeedsLength(layout.name()));
@@ -596,6 +616,7 @@ where
                 size: p.size,
                 leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
                 elapsed: p.started.elapsed(),
+                fallback: p.file.as_ref().and_then(|f| f.file.fallback().cloned()),
             }),
         };
         self.emit(index, p.context, Some(result));

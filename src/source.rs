@@ -5,12 +5,32 @@
 //! under our feet is noticed: a short read, or a size or modification time that differs after
 //! hashing from what it was before, turns into [`InputError::Changed`] instead of a digest of
 //! bytes that never existed together.
+//!
+//! A sized file is read one of four ways ([`ReadMode`]); the digest never depends on which:
+//! - `pread` (the default): positioned reads through the page cache into pooled buffers, with
+//!   a sequential read-ahead hint;
+//! - `O_DIRECT` (`--direct`): reads that bypass the page cache, for files larger than memory
+//!   that should not evict what the user has cached. Offsets and lengths are aligned to what
+//!   the file system asks (`statx`), a job that starts or ends between two blocks reads the
+//!   whole blocks and hashes only its part, and where `O_DIRECT` is refused (tmpfs) the file is
+//!   read with `RWF_DONTCACHE`, else through the cache, and the [`Fallback`] is reported;
+//! - `RWF_DONTCACHE` (Linux 6.14 and later, on file systems that support it): buffered reads
+//!   whose pages leave the cache once read;
+//! - `mmap` (`--mmap`): the hasher reads windows of a few MiB mapped by the reader, saving the
+//!   copy out of the page cache; a file truncated meanwhile is reported as changed instead of
+//!   killing the process (see the `mmap` submodule).
 
+mod mmap;
+
+use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
+use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Why one input could not be hashed. The message is the part after `mtsum: NAME: `.
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +115,67 @@ impl Stamp {
     }
 }
 
+/// How the bytes of a regular file or block device are read. Streams are always read with
+/// `read`, whatever the mode. The digest does not depend on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReadMode {
+    /// Positioned reads through the page cache.
+    #[default]
+    Pread,
+    /// `O_DIRECT` reads around the page cache, aligned as the file system requires.
+    Direct,
+    /// Buffered reads with `RWF_DONTCACHE`: the pages leave the cache once read.
+    DontCache,
+    /// The hasher reads mapped windows of the file.
+    Mmap,
+}
+
+impl ReadMode {
+    fn from_u8(v: u8) -> ReadMode {
+        match v {
+            1 => ReadMode::Direct,
+            2 => ReadMode::DontCache,
+            3 => ReadMode::Mmap,
+            _ => ReadMode::Pread,
+        }
+    }
+
+    /// How the mode reads, for messages.
+    fn describe(self) -> &'static str {
+        match self {
+            ReadMode::Pread => "read through the page cache",
+            ReadMode::Direct => "O_DIRECT",
+            ReadMode::DontCache => "RWF_DONTCACHE",
+            ReadMode::Mmap => "mmap",
+        }
+    }
+}
+
+/// A read mode that one input could not use, and the one it was read with instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fallback {
+    pub wanted: ReadMode,
+    pub used: ReadMode,
+    /// Why, as the system said it: `Invalid argument`.
+    pub cause: String,
+}
+
+impl fmt::Display for Fallback {
+    /// `O_DIRECT unavailable (Invalid argument); read through the page cache instead`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let used = match self.used {
+            ReadMode::Pread => "read through the page cache".to_string(),
+            other => format!("read with {}", other.describe()),
+        };
+        write!(
+            f,
+            "{} unavailable ({}); {used} instead",
+            self.wanted.describe(),
+            self.cause
+        )
+    }
+}
+
 /// An opened input.
 pub enum Input {
     /// Random access with a length known up front: a regular file or a block device.
@@ -108,6 +189,11 @@ pub struct SizedFile {
     file: File,
     stamp: Stamp,
     is_block_device: bool,
+    /// The [`ReadMode`] in use (as `u8`): the one asked for until it fails, then its fallback.
+    mode: AtomicU8,
+    /// With `O_DIRECT`: the alignment of offsets and lengths, a power of two.
+    align: u64,
+    fallback: OnceLock<Fallback>,
 }
 
 impl Input {
@@ -116,9 +202,16 @@ impl Input {
         Input::Stream(Box::new(io::stdin()))
     }
 
-    /// Opens `target`: a regular file or block device becomes [`Input::Sized`]; a FIFO,
-    /// character device or socket becomes a stream; a directory is an error.
+    /// Opens `target` for reads through the page cache: a regular file or block device
+    /// becomes [`Input::Sized`]; a FIFO, character device or socket becomes a stream; a
+    /// directory is an error.
     pub fn open(target: &Target) -> Result<Input, InputError> {
+        Input::open_with(target, ReadMode::Pread)
+    }
+
+    /// Opens `target` as [`Input::open`] does, to be read with `mode` if it is sized. A mode
+    /// that the file refuses falls back (see [`SizedFile::fallback`]); it is never an error.
+    pub fn open_with(target: &Target, mode: ReadMode) -> Result<Input, InputError> {
         let path = match target {
             Target::Stdin => return Ok(Input::stdin()),
             Target::Path(p) => p,
@@ -137,12 +230,15 @@ impl Input {
             } else {
                 meta.len()
             };
-            advise_sequential(&file);
-            return Ok(Input::Sized(SizedFile {
+            let sized = SizedFile {
                 stamp: Stamp::of(&meta, len),
                 file,
                 is_block_device,
-            }));
+                mode: AtomicU8::new(ReadMode::Pread as u8),
+                align: 1,
+                fallback: OnceLock::new(),
+            };
+            return Ok(Input::Sized(sized.with_mode(mode)));
         }
         Ok(Input::Stream(Box::new(file)))
     }
@@ -157,7 +253,170 @@ fn advise_sequential(file: &File) {
     }
 }
 
+/// Where the buffers of the pool start: a page, which satisfies every `O_DIRECT` memory
+/// alignment Linux asks for (`stx_dio_mem_align` is at most the logical block size).
+const BUFFER_ALIGN: usize = 4096;
+
+/// The alignment of `O_DIRECT` offsets and lengths when `statx` does not say (before Linux
+/// 6.1): the largest logical block size of common disks.
+const DEFAULT_DIRECT_ALIGN: u64 = 4096;
+
+/// The alignment `O_DIRECT` needs for offsets and lengths on `file`, or why it cannot be used.
+fn direct_alignment(file: &File) -> Result<u64, String> {
+    // SAFETY: statx writes into the zeroed struct we own; the empty path with AT_EMPTY_PATH
+    // names the open descriptor itself.
+    let (rc, stx) = unsafe {
+        let mut stx: libc::statx = std::mem::zeroed();
+        let rc = libc::statx(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN | libc::STATX_DIO_READ_ALIGN,
+            &mut stx,
+        );
+        (rc, stx)
+    };
+    if rc != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 {
+        return Ok(DEFAULT_DIRECT_ALIGN);
+    }
+    if stx.stx_dio_offset_align == 0 {
+        return Err("not supported by the file system".into());
+    }
+    if stx.stx_dio_mem_align as usize > BUFFER_ALIGN {
+        return Err(format!(
+            "it needs buffers aligned to {} bytes",
+            stx.stx_dio_mem_align
+        ));
+    }
+    // Reads may be allowed a finer alignment than writes (Linux 6.14, XFS).
+    let align =
+        if stx.stx_mask & libc::STATX_DIO_READ_ALIGN != 0 && stx.stx_dio_read_offset_align != 0 {
+            stx.stx_dio_read_offset_align
+        } else {
+            stx.stx_dio_offset_align
+        };
+    match u64::from(align) {
+        a if a.is_power_of_two() => Ok(a),
+        a => Err(format!("unusual alignment of {a} bytes")),
+    }
+}
+
+/// Turns `O_DIRECT` on for an open file; Linux refuses it with `EINVAL` where the file system
+/// cannot (tmpfs).
+fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on our own open descriptor with integer arguments.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        let flags = if on {
+            flags | libc::O_DIRECT
+        } else {
+            flags & !libc::O_DIRECT
+        };
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Whether the file takes `RWF_DONTCACHE` reads: it is asked with a one-byte read.
+fn supports_dontcache(file: &File) -> Result<(), String> {
+    let mut byte = [0u8];
+    match preadv2(file, &mut byte, 0, libc::RWF_DONTCACHE) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(os_message(&e)),
+    }
+}
+
+/// One `preadv2` call; `flags` 0 is a plain `pread`.
+fn preadv2(file: &File, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io::Result<usize> {
+    if flags == 0 {
+        return file.read_at(buf, offset);
+    }
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let offset =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: one iovec describing `buf`, which we borrow mutably for the call.
+    match unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, offset, flags) } {
+        n if n >= 0 => Ok(n as usize),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Reads into `buf` from `offset` until it is full or the file ends, and returns the bytes
+/// read. With `direct`, a read that ends off a block boundary is the end of the file: the next
+/// read would start unaligned.
+fn read_full(
+    file: &File,
+    buf: &mut [u8],
+    offset: u64,
+    flags: libc::c_int,
+    direct: Option<u64>,
+) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match preadv2(file, &mut buf[got..], offset + got as u64, flags) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        if direct.is_some_and(|a| !(got as u64).is_multiple_of(a)) {
+            break;
+        }
+    }
+    Ok(got)
+}
+
 impl SizedFile {
+    /// Switches to `wanted`, or to its fallback when the file refuses it.
+    fn with_mode(mut self, wanted: ReadMode) -> SizedFile {
+        let used = match wanted {
+            ReadMode::Pread | ReadMode::Mmap => wanted,
+            ReadMode::Direct => match direct_alignment(&self.file).and_then(|align| {
+                set_direct(&self.file, true)
+                    .map(|()| align)
+                    .map_err(|e| os_message(&e))
+            }) {
+                Ok(align) => {
+                    self.align = align;
+                    ReadMode::Direct
+                }
+                Err(cause) => self.fall_back(wanted, cause),
+            },
+            ReadMode::DontCache => match supports_dontcache(&self.file) {
+                Ok(()) => ReadMode::DontCache,
+                Err(cause) => self.fall_back(wanted, cause),
+            },
+        };
+        self.mode.store(used as u8, Ordering::Relaxed);
+        if used != ReadMode::Direct {
+            advise_sequential(&self.file);
+        }
+        self
+    }
+
+    /// Records that `wanted` could not be used, and returns the mode used instead: for
+    /// `O_DIRECT`, `RWF_DONTCACHE` if the file takes it (it also keeps the cache clean), else
+    /// ordinary reads.
+    fn fall_back(&self, wanted: ReadMode, cause: String) -> ReadMode {
+        let used = match wanted {
+            ReadMode::Direct if supports_dontcache(&self.file).is_ok() => ReadMode::DontCache,
+            _ => ReadMode::Pread,
+        };
+        let _ = self.fallback.set(Fallback {
+            wanted,
+            used,
+            cause,
+        });
+        self.mode.store(used as u8, Ordering::Relaxed);
+        used
+    }
+
     /// The length at the time the file was opened.
     pub fn len(&self) -> u64 {
         self.stamp.len
@@ -168,8 +427,18 @@ impl SizedFile {
         self.stamp.len == 0
     }
 
-    /// Fills `buf` from `offset`; a file that ends before `buf` is full has shrunk since it
-    /// was opened.
+    /// How the file is being read.
+    pub fn read_mode(&self) -> ReadMode {
+        ReadMode::from_u8(self.mode.load(Ordering::Relaxed))
+    }
+
+    /// The read mode asked for that the file refused, if it did, and what replaced it.
+    pub fn fallback(&self) -> Option<&Fallback> {
+        self.fallback.get()
+    }
+
+    /// Fills `buf` from `offset` through the page cache; a file that ends before `buf` is
+    /// full has shrunk since it was opened.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), InputError> {
         self.file.read_exact_at(buf, offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
@@ -178,6 +447,17 @@ impl SizedFile {
                 InputError::Io(e)
             }
         })
+    }
+
+    /// A reader of the bytes `range` as chunks of about `chunk_size` bytes, in the file's
+    /// read mode.
+    pub fn range_reader(&self, range: Range<u64>, chunk_size: usize) -> RangeReader<'_> {
+        RangeReader {
+            file: self,
+            pos: range.start,
+            end: range.end,
+            chunk: chunk_size.max(1),
+        }
     }
 
     /// Fails with [`InputError::Changed`] if the size or modification time is no longer what
@@ -193,6 +473,208 @@ impl SizedFile {
             return Err(InputError::Changed);
         }
         Ok(())
+    }
+}
+
+/// Memory to read into, handed from reader to hasher and back. It starts on a page boundary
+/// (as `O_DIRECT` requires) and is allocated, fallibly, when first needed: a worker that only
+/// maps windows, or only meets small files, never allocates its full share.
+#[derive(Default)]
+pub struct Buffer {
+    storage: Vec<u8>,
+}
+
+impl Buffer {
+    /// An empty buffer; it allocates on first use.
+    pub fn new() -> Buffer {
+        Buffer::default()
+    }
+
+    fn aligned_start(&self) -> usize {
+        self.storage.as_ptr().align_offset(BUFFER_ALIGN)
+    }
+
+    /// The first `len` bytes, page-aligned, growing the buffer if needed.
+    fn get_mut(&mut self, len: usize) -> io::Result<&mut [u8]> {
+        if self.storage.len() < len + BUFFER_ALIGN {
+            let mut storage = Vec::new();
+            storage
+                .try_reserve_exact(len + BUFFER_ALIGN)
+                .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+            storage.resize(len + BUFFER_ALIGN, 0);
+            self.storage = storage;
+        }
+        let start = self.aligned_start();
+        Ok(&mut self.storage[start..start + len])
+    }
+}
+
+/// Bytes ready to hash: part of a buffer that was read into, or a mapped window.
+pub struct Chunk {
+    buffer: Buffer,
+    bytes: Bytes,
+}
+
+enum Bytes {
+    /// This range of the buffer's aligned memory.
+    Read(Range<usize>),
+    Mapped(mmap::Window),
+}
+
+impl Chunk {
+    /// The bytes to hash.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Read(range) => {
+                let start = self.buffer.aligned_start();
+                &self.buffer.storage[start + range.start..start + range.end]
+            }
+            Bytes::Mapped(window) => window.bytes(),
+        }
+    }
+
+    /// Gives the buffer back for the next read, with [`InputError::Changed`] if the bytes
+    /// just hashed were not the file's (a mapped page beyond its end, see the `mmap` module).
+    pub fn finish(self) -> (Buffer, Result<(), InputError>) {
+        let ok = match &self.bytes {
+            Bytes::Mapped(window) if window.faulted() => Err(InputError::Changed),
+            _ => Ok(()),
+        };
+        (self.buffer, ok)
+    }
+}
+
+/// Reads the next chunk of a stream, of at most `chunk_size` bytes; an empty chunk means the
+/// stream ended. On failure the buffer comes back with the error.
+pub fn read_stream_chunk(
+    reader: &mut dyn Read,
+    mut buffer: Buffer,
+    chunk_size: usize,
+) -> Result<Chunk, (Buffer, InputError)> {
+    let result = buffer.get_mut(chunk_size.max(1)).and_then(|buf| {
+        loop {
+            match reader.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        }
+    });
+    match result {
+        Ok(n) => Ok(Chunk {
+            buffer,
+            bytes: Bytes::Read(0..n),
+        }),
+        Err(e) => Err((buffer, e.into())),
+    }
+}
+
+/// Reads the bytes of one job of a sized file as a sequence of [`Chunk`]s.
+pub struct RangeReader<'a> {
+    file: &'a SizedFile,
+    /// The next byte to deliver.
+    pos: u64,
+    end: u64,
+    chunk: usize,
+}
+
+impl RangeReader<'_> {
+    /// Whether every byte of the range was delivered.
+    pub fn is_done(&self) -> bool {
+        self.pos >= self.end
+    }
+
+    /// The offset of the next byte to deliver.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The next bytes of the range, read into `buffer` or mapped. On failure the buffer comes
+    /// back with the error. Call only while [`RangeReader::is_done`] is false.
+    pub fn next_chunk(&mut self, mut buffer: Buffer) -> Result<Chunk, (Buffer, InputError)> {
+        debug_assert!(!self.is_done());
+        let bytes = match self.file.read_mode() {
+            ReadMode::Mmap => match self.map_next() {
+                Ok(Some(window)) => Ok(Bytes::Mapped(window)),
+                Ok(None) => self.read_next(&mut buffer, 0),
+                Err(e) => Err(e),
+            },
+            ReadMode::Direct => self.read_direct(&mut buffer),
+            ReadMode::DontCache => self.read_next(&mut buffer, libc::RWF_DONTCACHE),
+            ReadMode::Pread => self.read_next(&mut buffer, 0),
+        };
+        match bytes {
+            Ok(bytes) => Ok(Chunk { buffer, bytes }),
+            Err(e) => Err((buffer, e)),
+        }
+    }
+
+    /// The next chunk by buffered reads (`pread`, or `preadv2` with `flags`).
+    fn read_next(&mut self, buffer: &mut Buffer, flags: libc::c_int) -> Result<Bytes, InputError> {
+        let n = (self.end - self.pos).min(self.chunk as u64) as usize;
+        let buf = buffer.get_mut(n)?;
+        if read_full(&self.file.file, buf, self.pos, flags, None)? < n {
+            return Err(InputError::Changed);
+        }
+        self.pos += n as u64;
+        Ok(Bytes::Read(0..n))
+    }
+
+    /// The next chunk by `O_DIRECT`: whole aligned blocks from the block holding `pos`, of
+    /// which the part inside the range is delivered. The last block of the file is read whole
+    /// too; the kernel returns only the bytes up to the end of the file.
+    fn read_direct(&mut self, buffer: &mut Buffer) -> Result<Bytes, InputError> {
+        let align = self.file.align;
+        let base = self.pos - self.pos % align;
+        let skew = (self.pos - base) as usize;
+        let span = self.end.next_multiple_of(align) - base;
+        let want = (self.chunk as u64).next_multiple_of(align).min(span) as usize;
+        let stop = (self.end - base).min(want as u64) as usize;
+        let buf = buffer.get_mut(want)?;
+        let got = match read_full(&self.file.file, buf, base, 0, Some(align)) {
+            // A file system that took the flag but refuses the read itself.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                let _ = set_direct(&self.file.file, false);
+                let used = self.file.fall_back(ReadMode::Direct, os_message(&e));
+                let flags = if used == ReadMode::DontCache {
+                    libc::RWF_DONTCACHE
+                } else {
+                    0
+                };
+                read_full(&self.file.file, buf, base, flags, None)?
+            }
+            other => other?,
+        };
+        if got < stop {
+            return Err(InputError::Changed);
+        }
+        self.pos = base + stop as u64;
+        Ok(Bytes::Read(skew..stop))
+    }
+
+    /// Maps the next window; `None` when every guard slot is taken (the chunk is then read).
+    fn map_next(&mut self) -> Result<Option<mmap::Window>, InputError> {
+        let page = mmap::page_size() as u64;
+        let base = self.pos - self.pos % page;
+        let skew = (self.pos - base) as usize;
+        let span = self.end.next_multiple_of(page) - base;
+        let len = (self.chunk as u64).next_multiple_of(page).min(span) as usize;
+        let stop = (self.end - base).min(len as u64) as usize;
+        let window = match mmap::Window::map(&self.file.file, base, len, skew..stop) {
+            Ok(Some(window)) => window,
+            Ok(None) => return Ok(None),
+            // The file cannot be mapped (some special file systems): read it instead.
+            Err(e) => {
+                self.file.fall_back(ReadMode::Mmap, os_message(&e));
+                return Ok(None);
+            }
+        };
+        match window.populate() {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EFAULT) => return Err(InputError::Changed),
+            Err(e) => return Err(e.into()),
+        }
+        self.pos = base + stop as u64;
+        Ok(Some(window))
     }
 }
 

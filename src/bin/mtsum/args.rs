@@ -8,7 +8,7 @@ use clap::Parser;
 use mtsum::check::{CheckOptions, Untagged, Verbosity};
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::LayoutError;
-use mtsum::source::Target;
+use mtsum::source::{ReadMode, Target};
 use mtsum::sumfile::{Format, Terminator};
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, LeafSize};
@@ -119,6 +119,16 @@ pub struct Args {
     #[arg(long)]
     verbose: bool,
 
+    /// Read files with O_DIRECT, around the page cache (for files larger than memory); where
+    /// the file system refuses it, read them uncached or normally (--verbose says so).
+    #[arg(long, conflicts_with = "mmap")]
+    direct: bool,
+
+    /// Hash files straight from memory maps instead of reading them (saves a copy on cached
+    /// files; a file truncated meanwhile is reported as changed).
+    #[arg(long)]
+    mmap: bool,
+
     /// Print version information.
     #[arg(short = 'V', long = "version", short_alias = 'v', action = clap::ArgAction::Version)]
     version: (),
@@ -176,7 +186,16 @@ impl Config {
     pub fn from_args(args: Args) -> Result<Config, LayoutError> {
         let tree = args.tree.as_deref().unwrap_or("mtsum");
         let layout = Layout::from_name(tree, args.leaf_size)?;
-        let engine = args.processors.map(Engine::new).unwrap_or_default();
+        let read_mode = match (args.direct, args.mmap) {
+            (true, _) => ReadMode::Direct,
+            (false, true) => ReadMode::Mmap,
+            (false, false) => ReadMode::Pread,
+        };
+        let engine = args
+            .processors
+            .map(Engine::new)
+            .unwrap_or_default()
+            .with_read_mode(read_mode);
         let mut targets: Vec<Target> = args.paths.into_iter().map(Target::from_arg).collect();
         if targets.is_empty() {
             targets.push(Target::Stdin);

@@ -123,6 +123,9 @@ impl Printer<'_> {
         };
         self.stdout(&line);
         if self.config.verbose {
+            if let Some(fallback) = &digest.fallback {
+                self.stderr(&report::error_line(name, fallback));
+            }
             self.stderr(format!("File size: {} bytes\n", digest.size).as_bytes());
         }
         if self.config.verbose || self.config.benchmark {
