@@ -8,6 +8,8 @@
 //! - [`walk`]: the command line's paths expanded into inputs (`-r`, symbolic links);
 //! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `--json`, `-c`);
 //! - [`check`]: `-c`, verifying the files listed in sum files;
+//! - [`audit`]: `--audit`, records of each file's digest, size and mtime (extended attributes
+//!   or a manifest) and audits that tell corruption from modification;
 //! - [`lanes`]: multi-buffer MD5, many messages at once on one core (AVX2 lanes);
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
@@ -20,6 +22,7 @@
 //! ```
 
 pub mod algorithm;
+pub mod audit;
 pub mod check;
 pub mod engine;
 pub mod graph;

@@ -1,0 +1,295 @@
+//! The extended-attribute store: one attribute per file, `user.mtsum`, holding a compact
+//! binary record, and the attributes of cshatag read for migration.
+//!
+//! # The `user.mtsum` record, version 1
+//!
+//! ```text
+//! offset  size  field
+//!      0     1  version = 1
+//!      1     1  algorithm: 1 md5, 2 sha1, 3 sha224, 4 sha256, 5 sha384, 6 sha512,
+//!                          7 blake3, 8 xxh3, 9 xxh128
+//!      2     1  layout: 0 plain, 1 mtsum, 2 merkle, 3 rfc6962
+//!      3     8  size in bytes, u64 little-endian
+//!     11     8  mtime seconds since the epoch, i64 little-endian (st_mtim.tv_sec)
+//!     19     4  mtime nanoseconds, u32 little-endian (st_mtim.tv_nsec, < 10^9)
+//!     23   (8)  leaf size in bytes, u64 little-endian: merkle and rfc6962 only
+//!   23/31     n  the digest, n = the algorithm's digest length
+//! ```
+//!
+//! Why binary and this small: ext4 keeps extended attributes inside the inode when they fit
+//! (with 256-byte inodes about 90 bytes remain for entries after the inode's own fields), and
+//! an attribute that does not fit costs a whole extra 4 KiB block per file, read by every
+//! audit. The default record (plain BLAKE3) is 55 bytes: with the 24-byte entry header of
+//! `user.mtsum` it fits. Numbers are little-endian and fixed-width so that the record is read
+//! without a parser; the version byte lets a later format coexist. Codes are assigned once and
+//! never reused.
+//!
+//! # cshatag
+//!
+//! cshatag keeps `user.shatag.sha256` (64 hex digits: the plain SHA-256 of the file) and
+//! `user.shatag.ts` (the mtime the digest belongs to, written `%010d.%09d`, seconds and
+//! nanoseconds). They are read only where `user.mtsum` is absent, and never changed.
+
+use std::io;
+use std::path::Path;
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::layout::{Layout, LeafSize};
+
+use super::{Mtime, Prior, Record};
+
+/// The attribute holding mtsum's record.
+pub const ATTR: &str = "user.mtsum";
+/// cshatag's digest attribute.
+pub const CSHATAG_SHA256: &str = "user.shatag.sha256";
+/// cshatag's timestamp attribute.
+pub const CSHATAG_TS: &str = "user.shatag.ts";
+
+const VERSION: u8 = 1;
+/// Version, algorithm, layout, size, mtime seconds, mtime nanoseconds.
+const FIXED_LEN: usize = 1 + 1 + 1 + 8 + 8 + 4;
+
+/// The one-byte codes of the algorithms; 0 is never a valid code.
+const ALGORITHM_CODES: [(Algorithm, u8); 9] = [
+    (Algorithm::Md5, 1),
+    (Algorithm::Sha1, 2),
+    (Algorithm::Sha224, 3),
+    (Algorithm::Sha256, 4),
+    (Algorithm::Sha384, 5),
+    (Algorithm::Sha512, 6),
+    (Algorithm::Blake3, 7),
+    (Algorithm::Xxh3, 8),
+    (Algorithm::Xxh128, 9),
+];
+
+/// The binary form of `record` (see the [module documentation](self)).
+pub fn encode(record: &Record) -> Vec<u8> {
+    let alg = ALGORITHM_CODES
+        .iter()
+        .find(|(a, _)| *a == record.algorithm)
+        .map(|(_, code)| *code)
+        .expect("every algorithm has a code");
+    let (layout, leaf) = match record.layout {
+        Layout::Plain => (0, None),
+        Layout::Mtsum => (1, None),
+        Layout::Merkle(leaf) => (2, Some(leaf)),
+        Layout::Rfc6962(leaf) => (3, Some(leaf)),
+    };
+    let mut out = Vec::with_capacity(FIXED_LEN + 8 + record.digest.as_bytes().len());
+    out.extend_from_slice(&[VERSION, alg, layout]);
+    out.extend_from_slice(&record.size.to_le_bytes());
+    out.extend_from_slice(&record.mtime.sec.to_le_bytes());
+    out.extend_from_slice(&record.mtime.nsec.to_le_bytes());
+    if let Some(leaf) = leaf {
+        out.extend_from_slice(&leaf.get().to_le_bytes());
+    }
+    out.extend_from_slice(record.digest.as_bytes());
+    out
+}
+
+/// Reads a record written by [`encode`]; the error says what is wrong with it.
+pub fn decode(bytes: &[u8]) -> Result<Record, String> {
+    let version = *bytes.first().ok_or("empty")?;
+    if version != VERSION {
+        return Err(format!(
+            "record version {version}, this mtsum reads version {VERSION}"
+        ));
+    }
+    if bytes.len() < FIXED_LEN {
+        return Err(format!("{} bytes, too short", bytes.len()));
+    }
+    let algorithm = ALGORITHM_CODES
+        .iter()
+        .find(|(_, code)| *code == bytes[1])
+        .map(|(a, _)| *a)
+        .ok_or_else(|| format!("unknown algorithm code {}", bytes[1]))?;
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let size = u64_at(3);
+    let sec = i64::from_le_bytes(bytes[11..19].try_into().expect("8 bytes"));
+    let nsec = u32::from_le_bytes(bytes[19..23].try_into().expect("4 bytes"));
+    let mtime = Mtime::new(sec, nsec).ok_or("nanoseconds out of range")?;
+    let mut rest = &bytes[FIXED_LEN..];
+    let mut leaf = || -> Result<LeafSize, String> {
+        if rest.len() < 8 {
+            return Err("leaf size missing".into());
+        }
+        let leaf = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes"));
+        rest = &rest[8..];
+        LeafSize::new(leaf).ok_or_else(|| "leaf size 0".into())
+    };
+    let layout = match bytes[2] {
+        0 => Layout::Plain,
+        1 => Layout::Mtsum,
+        2 => Layout::Merkle(leaf()?),
+        3 => Layout::Rfc6962(leaf()?),
+        code => return Err(format!("unknown layout code {code}")),
+    };
+    if rest.len() != algorithm.digest_len() {
+        return Err(format!(
+            "{} digest bytes, {algorithm} has {}",
+            rest.len(),
+            algorithm.digest_len()
+        ));
+    }
+    Ok(Record {
+        layout,
+        algorithm,
+        size,
+        mtime,
+        digest: Digest::from_slice(rest),
+    })
+}
+
+/// What the attributes of `path` (symbolic links followed) say about it: our record, else
+/// cshatag's, else nothing. An attribute that cannot be read is an error; one that can be
+/// read but not understood is [`Prior::Unusable`].
+pub fn read(path: &Path) -> io::Result<Prior> {
+    if let Some(bytes) = xattr::get_deref(path, ATTR)? {
+        return Ok(match decode(&bytes) {
+            Ok(record) => Prior::Record(record),
+            Err(why) => Prior::Unusable(format!("damaged record in {ATTR}: {why}")),
+        });
+    }
+    let Some(hex) = xattr::get_deref(path, CSHATAG_SHA256)? else {
+        return Ok(Prior::None);
+    };
+    let ts = xattr::get_deref(path, CSHATAG_TS)?.unwrap_or_default();
+    Ok(parse_cshatag(&hex, &ts).unwrap_or_else(Prior::Unusable))
+}
+
+/// cshatag's two attributes as a [`Prior::Cshatag`].
+fn parse_cshatag(hex: &[u8], ts: &[u8]) -> Result<Prior, String> {
+    let damaged = |what: &str| format!("damaged cshatag attribute {what}");
+    let hex = std::str::from_utf8(hex).map_err(|_| damaged(CSHATAG_SHA256))?;
+    let hex = hex.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\0');
+    let digest = Digest::from_hex(hex)
+        .filter(|d| d.as_bytes().len() == Algorithm::Sha256.digest_len())
+        .filter(|_| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or_else(|| damaged(CSHATAG_SHA256))?;
+    let ts = std::str::from_utf8(ts).map_err(|_| damaged(CSHATAG_TS))?;
+    let ts = ts.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\0');
+    let mtime = ts.parse::<Mtime>().map_err(|_| damaged(CSHATAG_TS))?;
+    Ok(Prior::Cshatag { mtime, digest })
+}
+
+/// Stores `record` on `path` (symbolic links followed).
+pub fn write(path: &Path, record: &Record) -> io::Result<()> {
+    xattr::set_deref(path, ATTR, &encode(record))
+}
+
+/// Removes the record of `path`; `Ok(false)` when it had none.
+pub fn remove(path: &Path) -> io::Result<bool> {
+    match xattr::remove_deref(path, ATTR) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `e` says that the file system has no user extended attributes at all (as opposed
+/// to refusing this file or this user).
+pub fn is_unsupported(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EOPNOTSUPP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(layout: Layout, algorithm: Algorithm) -> Record {
+        Record {
+            layout,
+            algorithm,
+            size: 0x0102_0304_0506_0708,
+            mtime: Mtime::new(-2, 999_999_999).unwrap(),
+            digest: algorithm.hash(b"x"),
+        }
+    }
+
+    #[test]
+    fn every_layout_and_algorithm_survives_the_round_trip() {
+        let leaf = LeafSize::new(4096).unwrap();
+        for alg in Algorithm::ALL {
+            for layout in [
+                Layout::Plain,
+                Layout::Mtsum,
+                Layout::Merkle(leaf),
+                Layout::Rfc6962(leaf),
+            ] {
+                let r = record(layout, alg);
+                assert_eq!(decode(&encode(&r)), Ok(r));
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_record_fits_in_an_ext4_inode() {
+        // 55 bytes; the entry adds 16 bytes of header and the name `mtsum` padded to 8.
+        let bytes = encode(&record(Layout::Plain, Algorithm::Blake3));
+        assert_eq!(bytes.len(), 55);
+        assert!(16 + 8 + bytes.len().next_multiple_of(4) <= 88);
+    }
+
+    #[test]
+    fn the_layout_is_fixed_byte_for_byte() {
+        let r = Record {
+            layout: Layout::Plain,
+            algorithm: Algorithm::Xxh3,
+            size: 3,
+            mtime: Mtime::new(1, 2).unwrap(),
+            digest: Digest::from_slice(&[0xaa; 8]),
+        };
+        let mut want = vec![
+            1, 8, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0,
+        ];
+        want.extend_from_slice(&[0xaa; 8]);
+        assert_eq!(encode(&r), want);
+    }
+
+    #[test]
+    fn damaged_records_say_what_is_wrong() {
+        let good = encode(&record(Layout::Plain, Algorithm::Sha256));
+        assert_eq!(decode(&[]).unwrap_err(), "empty");
+        assert!(decode(&[2]).unwrap_err().contains("version 2"));
+        assert!(decode(&good[..10]).unwrap_err().contains("too short"));
+        assert!(
+            decode(&good[..good.len() - 1])
+                .unwrap_err()
+                .contains("digest")
+        );
+        let mut bad = good.clone();
+        bad[1] = 0;
+        assert!(decode(&bad).unwrap_err().contains("algorithm code 0"));
+        let mut bad = good.clone();
+        bad[2] = 9;
+        assert!(decode(&bad).unwrap_err().contains("layout code 9"));
+        let mut bad = good;
+        bad[19..23].copy_from_slice(&1_000_000_000u32.to_le_bytes());
+        assert!(decode(&bad).unwrap_err().contains("nanoseconds"));
+    }
+
+    #[test]
+    fn cshatag_attributes_read_as_a_plain_sha256_at_their_timestamp() {
+        let hex = Algorithm::Sha256.hash(b"abc").to_hex();
+        let prior = parse_cshatag(hex.as_bytes(), b"1700000000.000000042").unwrap();
+        assert_eq!(
+            prior,
+            Prior::Cshatag {
+                mtime: Mtime::new(1_700_000_000, 42).unwrap(),
+                digest: Algorithm::Sha256.hash(b"abc"),
+            }
+        );
+        assert!(parse_cshatag(b"abc", b"1.000000000").is_err());
+        assert!(parse_cshatag(hex.as_bytes(), b"").is_err());
+        assert!(parse_cshatag(hex.as_bytes(), b"yesterday").is_err());
+    }
+
+    #[test]
+    fn only_eopnotsupp_means_no_user_attributes() {
+        assert!(is_unsupported(&io::Error::from_raw_os_error(
+            libc::EOPNOTSUPP
+        )));
+        assert!(!is_unsupported(&io::Error::from_raw_os_error(libc::EACCES)));
+        assert!(!is_unsupported(&io::Error::from_raw_os_error(libc::EPERM)));
+    }
+}
