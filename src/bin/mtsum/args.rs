@@ -3,8 +3,10 @@
 
 use std::ffi::OsString;
 use std::num::NonZeroUsize;
+use std::path::PathBuf;
 
 use clap::Parser;
+use mtsum::audit::{self, Operation, Resolution, Store};
 use mtsum::check::{CheckOptions, Untagged, Verbosity};
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::LayoutError;
@@ -25,7 +27,8 @@ use crate::progress::When;
     name = "mtsum",
     version,
     disable_version_flag = true,
-    max_term_width = 100
+    max_term_width = 100,
+    group(clap::ArgGroup::new("verify").args(["check", "audit"]))
 )]
 pub struct Args {
     /// Files to hash, or with -c the sum files to check (- for standard input).
@@ -83,8 +86,8 @@ pub struct Args {
     #[arg(short = 'c', long)]
     check: bool,
 
-    /// With -c: do not print OK for each verified file.
-    #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
+    /// With -c: do not print OK for each verified file (with --audit: no ok lines).
+    #[arg(long, requires = "verify", overrides_with_all = ["status", "warn"])]
     quiet: bool,
 
     /// With -c: print nothing; the exit status tells.
@@ -129,6 +132,41 @@ pub struct Args {
     #[arg(long)]
     mmap: bool,
 
+    /// Audit the files: record the digest, size and mtime of files without a record, and
+    /// print STATUS  NAME for the others, STATUS one of ok, corrupt, modified, new, missing,
+    /// changed, unreadable; a summary on stderr. Exit status 1 for corrupt or unreadable
+    /// files. Records live in the extended attribute user.mtsum unless --manifest is given;
+    /// new records are plain blake3 unless -a/-t say otherwise.
+    #[arg(long, conflicts_with_all = ["tag", "zero", "graph", "no_names", "benchmark"])]
+    audit: bool,
+
+    /// With --audit: keep the records in this manifest file instead of extended attributes.
+    #[arg(long, value_name = "FILE", requires = "audit")]
+    manifest: Option<PathBuf>,
+
+    /// With --audit: refresh the records of modified files, drop those of missing files.
+    #[arg(long, requires = "audit")]
+    update: bool,
+
+    /// With --audit: accept the content of corrupt files as it is now (and replace damaged
+    /// records).
+    #[arg(long, requires = "audit")]
+    fix: bool,
+
+    /// With --audit: remove the records of the files (below the paths, with a manifest)
+    /// instead of auditing them.
+    #[arg(long, requires = "audit", conflicts_with_all = ["update", "fix"])]
+    forget: bool,
+
+    /// With --audit: report what would be done, write no record.
+    #[arg(long = "dry-run", requires = "audit")]
+    dry_run: bool,
+
+    /// With --audit: modification times closer than this are equal: ns [default], 100ns
+    /// (SMB), us, ms, s, 2s (FAT).
+    #[arg(long = "mtime-resolution", value_name = "RES", requires = "audit")]
+    mtime_resolution: Option<Resolution>,
+
     /// Print version information.
     #[arg(short = 'V', long = "version", short_alias = 'v', action = clap::ArgAction::Version)]
     version: (),
@@ -161,6 +199,8 @@ pub enum Mode {
     },
     /// Verify the files listed in sum files.
     Check(CheckOptions),
+    /// Audit files against their records.
+    Audit(crate::audit::Settings),
 }
 
 /// How hash results are printed.
@@ -200,7 +240,32 @@ impl Config {
         if targets.is_empty() {
             targets.push(Target::Stdin);
         }
-        let mode = if args.check {
+        let mode = if args.audit {
+            let store = match args.manifest {
+                Some(path) => Store::Manifest(path),
+                None => Store::Xattr,
+            };
+            let mut options = audit::Options::new(store);
+            options.operation = match args.forget {
+                true => Operation::Forget,
+                false => Operation::Audit {
+                    update: args.update,
+                    fix: args.fix,
+                },
+            };
+            options.recursion = Recursion::from_flags(args.recursive, args.follow);
+            if args.tree.is_some() {
+                options.layout = layout;
+            }
+            options.algorithm = args.algorithm.unwrap_or(options.algorithm);
+            options.resolution = args.mtime_resolution.unwrap_or_default();
+            options.dry_run = args.dry_run;
+            Mode::Audit(crate::audit::Settings {
+                options,
+                quiet: args.quiet,
+                json: args.json,
+            })
+        } else if args.check {
             let verbosity = match (args.status, args.quiet) {
                 (true, _) => Verbosity::Status,
                 (false, true) => Verbosity::Quiet,

@@ -2,6 +2,7 @@
 //! what happened to an exit code. Nothing here knows how hashing works.
 
 mod args;
+mod audit;
 mod hash;
 mod progress;
 
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
             recursion,
             output,
         } => hash::run(&config, request, *recursion, *output),
+        Mode::Audit(settings) => audit::run(&config, settings),
         Mode::Check(options) => {
             let progress = Progress::start(config.progress, None);
             let engine = config.engine.clone().with_progress(progress.counter());
@@ -83,8 +85,14 @@ fn usage_error(e: clap::Error) -> ExitCode {
         e.exit();
     }
     let text = e.to_string();
-    let cause = text.lines().next().unwrap_or_default();
-    let cause = cause.strip_prefix("error: ").unwrap_or(cause);
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "the following required arguments were not provided:" names them on the next line.
+    let cause = match (first.ends_with(':'), lines.next()) {
+        (true, Some(next)) => format!("{first} {}", next.trim()),
+        _ => first.to_string(),
+    };
     eprintln!("mtsum: {cause} (try 'mtsum --help')");
     ExitCode::from(Status::Usage as u8)
 }
