@@ -5,6 +5,11 @@
 //! verified in parallel, while verdicts come out in the order of the lines. Lines that are not
 //! checksum lines, and the end of each sum file, travel in the same stream as pass-through
 //! tasks: each sum file's summary is printed right after its last verdict, as coreutils does.
+//!
+//! Standard input is read once, front to back, as coreutils reads it: the first use (a sum
+//! file `-`, or a line naming `-`) gets its bytes, and a later use finds it at its end. A line
+//! naming `-` is hashed on a worker while the next lines are read, so once stdin has been given
+//! to one, later uses are handed an empty input instead of racing it for the rest.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -94,6 +99,7 @@ pub fn check(
         parser: Parser::new(Terminator::Newline),
         untagged: options.untagged,
         queue: VecDeque::new(),
+        stdin_hashed: false,
     };
     let mut verdicts = Verdicts {
         options,
@@ -125,8 +131,12 @@ enum Item {
     Line { name: Vec<u8>, expected: Digest },
     /// Line `line` (1-based) of sum file `file` is not a checksum line.
     Improper { file: usize, line: u64 },
-    /// Sum file `file` could not be opened or read.
-    Unreadable { file: usize, error: io::Error },
+    /// Sum file `file` could not be opened (`error`), or failed while being read (`None`:
+    /// coreutils then says only `read error`).
+    Unreadable {
+        file: usize,
+        error: Option<io::Error>,
+    },
     /// The last line of sum file `file` has passed.
     End { file: usize },
 }
@@ -149,6 +159,8 @@ struct Lines {
     parser: Parser,
     untagged: Untagged,
     queue: VecDeque<Task<Item>>,
+    /// A line naming `-` has been handed to the engine, which reads standard input to its end.
+    stdin_hashed: bool,
 }
 
 impl Iterator for Lines {
@@ -161,7 +173,7 @@ impl Iterator for Lines {
             }
             let Some(current) = &mut self.current else {
                 let (index, target) = self.files.pop_front()?;
-                match open_sum_file(&target) {
+                match open_sum_file(&target, self.stdin_hashed) {
                     Ok(reader) => {
                         let is_stdin = target == Target::Stdin;
                         self.current = Some(SumFile {
@@ -173,6 +185,7 @@ impl Iterator for Lines {
                     }
                     Err(error) => {
                         let file = index;
+                        let error = Some(error);
                         self.queue
                             .push_back(Task::pass(Item::Unreadable { file, error }));
                         self.queue.push_back(Task::pass(Item::End { file }));
@@ -194,9 +207,10 @@ impl Iterator for Lines {
                         return Some(task);
                     }
                 }
-                Err(error) => {
+                Err(_) => {
                     self.current = None;
                     self.queue.push_back(Task::pass(Item::End { file }));
+                    let error = None;
                     return Some(Task::pass(Item::Unreadable { file, error }));
                 }
             }
@@ -234,7 +248,15 @@ impl Lines {
         if from_stdin && entry.name == b"-" {
             return Some(improper());
         }
-        let target = Target::from_arg(OsString::from_vec(entry.name.clone()));
+        let mut target = Target::from_arg(OsString::from_vec(entry.name.clone()));
+        if target == Target::Stdin {
+            if self.stdin_hashed {
+                // An earlier line is reading standard input to its end.
+                target = Target::Path(EMPTY_INPUT.into());
+            }
+            // A layout that needs the length refuses a stream without reading it.
+            self.stdin_hashed |= !layout.needs_length();
+        }
         let item = Item::Line {
             name: entry.name,
             expected: entry.expected,
@@ -243,8 +265,13 @@ impl Lines {
     }
 }
 
-fn open_sum_file(target: &Target) -> io::Result<Box<dyn BufRead>> {
+/// What a line naming `-` reads once standard input has been read to its end.
+const EMPTY_INPUT: &str = "/dev/null";
+
+/// Opens a sum file; standard input that a line naming `-` reads is empty by then.
+fn open_sum_file(target: &Target, stdin_hashed: bool) -> io::Result<Box<dyn BufRead>> {
     Ok(match target {
+        Target::Stdin if stdin_hashed => Box::new(io::empty()),
         Target::Stdin => Box::new(BufReader::new(io::stdin())),
         Target::Path(p) => Box::new(BufReader::new(File::open(p)?)),
     })
@@ -331,8 +358,12 @@ impl Verdicts<'_> {
             }
             Item::Unreadable { file, error } => {
                 self.tally.failed = true;
-                let error = InputError::Io(error);
-                self.err.write_all(&error_line(&self.names[file], &error))?;
+                let name = &self.names[file];
+                let line = match error {
+                    Some(error) => error_line(name, &InputError::Io(error)),
+                    None => error_line(name, &"read error"),
+                };
+                self.err.write_all(&line)?;
             }
             Item::End { file } => {
                 let tally = std::mem::take(&mut self.tally);
