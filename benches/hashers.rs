@@ -1,0 +1,62 @@
+//! Each algorithm's hasher on one core: the backend the engine uses for long messages
+//! (`Algorithm::bulk_hasher`, 1 MiB updates, as the engine feeds it), and the cost of one tree
+//! node (`Algorithm::hash_parts` over a prefix byte and two digests).
+//!
+//! `cargo bench --bench hashers` (about a minute); `-- --quick` for a rough pass; `-- sha256`
+//! for one algorithm. Compare the figures with `openssl speed -evp ALG -bytes 1048576` run at
+//! the same time: the machines are shared, only ratios measured together mean anything.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mtsum::Algorithm;
+
+const MIB: usize = 1 << 20;
+
+fn bytes(len: usize) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+/// 1 MiB updates of a long message, with the backend that hashes leaves and plain digests.
+fn long_messages(c: &mut Criterion) {
+    let data = bytes(MIB);
+    let mut group = c.benchmark_group("update 1 MiB");
+    group.throughput(Throughput::Bytes(MIB as u64));
+    for alg in Algorithm::ALL {
+        group.bench_function(BenchmarkId::from_parameter(alg), |b| {
+            let mut hasher = alg.bulk_hasher();
+            b.iter(|| hasher.update(black_box(&data)));
+        });
+    }
+    group.finish();
+}
+
+/// One inner node: what every layout's combine step pays per node.
+fn tree_nodes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("node");
+    group.throughput(Throughput::Elements(1));
+    for alg in Algorithm::ALL {
+        let child = alg.hash(b"leaf");
+        group.bench_function(BenchmarkId::from_parameter(alg), |b| {
+            b.iter(|| alg.hash_parts(&[&[1], black_box(child.as_bytes()), child.as_bytes()]));
+        });
+    }
+    group.finish();
+}
+
+fn quick() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20)
+}
+
+criterion_group! {
+    name = benches;
+    config = quick();
+    targets = long_messages, tree_nodes
+}
+criterion_main!(benches);
