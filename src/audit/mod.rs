@@ -590,8 +590,9 @@ pub fn audit(
     let mut summary = sink.summary;
     if let Some(plan) = planner.manifest {
         let mut manifest = plan.old;
-        let before = manifest.clone();
+        let mut changed = false;
         for (name, record) in sink.edits {
+            changed |= manifest.get(&name) != record.as_ref();
             match record {
                 Some(r) => manifest.insert(name, r),
                 None => {
@@ -599,7 +600,7 @@ pub fn audit(
                 }
             }
         }
-        if manifest != before && !options.dry_run {
+        if changed && !options.dry_run {
             manifest
                 .save(&plan.path)
                 .map_err(|e| AuditError::ManifestWrite {

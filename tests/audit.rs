@@ -1,0 +1,967 @@
+//! `mtsum --audit` as a cron job meets it: the real binary on real trees where every class is
+//! produced for real (a byte flipped under a restored mtime, an edit, files added and deleted,
+//! a file appended to while it is read, a file the user may not read), with both stores, and
+//! the library's `audit` directly.
+//!
+//! Tests that need something the machine may not offer (a non-root user, a file system without
+//! user extended attributes, user extended attributes at all) print why they skipped and pass.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use assert_cmd::Command;
+use mtsum::audit::manifest::Manifest;
+use mtsum::audit::{self, Action, Event, Mtime, Options, Prior, Record, Status, Store};
+use mtsum::engine::Engine;
+use mtsum::source::Target;
+use mtsum::walk::Recursion;
+use mtsum::{Algorithm, Layout, reference};
+use tempfile::TempDir;
+
+const MTSUM: &str = env!("CARGO_BIN_EXE_mtsum");
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// What one run produced, checked for a panic.
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: Option<i32>,
+}
+
+impl Run {
+    /// `(status, name)` of each stdout line, in order.
+    fn verdicts(&self) -> Vec<(String, String)> {
+        self.stdout
+            .lines()
+            .map(|l| {
+                let (status, name) = l.split_once("  ").expect("STATUS  NAME");
+                (status.to_string(), name.to_string())
+            })
+            .collect()
+    }
+
+    /// The status of each name.
+    fn by_name(&self) -> BTreeMap<String, String> {
+        self.verdicts().into_iter().map(|(s, n)| (n, s)).collect()
+    }
+}
+
+fn run_cmd(cmd: &mut Command) -> Run {
+    let out = cmd.timeout(TIMEOUT).output().expect("mtsum runs");
+    let run = Run {
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 names in these tests"),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code(),
+    };
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    run
+}
+
+/// `mtsum --audit ARGS` in `dir`.
+fn audit_in(dir: &Path, args: &[&str]) -> Run {
+    let mut cmd = Command::new(MTSUM);
+    cmd.arg("--audit").args(args).current_dir(dir);
+    run_cmd(&mut cmd)
+}
+
+fn tempdir() -> TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).unwrap();
+    }
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    fs::metadata(path).unwrap().modified().unwrap()
+}
+
+fn set_mtime(path: &Path, t: SystemTime) {
+    let f = OpenOptions::new().write(true).open(path).unwrap();
+    f.set_modified(t).unwrap();
+}
+
+/// Bit rot: one byte changes, and nothing else does (size, mtime to the nanosecond).
+fn flip_byte_keeping_mtime(path: &Path, offset: u64) {
+    let before = mtime(path);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut byte = [0];
+    f.read_exact_at(&mut byte, offset).unwrap();
+    f.write_all_at(&[byte[0] ^ 0x10], offset).unwrap();
+    f.set_modified(before).unwrap();
+    drop(f);
+    assert_eq!(mtime(path), before);
+}
+
+/// A legitimate edit: new content, and an mtime surely different from the recorded one
+/// (whatever the timestamp granularity of the file system).
+fn edit(path: &Path, bytes: &[u8]) {
+    let before = mtime(path);
+    fs::write(path, bytes).unwrap();
+    set_mtime(path, before + Duration::from_secs(1));
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn skip(test: &str, reason: &str) {
+    eprintln!("SKIPPED {test}: {reason}");
+}
+
+/// Whether `dir` takes user extended attributes; the xattr-store tests skip where it does not.
+fn xattrs_work(dir: &Path) -> bool {
+    let probe = dir.join(".xattr-probe");
+    fs::write(&probe, "").unwrap();
+    let ok = xattr::set(&probe, "user.mtsum-probe", b"1").is_ok();
+    fs::remove_file(&probe).unwrap();
+    ok
+}
+
+/// The `user.mtsum` record of `path`, decoded.
+fn xattr_record(path: &Path) -> Option<Record> {
+    let bytes = xattr::get(path, audit::xattr::ATTR).unwrap()?;
+    Some(audit::xattr::decode(&bytes).expect("a valid record"))
+}
+
+/// A command that runs mtsum as an unprivileged user, or why there is none.
+fn mtsum_unprivileged() -> Result<StdCommand, String> {
+    if !is_root() {
+        return Ok(StdCommand::new(MTSUM));
+    }
+    let wrappers: [&[&str]; 2] = [
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ],
+        &["runuser", "-u", "nobody", "--"],
+    ];
+    let mut why = Vec::new();
+    for wrapper in wrappers {
+        let probe = StdCommand::new(wrapper[0])
+            .args(&wrapper[1..])
+            .args([MTSUM, "--version"])
+            .output();
+        match probe {
+            Ok(o) if o.status.success() => {
+                let mut cmd = StdCommand::new(wrapper[0]);
+                cmd.args(&wrapper[1..]).arg(MTSUM);
+                return Ok(cmd);
+            }
+            Ok(o) => why.push(format!(
+                "{}: {}",
+                wrapper[0],
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => why.push(format!("{}: {e}", wrapper[0])),
+        }
+    }
+    Err(format!(
+        "cannot run mtsum as a non-root user ({})",
+        why.join("; ")
+    ))
+}
+
+/// Polls `cond` every millisecond for up to ten seconds.
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A file that grows all the time, from before mtsum starts until after it ends: 128 MiB
+/// (sparse) hashed as plain SHA-512 keeps it open for about a fifth of a second, while a byte
+/// lands every few microseconds, so some change always falls between open and final check.
+struct Growing {
+    appender: std::process::Child,
+}
+
+const GROWING_SIZE: u64 = 128 << 20;
+
+impl Growing {
+    fn start(path: &Path) -> Growing {
+        File::create(path).unwrap().set_len(GROWING_SIZE).unwrap();
+        // `printf` is a shell builtin: the loop appends without forking.
+        let appender = StdCommand::new("sh")
+            .args(["-c", r#"while :; do printf x >> "$0"; done"#])
+            .arg(path)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("sh starts");
+        wait_until("the file grows", || {
+            fs::metadata(path).unwrap().len() > GROWING_SIZE
+        });
+        Growing { appender }
+    }
+}
+
+impl Drop for Growing {
+    fn drop(&mut self) {
+        let _ = self.appender.kill();
+        let _ = self.appender.wait();
+    }
+}
+
+/// Runs the library's audit and returns each verdict as `(status, action, path)`.
+fn library_audit(targets: &[PathBuf], options: &Options) -> Vec<(Status, Action, PathBuf)> {
+    let targets: Vec<Target> = targets.iter().map(|p| Target::Path(p.clone())).collect();
+    let mut out = Vec::new();
+    let mut on = |e: Event| {
+        if let Event::Verdict(v) = e {
+            out.push((v.status, v.action, v.path.clone()));
+        }
+    };
+    audit::audit(&Engine::default(), &targets, options, &mut on).expect("no fatal error");
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every class, produced for real
+// ---------------------------------------------------------------------------------------------
+
+/// The tree of the all-classes tests, recorded by a first audit; returns the store flags.
+fn recorded_tree(dir: &Path, store: &[&str]) {
+    write(dir, "tree/ok", b"untouched");
+    write(dir, "tree/rot", &vec![7u8; 100_000]);
+    write(dir, "tree/edited", b"first draft");
+    write(dir, "tree/sub/deleted", b"soon gone");
+    write(dir, "tree/sub/ok2", b"also untouched");
+    let first = audit_in(dir, &[&["-a", "sha512", "-r", "tree"], store].concat());
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert!(
+        first.verdicts().iter().all(|(s, _)| s == "new"),
+        "{}",
+        first.stdout
+    );
+}
+
+/// Damages the recorded tree in every way, then audits it while `tree/growing` grows.
+fn audit_after_every_kind_of_damage(dir: &Path, store: &[&str]) -> Run {
+    flip_byte_keeping_mtime(&dir.join("tree/rot"), 50_000);
+    edit(&dir.join("tree/edited"), b"second draft, longer");
+    fs::remove_file(dir.join("tree/sub/deleted")).unwrap();
+    write(dir, "tree/sub/added", b"brand new");
+    let _growing = Growing::start(&dir.join("tree/growing"));
+    let args = [&["-p", "1", "-a", "sha512", "-r", "tree"], store].concat();
+    audit_in(dir, &args)
+}
+
+#[test]
+fn every_class_is_told_apart_in_a_manifest() {
+    let dir = tempdir();
+    let store = ["--manifest", "records.txt"];
+    recorded_tree(dir.path(), &store);
+    let r = audit_after_every_kind_of_damage(dir.path(), &store);
+
+    assert_eq!(
+        r.verdicts(),
+        [
+            ("modified", "tree/edited"),
+            ("changed", "tree/growing"),
+            ("ok", "tree/ok"),
+            ("corrupt", "tree/rot"),
+            ("new", "tree/sub/added"),
+            ("ok", "tree/sub/ok2"),
+            ("missing", "tree/sub/deleted"),
+        ]
+        .map(|(s, n)| (s.to_string(), n.to_string())),
+        "walk order, then the argument's missing records; stderr: {}",
+        r.stderr
+    );
+    assert_eq!(r.code, Some(1), "a corrupt file fails the audit");
+    assert!(r.stderr.contains("corrupt            1"), "{}", r.stderr);
+}
+
+#[test]
+fn every_class_is_told_apart_in_extended_attributes() {
+    let dir = tempdir();
+    if !xattrs_work(dir.path()) {
+        return skip("every_class_xattr", "no user extended attributes here");
+    }
+    recorded_tree(dir.path(), &[]);
+    // A record that cannot be read is unreadable too, even as root.
+    xattr::set(
+        dir.path().join("tree/sub/ok2"),
+        audit::xattr::ATTR,
+        b"\x01junk",
+    )
+    .unwrap();
+    let r = audit_after_every_kind_of_damage(dir.path(), &[]);
+
+    assert_eq!(
+        r.verdicts(),
+        [
+            ("modified", "tree/edited"),
+            ("changed", "tree/growing"),
+            ("ok", "tree/ok"),
+            ("corrupt", "tree/rot"),
+            ("new", "tree/sub/added"),
+            ("unreadable", "tree/sub/ok2"),
+        ]
+        .map(|(s, n)| (s.to_string(), n.to_string())),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("mtsum: tree/sub/ok2: damaged record in user.mtsum: 5 bytes, too short"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.code, Some(1));
+}
+
+#[test]
+fn a_file_written_while_audited_is_changed_and_keeps_its_record() {
+    let dir = tempdir();
+    let path = dir.path().join("log");
+    let store = ["--manifest", "m"];
+    let _growing = Growing::start(&path);
+    let r = audit_in(
+        dir.path(),
+        &[&["-p", "1", "-a", "sha512", "log"], &store[..]].concat(),
+    );
+    assert_eq!(r.by_name()["log"], "changed");
+    assert_eq!(r.code, Some(0), "changed is not an alarm: {}", r.stderr);
+    assert!(
+        !dir.path().join("m").exists(),
+        "a digest of bytes that never existed together is not recorded"
+    );
+}
+
+#[test]
+fn an_unreadable_file_is_reported_with_its_cause_and_the_others_are_audited() {
+    let cmd = match mtsum_unprivileged() {
+        Ok(cmd) => cmd,
+        Err(why) => return skip("unreadable_file", &why),
+    };
+    let dir = tempdir();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    for name in ["a", "secret"] {
+        let path = write(dir.path(), name, name.as_bytes());
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    // Recorded while readable; the manifest is the unprivileged user's.
+    let mut first = Command::from_std(mtsum_unprivileged().unwrap());
+    first.args(["--audit", "--manifest", "m", "a", "secret"]);
+    let r = run_cmd(first.current_dir(dir.path()));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    fs::set_permissions(dir.path().join("secret"), fs::Permissions::from_mode(0o000)).unwrap();
+
+    let mut cmd = Command::from_std(cmd);
+    cmd.args(["--audit", "--manifest", "m", "secret", "a"]);
+    let r = run_cmd(cmd.current_dir(dir.path()));
+    assert_eq!(r.stdout, "unreadable  secret\nok  a\n");
+    assert!(
+        r.stderr.starts_with("mtsum: secret: Permission denied\n"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.code, Some(1));
+    let manifest = Manifest::load(&dir.path().join("m")).unwrap();
+    assert!(manifest.get(b"secret").is_some(), "its record is kept");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records: written when asked, never otherwise
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
+    let dir = tempdir();
+    if !xattrs_work(dir.path()) {
+        return skip(
+            "first_audit_records_xattr",
+            "no user extended attributes here",
+        );
+    }
+    let a = write(dir.path(), "d/a", b"alpha");
+    write(dir.path(), "d/b", b"beta");
+    let r = audit_in(dir.path(), &["-r", "d"]);
+    assert_eq!(r.stdout, "new  d/a\nnew  d/b\n");
+    assert_eq!(r.code, Some(0));
+    assert!(
+        r.stderr.contains("mtsum: records: 2 recorded\n"),
+        "{}",
+        r.stderr
+    );
+
+    // One compact attribute: plain BLAKE3 (what b3sum prints), size and mtime to the ns.
+    let raw = xattr::get(&a, "user.mtsum").unwrap().unwrap();
+    assert_eq!(raw.len(), 55);
+    let record = xattr_record(&a).unwrap();
+    let meta = fs::metadata(&a).unwrap();
+    assert_eq!(
+        record,
+        Record {
+            layout: Layout::Plain,
+            algorithm: Algorithm::Blake3,
+            size: 5,
+            mtime: Mtime::of(&meta),
+            digest: reference::root(Layout::Plain, Algorithm::Blake3, b"alpha"),
+        }
+    );
+    let names: Vec<_> = xattr::list(&a).unwrap().collect();
+    assert_eq!(names, ["user.mtsum"], "one attribute per file");
+
+    let r = audit_in(dir.path(), &["-r", "d"]);
+    assert_eq!(r.stdout, "ok  d/a\nok  d/b\n");
+    assert!(
+        r.stderr.contains("mtsum: records: unchanged\n"),
+        "{}",
+        r.stderr
+    );
+    let r = audit_in(dir.path(), &["-r", "--quiet", "d"]);
+    assert_eq!(r.stdout, "", "--quiet hides ok lines");
+}
+
+#[test]
+fn a_corrupt_file_keeps_its_record_until_fix_is_given() {
+    let dir = tempdir();
+    let store = ["--manifest", "m"];
+    let f = write(dir.path(), "f", b"precious data");
+    audit_in(dir.path(), &[&["f"], &store[..]].concat());
+    let recorded = Manifest::load(&dir.path().join("m")).unwrap();
+    flip_byte_keeping_mtime(&f, 3);
+
+    for extra in [&[][..], &["--update"]] {
+        let r = audit_in(dir.path(), &[&["f"], &store[..], extra].concat());
+        assert_eq!(r.stdout, "corrupt  f\n");
+        assert_eq!(r.code, Some(1));
+        assert_eq!(Manifest::load(&dir.path().join("m")).unwrap(), recorded);
+    }
+    let r = audit_in(
+        dir.path(),
+        &[&["f", "--fix", "--json"], &store[..]].concat(),
+    );
+    assert!(r.stdout.contains(r#""status":"corrupt""#), "{}", r.stdout);
+    assert!(r.stdout.contains(r#""action":"fixed""#), "{}", r.stdout);
+    assert_eq!(r.code, Some(1), "the corruption was still found");
+    let r = audit_in(dir.path(), &[&["f"], &store[..]].concat());
+    assert_eq!((r.stdout.as_str(), r.code), ("ok  f\n", Some(0)));
+}
+
+#[test]
+fn a_modified_file_is_refreshed_only_with_update() {
+    let dir = tempdir();
+    let store = ["--manifest", "m"];
+    let f = write(dir.path(), "f", b"v1");
+    audit_in(dir.path(), &[&["f"], &store[..]].concat());
+    edit(&f, b"v2");
+    for _ in 0..2 {
+        let r = audit_in(dir.path(), &[&["f"], &store[..]].concat());
+        assert_eq!((r.stdout.as_str(), r.code), ("modified  f\n", Some(0)));
+    }
+    let r = audit_in(dir.path(), &[&["f", "--update"], &store[..]].concat());
+    assert_eq!(r.stdout, "modified  f\n");
+    assert!(r.stderr.contains("records: 1 updated"), "{}", r.stderr);
+    let r = audit_in(dir.path(), &[&["f"], &store[..]].concat());
+    assert_eq!(r.stdout, "ok  f\n");
+}
+
+#[test]
+fn a_touched_file_is_modified_even_with_the_same_content() {
+    let dir = tempdir();
+    let f = write(dir.path(), "f", b"same");
+    audit_in(dir.path(), &["f", "--manifest", "m"]);
+    set_mtime(&f, mtime(&f) + Duration::from_nanos(1));
+    let r = audit_in(dir.path(), &["f", "--manifest", "m"]);
+    assert_eq!(r.stdout, "modified  f\n");
+}
+
+#[test]
+fn missing_records_are_dropped_only_with_update() {
+    let dir = tempdir();
+    write(dir.path(), "d/a", b"a");
+    write(dir.path(), "d/b", b"b");
+    write(dir.path(), "elsewhere", b"e");
+    audit_in(dir.path(), &["-r", "d", "elsewhere", "--manifest", "m"]);
+    fs::remove_file(dir.path().join("d/b")).unwrap();
+    fs::remove_file(dir.path().join("elsewhere")).unwrap();
+
+    // Only records below the audited paths can be missing.
+    let r = audit_in(dir.path(), &["-r", "d", "--manifest", "m"]);
+    assert_eq!(r.stdout, "ok  d/a\nmissing  d/b\n");
+    assert_eq!(r.code, Some(0));
+    let r = audit_in(dir.path(), &["-r", "./d/", "--manifest", "m", "--update"]);
+    assert_eq!(r.stdout, "ok  ./d/a\nmissing  d/b\n", "names are tidied");
+    let m = Manifest::load(&dir.path().join("m")).unwrap();
+    let names: Vec<&[u8]> = m.iter().map(|(k, _)| k).collect();
+    assert_eq!(names, [&b"d/a"[..], b"elsewhere"]);
+
+    // A deleted directory: its records are missing, it is not an error.
+    fs::remove_dir_all(dir.path().join("d")).unwrap();
+    let r = audit_in(dir.path(), &["-r", "d", "--manifest", "m"]);
+    assert_eq!((r.stdout.as_str(), r.code), ("missing  d/a\n", Some(0)));
+}
+
+#[test]
+fn dry_run_decides_everything_and_writes_nothing() {
+    let dir = tempdir();
+    let f = write(dir.path(), "f", b"data");
+    let r = audit_in(dir.path(), &["f", "--manifest", "m", "--dry-run"]);
+    assert_eq!(r.stdout, "new  f\n");
+    assert!(
+        r.stderr.contains("dry run: nothing was written"),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.path().join("m").exists());
+    if xattrs_work(dir.path()) {
+        let r = audit_in(dir.path(), &["f", "--dry-run"]);
+        assert_eq!(r.stdout, "new  f\n");
+        assert_eq!(xattr_record(&f), None);
+    }
+}
+
+#[test]
+fn forget_removes_records_from_both_stores() {
+    let dir = tempdir();
+    write(dir.path(), "d/a", b"a");
+    write(dir.path(), "d/b", b"b");
+    write(dir.path(), "keep", b"k");
+    audit_in(dir.path(), &["-r", "d", "keep", "--manifest", "m"]);
+    fs::remove_file(dir.path().join("d/b")).unwrap();
+    let r = audit_in(dir.path(), &["--forget", "-r", "d", "--manifest", "m"]);
+    assert_eq!(r.stdout, "forgotten  d/a\nforgotten  d/b\n");
+    assert!(r.stderr.contains("2 records forgotten"), "{}", r.stderr);
+    let m = Manifest::load(&dir.path().join("m")).unwrap();
+    assert_eq!(m.iter().map(|(k, _)| k).collect::<Vec<_>>(), [b"keep"]);
+
+    if !xattrs_work(dir.path()) {
+        return skip("forget_xattr", "no user extended attributes here");
+    }
+    let a = dir.path().join("d/a");
+    audit_in(dir.path(), &["d/a"]);
+    assert!(xattr_record(&a).is_some());
+    let r = audit_in(dir.path(), &["--forget", "--dry-run", "d/a"]);
+    assert_eq!(r.stdout, "forgotten  d/a\n");
+    assert!(xattr_record(&a).is_some(), "a dry run forgets nothing");
+    let r = audit_in(dir.path(), &["--forget", "d/a", "keep"]);
+    assert_eq!(r.stdout, "forgotten  d/a\n", "keep had no attribute");
+    assert_eq!(xattr_record(&a), None);
+}
+
+#[test]
+fn records_keep_their_algorithm_when_the_default_changes() {
+    let dir = tempdir();
+    write(dir.path(), "f", b"data");
+    audit_in(
+        dir.path(),
+        &["f", "--manifest", "m", "-a", "sha256", "-t", "mtsum"],
+    );
+    let m = Manifest::load(&dir.path().join("m")).unwrap();
+    let record = m.get(b"f").unwrap();
+    assert_eq!(
+        (record.layout, record.algorithm),
+        (Layout::Mtsum, Algorithm::Sha256)
+    );
+    let r = audit_in(dir.path(), &["f", "--manifest", "m", "-a", "md5"]);
+    assert_eq!(r.stdout, "ok  f\n");
+}
+
+#[test]
+fn a_coarser_mtime_resolution_accepts_a_copy_to_a_coarse_file_system() {
+    let dir = tempdir();
+    let f = write(dir.path(), "f", b"data");
+    set_mtime(
+        &f,
+        SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789),
+    );
+    audit_in(dir.path(), &["f", "--manifest", "m"]);
+    // What a copy to SMB keeps: 100 ns ticks.
+    set_mtime(
+        &f,
+        SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_700),
+    );
+    let audit = |res: &str| {
+        audit_in(
+            dir.path(),
+            &["f", "--manifest", "m", "--mtime-resolution", res],
+        )
+        .stdout
+    };
+    assert_eq!(audit("ns"), "modified  f\n");
+    assert_eq!(audit("100ns"), "ok  f\n");
+    assert_eq!(audit("s"), "ok  f\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// cshatag
+// ---------------------------------------------------------------------------------------------
+
+/// Tags `path` as cshatag does: the plain SHA-256 of `content` at mtime `ts`.
+fn cshatag(path: &Path, content: &[u8], ts: &str) {
+    let hex = reference::root(Layout::Plain, Algorithm::Sha256, content).to_hex();
+    xattr::set(path, "user.shatag.sha256", hex.as_bytes()).unwrap();
+    xattr::set(path, "user.shatag.ts", ts.as_bytes()).unwrap();
+}
+
+#[test]
+fn a_cshatag_tree_is_audited_and_converted() {
+    let dir = tempdir();
+    if !xattrs_work(dir.path()) {
+        return skip("cshatag", "no user extended attributes here");
+    }
+    let t = SystemTime::UNIX_EPOCH + Duration::new(1_600_000_000, 5);
+    let ts = "1600000000.000000005";
+    let good = write(dir.path(), "good", b"good");
+    let rotten = write(dir.path(), "rotten", b"rotten");
+    let edited = write(dir.path(), "edited", b"edited");
+    for (path, content) in [
+        (&good, &b"good"[..]),
+        (&rotten, b"rotten"),
+        (&edited, b"edited"),
+    ] {
+        set_mtime(path, t);
+        cshatag(path, content, ts);
+    }
+    flip_byte_keeping_mtime(&rotten, 0);
+    set_mtime(&edited, t + Duration::from_secs(60));
+
+    let r = audit_in(dir.path(), &["edited", "good", "rotten", "--json"]);
+    let lines: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let field = |i: usize, k: &str| lines[i][k].as_str().unwrap_or_default().to_string();
+    assert_eq!(
+        [0, 1, 2].map(|i| (field(i, "path"), field(i, "status"), field(i, "action"))),
+        [
+            ("edited".into(), "modified".into(), "kept".into()),
+            ("good".into(), "ok".into(), "converted".into()),
+            ("rotten".into(), "corrupt".into(), "kept".into()),
+        ]
+    );
+    assert_eq!(field(1, "record"), "cshatag");
+    assert_eq!(lines[3]["summary"]["converted"], 1);
+    assert_eq!(r.code, Some(1));
+
+    // The converted record is a plain SHA-256 at cshatag's mtime; cshatag's own attributes
+    // stay, so cshatag keeps working.
+    let record = xattr_record(&good).unwrap();
+    assert_eq!(
+        (record.layout, record.algorithm),
+        (Layout::Plain, Algorithm::Sha256)
+    );
+    assert_eq!(record.mtime, "1600000000.000000005".parse().unwrap());
+    assert!(xattr::get(&good, "user.shatag.sha256").unwrap().is_some());
+    assert_eq!(
+        xattr_record(&rotten),
+        None,
+        "a corrupt file is not converted"
+    );
+    let r = audit_in(dir.path(), &["good", "--update", "edited"]);
+    assert_eq!(r.stdout, "ok  good\nmodified  edited\n");
+    assert_eq!(xattr_record(&edited).unwrap().algorithm, Algorithm::Sha256);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stores' guarantees
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn kill_9_during_a_manifest_update_leaves_the_previous_manifest_intact() {
+    let dir = tempdir();
+    let manifest = dir.path().join("m");
+    // A manifest large enough that writing it takes a while: records of files elsewhere
+    // are carried over into every new version.
+    let mut old = Manifest::default();
+    let record = Record {
+        layout: Layout::Plain,
+        algorithm: Algorithm::Blake3,
+        size: 1,
+        mtime: Mtime::new(1, 0).unwrap(),
+        digest: Algorithm::Blake3.hash(b"x"),
+    };
+    for i in 0..400_000 {
+        old.insert(
+            format!("/elsewhere/some/longer/path/file{i:07}").into_bytes(),
+            record,
+        );
+    }
+    old.save(&manifest).unwrap();
+    let old_bytes = fs::read(&manifest).unwrap();
+    write(dir.path(), "new-file", b"new");
+
+    let is_temporary = |name: &str| name.starts_with(".m.") && name.ends_with(".tmp");
+    let mut killed_while_writing = 0;
+    for _ in 0..3 {
+        let mut child = StdCommand::new(MTSUM)
+            .args(["--audit", "--manifest", "m", "new-file"])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill as soon as the new version is being written.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut saw_temporary = false;
+        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            saw_temporary = fs::read_dir(dir.path())
+                .unwrap()
+                .any(|e| is_temporary(&e.unwrap().file_name().to_string_lossy()));
+            if saw_temporary {
+                break;
+            }
+            thread::sleep(Duration::from_micros(200));
+        }
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let now = fs::read(&manifest).unwrap();
+        if now == old_bytes {
+            killed_while_writing += u32::from(saw_temporary && status.code().is_none());
+            if killed_while_writing > 0 {
+                break;
+            }
+            continue;
+        }
+        // The rename won the race: then it is the whole new version, never a mix.
+        let new = Manifest::load(&manifest).expect("a complete manifest");
+        assert_eq!(new.len(), old.len() + 1);
+        break;
+    }
+    assert!(
+        killed_while_writing > 0,
+        "no run was killed while writing the new manifest"
+    );
+    // The temporary file left behind is not audited, and the next run completes.
+    let r = audit_in(dir.path(), &["--manifest", "m", "-r", "."]);
+    assert_eq!(r.stdout, "new  ./new-file\n", "{}", r.stderr);
+    assert_eq!(Manifest::load(&manifest).unwrap().len(), old.len() + 1);
+}
+
+#[test]
+fn a_file_that_is_not_a_manifest_is_refused_and_left_alone() {
+    let dir = tempdir();
+    write(dir.path(), "f", b"data");
+    let notes = write(dir.path(), "notes.txt", b"my precious notes\n");
+    let r = audit_in(dir.path(), &["f", "--manifest", "notes.txt"]);
+    assert_eq!(r.code, Some(2));
+    assert_eq!(
+        r.stderr,
+        "mtsum: notes.txt: not an mtsum audit manifest (the first line is not '# mtsum audit manifest 1')\n"
+    );
+    assert_eq!(fs::read(&notes).unwrap(), b"my precious notes\n");
+}
+
+#[test]
+fn the_manifest_inside_the_audited_tree_is_not_audited() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    audit_in(dir.path(), &["-r", ".", "--manifest", "m"]);
+    let r = audit_in(dir.path(), &["-r", ".", "--manifest", "m"]);
+    assert_eq!(r.stdout, "ok  ./a\n");
+}
+
+#[test]
+fn a_file_system_without_user_attributes_gets_an_error_pointing_to_the_manifest() {
+    // ramfs refuses every `user.` attribute; it is mounted in a private mount namespace, so
+    // nothing outlives the test.
+    let dir = tempdir();
+    let script = r#"mount -t ramfs none "$0" || exit 97
+        echo data > "$0/f"
+        exec "$1" --audit -r "$0""#;
+    let out = StdCommand::new("unshare")
+        .args(["-m", "sh", "-c", script])
+        .arg(dir.path())
+        .arg(MTSUM)
+        .output();
+    let out = match out {
+        Err(e) => return skip("no_user_xattrs", &format!("no unshare: {e}")),
+        Ok(out) if !out.status.success() && out.status.code() != Some(2) => {
+            let why = String::from_utf8_lossy(&out.stderr);
+            return skip("no_user_xattrs", &format!("cannot mount a ramfs: {why}"));
+        }
+        Ok(out) => out,
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.stdout, b"");
+    let f = dir.path().join("f");
+    assert_eq!(
+        stderr,
+        format!(
+            "mtsum: {}: the file system does not support user extended attributes (Operation not supported); keep the records in a manifest instead: --manifest FILE\n",
+            f.display()
+        )
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn json_reports_every_file_and_a_summary() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let r = audit_in(dir.path(), &["a", "--manifest", "m", "--json"]);
+    let lines: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let a = &lines[0];
+    assert_eq!(a["path"], "a");
+    assert_eq!(a["status"], "new");
+    assert_eq!(a["action"], "recorded");
+    assert_eq!(a["size"], 1);
+    assert_eq!(a["algorithm"], "blake3");
+    assert_eq!(a["layout"], "plain");
+    let hex = reference::root(Layout::Plain, Algorithm::Blake3, b"a").to_hex();
+    assert_eq!(a["digest"], hex.as_str());
+    let mtime = Mtime::of(&fs::metadata(dir.path().join("a")).unwrap());
+    assert_eq!(
+        a["mtime"],
+        mtime.to_string().as_str(),
+        "nanoseconds survive as a string"
+    );
+    let s = &lines[1]["summary"];
+    assert_eq!((s["files"].as_u64(), s["new"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(s["clean"], true);
+}
+
+#[test]
+fn a_name_with_a_newline_is_one_escaped_line() {
+    let dir = tempdir();
+    write(dir.path(), "x\ny", b"odd");
+    let r = audit_in(dir.path(), &["x\ny", "--manifest", "m"]);
+    assert_eq!(r.stdout, "\\new  x\\ny\n");
+    let r = audit_in(dir.path(), &["x\ny", "--manifest", "m"]);
+    assert_eq!(r.stdout, "\\ok  x\\ny\n");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = tempdir();
+    for args in [
+        &["--audit"][..],
+        &["--audit", "-"],
+        &["--audit", "--forget", "--update", "x"],
+        &["--audit", "--mtime-resolution", "3h", "x"],
+        &["--update", "x"],
+        &["--audit", "-c", "x"],
+    ] {
+        let r = run_cmd(Command::new(MTSUM).args(args).current_dir(dir.path()));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.starts_with("mtsum: "), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_directory_without_recursion_and_a_missing_path_are_unreadable() {
+    let dir = tempdir();
+    fs::create_dir(dir.path().join("d")).unwrap();
+    let r = audit_in(dir.path(), &["d", "nope", "--manifest", "m"]);
+    assert_eq!(r.stdout, "unreadable  d\nunreadable  nope\n");
+    assert_eq!(
+        r.stderr.lines().take(2).collect::<Vec<_>>(),
+        [
+            "mtsum: d: Is a directory",
+            "mtsum: nope: No such file or directory"
+        ]
+    );
+    assert_eq!(r.code, Some(1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The library
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn the_library_audits_in_walk_order_whatever_the_thread_count() {
+    let dir = tempdir();
+    let names: Vec<String> = (0..200)
+        .map(|i| format!("t/{:03}", (i * 37) % 200))
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        write(dir.path(), name, &vec![i as u8; i * 1000]);
+    }
+    let mut options = Options::new(Store::Manifest(dir.path().join("m")));
+    options.recursion = Recursion::SkipSymlinks;
+    let targets = [dir.path().join("t")];
+    let first = library_audit(&targets, &options);
+    let mut sorted = names.clone();
+    sorted.sort();
+    let expected: Vec<PathBuf> = sorted.iter().map(|n| dir.path().join(n)).collect();
+    assert_eq!(
+        first.iter().map(|v| v.2.clone()).collect::<Vec<_>>(),
+        expected
+    );
+    assert!(
+        first
+            .iter()
+            .all(|v| (v.0, v.1) == (Status::New, Action::Recorded))
+    );
+
+    flip_byte_keeping_mtime(&dir.path().join("t/150"), 10);
+    for threads in [1, 2, 7] {
+        let targets: Vec<Target> = targets.iter().map(|p| Target::Path(p.clone())).collect();
+        let engine = Engine::new(threads.try_into().unwrap());
+        let mut statuses = Vec::new();
+        let mut on = |e: Event| {
+            if let Event::Verdict(v) = e {
+                statuses.push((v.path.clone(), v.status));
+            }
+        };
+        let summary = audit::audit(&engine, &targets, &options, &mut on).unwrap();
+        assert_eq!(summary.count(Status::Corrupt), 1);
+        assert_eq!(summary.count(Status::Ok), 199);
+        assert!(!summary.is_clean());
+        let corrupt: Vec<_> = statuses.iter().filter(|s| s.1 == Status::Corrupt).collect();
+        assert_eq!(corrupt, [&(dir.path().join("t/150"), Status::Corrupt)]);
+    }
+}
+
+#[test]
+fn the_library_reports_the_record_and_the_current_digest() {
+    let dir = tempdir();
+    let f = write(dir.path(), "f", b"before");
+    let options = Options::new(Store::Manifest(dir.path().join("m")));
+    library_audit(&[f.clone()], &options);
+    flip_byte_keeping_mtime(&f, 0);
+
+    let targets = [Target::Path(f.clone())];
+    let mut seen = None;
+    let mut on = |e: Event| {
+        if let Event::Verdict(v) = e {
+            seen = Some((v.status, v.prior.clone(), v.current));
+        }
+    };
+    audit::audit(&Engine::default(), &targets, &options, &mut on).unwrap();
+    let (status, prior, current) = seen.unwrap();
+    assert_eq!(status, Status::Corrupt);
+    let Prior::Record(recorded) = prior else {
+        panic!("{prior:?}")
+    };
+    let blake3 = |b: &[u8]| reference::root(Layout::Plain, Algorithm::Blake3, b);
+    assert_eq!(recorded.digest, blake3(b"before"));
+    assert_eq!(current.unwrap().digest, blake3(b"refore"));
+}
