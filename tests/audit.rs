@@ -945,7 +945,7 @@ fn the_library_reports_the_record_and_the_current_digest() {
     let dir = tempdir();
     let f = write(dir.path(), "f", b"before");
     let options = Options::new(Store::Manifest(dir.path().join("m")));
-    library_audit(&[f.clone()], &options);
+    library_audit(std::slice::from_ref(&f), &options);
     flip_byte_keeping_mtime(&f, 0);
 
     let targets = [Target::Path(f.clone())];
