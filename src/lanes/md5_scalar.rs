@@ -10,11 +10,13 @@ use super::{LANES, States};
 pub(super) fn compress(states: &mut States, data: &[Option<&[u8]>; LANES], blocks: usize) {
     for (lane, data) in data.iter().enumerate() {
         let Some(data) = data else { continue };
+        let data = &data[..blocks * 64];
+        // SAFETY: `[u8; 64]` has the size of 64 `u8`s and their alignment (1), so `data`, which
+        // is `blocks * 64` bytes long, is exactly `blocks` such arrays. (`<[u8]>::as_chunks`
+        // says this safely from Rust 1.88 on.)
+        let data: &[[u8; 64]] = unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), blocks) };
         let mut state = states.lane(lane);
-        for block in data[..blocks * 64].chunks_exact(64) {
-            let block: &[u8; 64] = block.try_into().expect("64-byte chunks");
-            md5::block_api::compress(&mut state, std::slice::from_ref(block));
-        }
+        md5::block_api::compress(&mut state, data);
         states.set_lane(lane, state);
     }
 }
