@@ -47,74 +47,139 @@ pub fn error_line(name: &[u8], cause: &dyn std::fmt::Display) -> Vec<u8> {
 /// quoting that also quotes `:`), so that a name with spaces, quotes or control characters
 /// reads unambiguously and can be pasted into a shell: `'a b'`, `"it's"`, `'x'$'\n''y'`.
 /// Plain names are left alone. Valid UTF-8 counts as printable, as in a UTF-8 locale.
+///
+/// The rules, and their quirks, are gnulib's `quotearg_buffer_restyled`: inside single
+/// quotes, a run of characters that need escaping becomes `'$'\t\001''`; a name with a single
+/// quote and nothing else that a C string and a shell read differently is double-quoted
+/// instead; otherwise such a name is quoted twice over, and the second pass starts with the
+/// escape state the first pass ended in (hence `'''it'\''s'$'\n'` for `it's` + newline).
 pub fn quote(name: &[u8]) -> Cow<'_, [u8]> {
-    let Ok(text) = std::str::from_utf8(name) else {
-        return Cow::Owned(quote_with_escapes(name));
-    };
-    let special = |i: usize, c: char| match c {
-        ' ' | '!' | '"' | '$' | '&' | '(' | ')' | '*' | ';' | '<' | '=' | '>' | '?' | '['
-        | '\\' | '^' | '`' | '|' | '\'' | ':' => true,
-        '#' | '~' => i == 0,
-        '{' | '}' => name.len() == 1,
-        c => c.is_control(),
-    };
-    if !name.is_empty() && !text.char_indices().any(|(i, c)| special(i, c)) {
+    let chars = QuoteChar::scan(name);
+    let needs_quotes = name.is_empty()
+        || chars
+            .iter()
+            .enumerate()
+            .any(|(i, c)| c.special(i, name.len()));
+    if !needs_quotes {
         return Cow::Borrowed(name);
     }
-    if text.chars().any(char::is_control) {
-        return Cow::Owned(quote_with_escapes(name));
-    }
-    if text.contains('\'') && !text.contains(['"', '$', '`', '\\', '!']) {
+    let has_single_quote = chars.iter().any(|c| matches!(c, QuoteChar::Text("'")));
+    if has_single_quote && chars.iter().all(QuoteChar::same_in_c_and_shell) {
+        let text = String::from_utf8_lossy(name);
         return Cow::Owned(format!("\"{text}\"").into_bytes());
     }
-    Cow::Owned(format!("'{}'", text.replace('\'', "'\\''")).into_bytes())
+    let (mut out, pending) = single_quoted(&chars, false);
+    if has_single_quote {
+        out = single_quoted(&chars, pending).0;
+    }
+    Cow::Owned(out)
 }
 
-/// Single quotes, with control characters and invalid bytes as `$'\n'` or `$'\377'`
-/// segments between quoted runs, as gnulib writes them.
-fn quote_with_escapes(name: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut quoted_run = false;
-    let escape = |out: &mut Vec<u8>, quoted_run: &mut bool, esc: String| {
-        if *quoted_run {
-            out.push(b'\'');
-            *quoted_run = false;
+/// One character of a name, as the quoting sees it.
+#[derive(Clone, Copy, Debug)]
+enum QuoteChar<'a> {
+    /// A printable character (ASCII or valid UTF-8).
+    Text(&'a str),
+    /// A control character or a byte that is not UTF-8: written as an escape.
+    Escape(u8),
+}
+
+impl<'a> QuoteChar<'a> {
+    fn scan(name: &'a [u8]) -> Vec<QuoteChar<'a>> {
+        let mut out = Vec::with_capacity(name.len());
+        for chunk in name.utf8_chunks() {
+            let valid = chunk.valid();
+            for (i, c) in valid.char_indices() {
+                if c.is_control() && c.is_ascii() {
+                    out.push(QuoteChar::Escape(c as u8));
+                } else {
+                    out.push(QuoteChar::Text(&valid[i..i + c.len_utf8()]));
+                }
+            }
+            out.extend(chunk.invalid().iter().map(|&b| QuoteChar::Escape(b)));
         }
-        out.extend_from_slice(format!("$'{esc}'").as_bytes());
-    };
-    for chunk in name.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            if c.is_control() {
-                let esc = match c {
-                    '\x07' => "\\a".to_string(),
-                    '\x08' => "\\b".to_string(),
-                    '\x0c' => "\\f".to_string(),
-                    '\n' => "\\n".to_string(),
-                    '\r' => "\\r".to_string(),
-                    '\t' => "\\t".to_string(),
-                    '\x0b' => "\\v".to_string(),
-                    c => format!("\\{:03o}", c as u32),
+        out
+    }
+
+    /// Whether this character, at position `i` of a name of `len` bytes, makes the name need
+    /// quotes.
+    fn special(&self, i: usize, len: usize) -> bool {
+        match *self {
+            QuoteChar::Escape(_) => true,
+            QuoteChar::Text(t) => match t {
+                " " | "!" | "\"" | "$" | "&" | "(" | ")" | "*" | ";" | "<" | "=" | ">" | "?"
+                | "[" | "\\" | "^" | "`" | "|" | "'" | ":" => true,
+                "#" | "~" => i == 0,
+                "{" | "}" => len == 1,
+                _ => false,
+            },
+        }
+    }
+
+    /// Whether a C string and a shell's double quotes read this character alike.
+    fn same_in_c_and_shell(&self) -> bool {
+        match *self {
+            QuoteChar::Escape(_) => false,
+            QuoteChar::Text(t) => !matches!(
+                t,
+                "!" | "\""
+                    | "$"
+                    | "&"
+                    | "("
+                    | ")"
+                    | "*"
+                    | ";"
+                    | "<"
+                    | "="
+                    | ">"
+                    | "?"
+                    | "["
+                    | "\\"
+                    | "^"
+                    | "`"
+                    | "|"
+            ),
+        }
+    }
+}
+
+/// The single-quoted form, and whether it ended inside an escape run.
+fn single_quoted(chars: &[QuoteChar<'_>], mut in_escape: bool) -> (Vec<u8>, bool) {
+    let mut out = b"'".to_vec();
+    for c in chars {
+        match *c {
+            QuoteChar::Escape(b) => {
+                if !in_escape {
+                    out.extend_from_slice(b"'$'");
+                    in_escape = true;
+                }
+                let esc = match b {
+                    0x07 => "\\a".to_string(),
+                    0x08 => "\\b".to_string(),
+                    0x0c => "\\f".to_string(),
+                    b'\n' => "\\n".to_string(),
+                    b'\r' => "\\r".to_string(),
+                    b'\t' => "\\t".to_string(),
+                    0x0b => "\\v".to_string(),
+                    b => format!("\\{b:03o}"),
                 };
-                escape(&mut out, &mut quoted_run, esc);
-                continue;
+                out.extend_from_slice(esc.as_bytes());
             }
-            if !quoted_run {
-                out.push(b'\'');
-                quoted_run = true;
+            QuoteChar::Text("'") => {
+                out.extend_from_slice(b"'\\''");
+                in_escape = false;
             }
-            match c {
-                '\'' => out.extend_from_slice(b"'\\''"),
-                c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            QuoteChar::Text(t) => {
+                if in_escape {
+                    out.extend_from_slice(b"''");
+                    in_escape = false;
+                }
+                out.extend_from_slice(t.as_bytes());
             }
         }
-        for b in chunk.invalid() {
-            escape(&mut out, &mut quoted_run, format!("\\{b:03o}"));
-        }
     }
-    if quoted_run {
-        out.push(b'\'');
-    }
-    out
+    out.push(b'\'');
+    (out, in_escape)
 }
 
 #[cfg(test)]
@@ -124,7 +189,7 @@ mod tests {
     #[test]
     fn names_are_quoted_like_coreutils_diagnostics() {
         // What `sha256sum NAME` prints for a missing NAME (coreutils 9.1, C.UTF-8).
-        let cases: [(&[u8], &str); 12] = [
+        let cases: [(&[u8], &str); 19] = [
             (b"plain.txt", "plain.txt"),
             (b"no such", "'no such'"),
             (b"x\ny", "'x'$'\\n''y'"),
@@ -137,6 +202,13 @@ mod tests {
             (b"a=b", "'a=b'"),
             (b"b{", "b{"),
             (b"{", "'{'"),
+            (b"\tgood", r"''$'\t''good'"),
+            (b"\t", r"''$'\t'"),
+            (b"\xff", r"''$'\377'"),
+            (b"\n\n", r"''$'\n\n'"),
+            (b"a\x01\x02b", r"'a'$'\001\002''b'"),
+            (b"\t'x", r"''$'\t'\''x'"),
+            (b"it's\n", r"'''it'\''s'$'\n'"),
         ];
         for (name, want) in cases {
             assert_eq!(String::from_utf8_lossy(&quote(name)), want, "{name:?}");

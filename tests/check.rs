@@ -1256,9 +1256,6 @@ proptest! {
 }
 
 #[test]
-#[ignore = "BUG: src/report.rs quote() differs from gnulib's quotef for names with control \
-            characters or invalid bytes: it must open with ' even when the name starts with one \
-            (''$'\\t''good'), and put a run of them in one $'...' ($'\\n\\n'); see the final report"]
 fn messages_quote_odd_names_as_sha256sum_does() {
     if let Some(why) = coreutils_missing() {
         return skip("messages_quote_odd_names_as_sha256sum_does", &why);
@@ -1307,8 +1304,6 @@ fn messages_quote_odd_names_as_sha256sum_does() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-#[ignore = "BUG: src/bin/mtsum/args.rs: a repeated flag (`-c -c`, `--quiet --quiet`, `-w -w`) \
-            is a usage error; coreutils accepts it. Fix: #[command(args_override_self = true)]"]
 fn repeated_options_are_accepted_as_in_coreutils() {
     let dir = open_tempdir();
     put(dir.path(), b"good", b"hello\n");
@@ -1330,9 +1325,6 @@ fn repeated_options_are_accepted_as_in_coreutils() {
 }
 
 #[test]
-#[ignore = "BUG: src/bin/mtsum/args.rs: long options cannot be abbreviated (`--stat`, \
-            `--ignore`, `--quie`) as coreutils' getopt_long allows. \
-            Fix: #[command(infer_long_args = true)]"]
 fn long_options_may_be_abbreviated_as_in_coreutils() {
     let dir = open_tempdir();
     put(dir.path(), b"good", b"hello\n");

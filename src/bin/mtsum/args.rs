@@ -28,6 +28,9 @@ use crate::progress::When;
     version,
     disable_version_flag = true,
     max_term_width = 100,
+    // As getopt_long in coreutils: a repeated flag is fine, a long option may be abbreviated.
+    args_override_self = true,
+    infer_long_args = true,
     group(clap::ArgGroup::new("verify").args(["check", "audit"]))
 )]
 pub struct Args {
