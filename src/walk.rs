@@ -62,7 +62,7 @@ use std::fmt;
 use std::fs::{self, FileType};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use walkdir::{DirEntry, WalkDir};
@@ -167,6 +167,7 @@ where
         targets: targets.into_iter(),
         recursion,
         tree: None,
+        ancestors: None,
     }
 }
 
@@ -176,6 +177,46 @@ pub struct Walk<I> {
     recursion: Recursion,
     /// The directory argument being walked, as spelled, and its entries still to come.
     tree: Option<(PathBuf, walkdir::IntoIter)>,
+    /// With `-L`, the directories on the path from the argument down to the current entry.
+    ancestors: Option<Ancestors>,
+}
+
+/// The directories from a walk's argument down to where it is, by device and inode.
+///
+/// Walkdir compares a directory with its ancestors only when it reaches it through a link.
+/// With `-L` a link can also lead *above* the argument, and from there plain directories lead
+/// back into it (`t/dir/up -> ..` makes `t/dir/up/dir` the argument `t/dir` again): every
+/// directory is compared here, as `find -L` does, so that no file is hashed twice.
+#[derive(Debug, Default)]
+struct Ancestors {
+    /// (depth, device, inode, path) of each directory on the current path.
+    path: Vec<(usize, u64, u64, PathBuf)>,
+}
+
+impl Ancestors {
+    /// Notes that the walk enters the directory `entry`; a loop error if it is one of the
+    /// directories it is already in.
+    fn enter(&mut self, root: &Path, entry: &DirEntry) -> Option<Walked> {
+        let depth = entry.depth();
+        self.path.retain(|(d, ..)| *d < depth);
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            Err(e) => return Some(walk_error(root, e)),
+        };
+        let (dev, ino) = (meta.dev(), meta.ino());
+        if let Some((.., ancestor)) = self.path.iter().find(|(_, d, i, _)| (*d, *i) == (dev, ino)) {
+            let error = io::Error::other(FilesystemLoop {
+                ancestor: ancestor.clone(),
+            });
+            return Some(Walked::Error {
+                path: entry.path().to_path_buf(),
+                error: InputError::Io(error),
+            });
+        }
+        self.path
+            .push((depth, dev, ino, entry.path().to_path_buf()));
+        None
+    }
 }
 
 impl<I> fmt::Debug for Walk<I> {
@@ -194,12 +235,20 @@ impl<I: Iterator<Item = Target>> Iterator for Walk<I> {
         loop {
             if let Some((root, entries)) = &mut self.tree {
                 match entries.next() {
+                    Some(Ok(entry)) if self.ancestors.is_some() && entry.file_type().is_dir() => {
+                        let ancestors = self.ancestors.as_mut().expect("following links");
+                        if let Some(item) = ancestors.enter(root, &entry) {
+                            entries.skip_current_dir();
+                            return Some(item);
+                        }
+                    }
                     Some(entry) => match classify(root, entry) {
                         Some(item) => return Some(item),
                         None => continue,
                     },
                     None => self.tree = None,
                 }
+                continue;
             }
             let root = match self.targets.next()? {
                 Target::Path(path) if self.recursion != Recursion::Off && is_dir(&path) => path,
@@ -213,6 +262,7 @@ impl<I: Iterator<Item = Target>> Iterator for Walk<I> {
                 .sort_by(move |a, b| order.cmp(a, b))
                 .into_iter();
             self.tree = Some((root, entries));
+            self.ancestors = follow_links.then(Ancestors::default);
         }
     }
 }
