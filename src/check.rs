@@ -79,6 +79,9 @@ pub struct CheckOptions {
     /// `--warn`: say which lines are improperly formatted.
     pub warn: bool,
     pub verbosity: Verbosity,
+    /// The untagged layout is a default the user did not choose: when untagged lines fail,
+    /// say which layout they were checked with, since `sha256sum` files need `-t plain`.
+    pub hint_untagged_layout: bool,
 }
 
 /// Verifies every file listed in `sum_files` (`Target::Stdin` for `-`), printing verdicts to
@@ -109,12 +112,23 @@ pub fn check(
         out,
         err,
         io_error: None,
+        untagged_mismatches: 0,
     };
     engine.run(lines, |item, result| verdicts.on(item, result));
-    match verdicts.io_error {
-        Some(e) => Err(e),
-        None => Ok(verdicts.all_ok),
+    if let Some(e) = verdicts.io_error {
+        return Err(e);
     }
+    let n = verdicts.untagged_mismatches;
+    if options.hint_untagged_layout && n > 0 && options.verbosity != Verbosity::Status {
+        let layout = options.untagged.layout;
+        let lines = if n == 1 { "line" } else { "lines" };
+        writeln!(
+            verdicts.err,
+            "mtsum: note: untagged {lines} were checked with the {layout} layout; \
+             use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum"
+        )?;
+    }
+    Ok(verdicts.all_ok)
 }
 
 /// How a sum file is named in messages.
@@ -128,7 +142,11 @@ fn sum_file_name(target: &Target) -> Vec<u8> {
 /// What travels through the engine for each line of a sum file.
 enum Item {
     /// A checksum line: `name` is hashed and compared with `expected`.
-    Line { name: Vec<u8>, expected: Digest },
+    Line {
+        name: Vec<u8>,
+        expected: Digest,
+        tagged: bool,
+    },
     /// Line `line` (1-based) of sum file `file` is not a checksum line.
     Improper { file: usize, line: u64 },
     /// Sum file `file` could not be opened (`error`), or failed while being read (`None`:
@@ -260,6 +278,7 @@ impl Lines {
         let item = Item::Line {
             name: entry.name,
             expected: entry.expected,
+            tagged: entry.spec.is_some(),
         };
         Some(Task::hash(target, Request::new(layout, alg), item))
     }
@@ -298,6 +317,8 @@ struct Verdicts<'a> {
     out: &'a mut dyn Write,
     err: &'a mut dyn Write,
     io_error: Option<io::Error>,
+    /// Untagged lines whose digest differed, for the hint about `-t`.
+    untagged_mismatches: u64,
 }
 
 impl Verdicts<'_> {
@@ -317,7 +338,11 @@ impl Verdicts<'_> {
     ) -> io::Result<()> {
         let verbosity = self.options.verbosity;
         match item {
-            Item::Line { name, expected } => {
+            Item::Line {
+                name,
+                expected,
+                tagged,
+            } => {
                 self.tally.proper += 1;
                 let verdict: &[u8] = match result.expect("a line is hashed") {
                     Ok(digest) if digest.root == expected => {
@@ -329,6 +354,7 @@ impl Verdicts<'_> {
                     }
                     Ok(_) => {
                         self.tally.mismatched += 1;
+                        self.untagged_mismatches += u64::from(!tagged);
                         b": FAILED\n"
                     }
                     Err(InputError::Io(e))

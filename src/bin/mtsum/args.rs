@@ -282,6 +282,7 @@ impl Config {
                 ignore_missing: args.ignore_missing,
                 strict: args.strict,
                 warn: args.warn,
+                hint_untagged_layout: args.tree.is_none() && layout != Layout::Plain,
                 verbosity,
             })
         } else {
