@@ -3,7 +3,7 @@
 //! ending at every position of a block, random mixes of lengths, chunkings and call orders.
 
 use mtsum::lanes::{self, Event, Kernel, LANES, Lane, Md5Lanes};
-use mtsum::{Algorithm, Digest};
+use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 
 /// RFC 1321, appendix A.5.
@@ -301,8 +301,74 @@ fn hash_randomly(kernel: Kernel, messages: &[Vec<u8>], max_chunk: usize, seed: u
     digests.into_iter().map(Option::unwrap).collect()
 }
 
+/// The digest of one job of `layout` hashed in chunks of the given sizes, in turn.
+fn job_in_chunks(layout: Layout, lanes: Option<Kernel>, data: &[u8], chunks: &[usize]) -> Digest {
+    let mut h = layout.job_hasher_with_lanes(Algorithm::Md5, lanes);
+    let mut rest = data;
+    for &size in chunks.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (chunk, tail) = rest.split_at(size.clamp(1, rest.len()));
+        h.update(chunk);
+        rest = tail;
+    }
+    h.finalize()
+}
+
+/// `None` (one leaf after another) and every kernel.
+fn lane_choices() -> Vec<Option<Kernel>> {
+    std::iter::once(None)
+        .chain(Kernel::available().into_iter().map(Some))
+        .collect()
+}
+
+#[test]
+fn job_hasher_gives_the_same_roots_with_md5_lanes_on_and_off() {
+    let data = bytes(5, (1 << 20) + 123);
+    for layout in [
+        Layout::Merkle(LeafSize::new(4096).unwrap()),
+        Layout::Rfc6962(LeafSize::new(4096).unwrap()),
+        Layout::Rfc6962(LeafSize::new(100).unwrap()),
+        // Lanes leave the other layouts alone.
+        Layout::Plain,
+    ] {
+        let expected = reference::root(layout, Algorithm::Md5, &data);
+        for lanes in lane_choices() {
+            for chunk in [data.len(), 1 << 20, 65_536, 10_000] {
+                assert_eq!(
+                    job_in_chunks(layout, lanes, &data, &[chunk]),
+                    expected,
+                    "{layout} {lanes:?} chunks of {chunk}"
+                );
+            }
+        }
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn fixed_leaf_roots_do_not_depend_on_md5_lanes(
+        leaf in prop::sample::select(vec![1u64, 7, 63, 64, 65, 100, 1000, 4096]),
+        rfc6962: bool,
+        n in 0usize..50_000,
+        chunks in prop::collection::vec(1usize..70_000, 1..5),
+        seed: u64,
+    ) {
+        let leaf = LeafSize::new(leaf).unwrap();
+        let layout = if rfc6962 { Layout::Rfc6962(leaf) } else { Layout::Merkle(leaf) };
+        let data = bytes(seed, n);
+        let expected = reference::root(layout, Algorithm::Md5, &data);
+        for lanes in lane_choices() {
+            prop_assert_eq!(job_in_chunks(layout, lanes, &data, &chunks), expected, "{:?}", lanes);
+        }
+    }
 
     #[test]
     fn lane_sets_match_one_stream_for_random_lengths_and_chunkings(

@@ -90,6 +90,12 @@ impl Kernel {
         }
     }
 
+    /// The kernel to hash many messages with in place of one stream at a time: that of
+    /// [`Kernel::detect`], unless it is the portable one (no faster than one stream).
+    pub fn multi_buffer() -> Option<Kernel> {
+        Some(Kernel::detect()).filter(|k| *k != Kernel::portable())
+    }
+
     /// The portable kernel: RustCrypto's scalar MD5, one lane after another. Runs anywhere,
     /// no faster than one stream.
     pub fn portable() -> Kernel {
