@@ -79,8 +79,9 @@ pub struct CheckOptions {
     /// `--warn`: say which lines are improperly formatted.
     pub warn: bool,
     pub verbosity: Verbosity,
-    /// The untagged layout is a default the user did not choose: when untagged lines fail,
-    /// say which layout they were checked with, since `sha256sum` files need `-t plain`.
+    /// The untagged layout is a default the user did not choose: when every untagged line
+    /// fails, say which layout they were checked with, since `sha256sum` files need
+    /// `-t plain`.
     pub hint_untagged_layout: bool,
 }
 
@@ -113,13 +114,16 @@ pub fn check(
         err,
         io_error: None,
         untagged_mismatches: 0,
+        untagged_matches: 0,
     };
     engine.run(lines, |item, result| verdicts.on(item, result));
     if let Some(e) = verdicts.io_error {
         return Err(e);
     }
+    // Sums of another layout fail on every line; a corrupted file fails alone.
     let n = verdicts.untagged_mismatches;
-    if options.hint_untagged_layout && n > 0 && options.verbosity != Verbosity::Status {
+    let all_failed = n > 0 && verdicts.untagged_matches == 0;
+    if options.hint_untagged_layout && all_failed && options.verbosity != Verbosity::Status {
         let layout = options.untagged.layout;
         let lines = if n == 1 { "line" } else { "lines" };
         writeln!(
@@ -317,8 +321,9 @@ struct Verdicts<'a> {
     out: &'a mut dyn Write,
     err: &'a mut dyn Write,
     io_error: Option<io::Error>,
-    /// Untagged lines whose digest differed, for the hint about `-t`.
+    /// Untagged lines whose digest differed or matched, for the hint about `-t`.
     untagged_mismatches: u64,
+    untagged_matches: u64,
 }
 
 impl Verdicts<'_> {
@@ -347,6 +352,7 @@ impl Verdicts<'_> {
                 let verdict: &[u8] = match result.expect("a line is hashed") {
                     Ok(digest) if digest.root == expected => {
                         self.tally.matched += 1;
+                        self.untagged_matches += u64::from(!tagged);
                         if verbosity != Verbosity::All {
                             return Ok(());
                         }

@@ -1343,3 +1343,30 @@ fn long_options_may_be_abbreviated_as_in_coreutils() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), stdout, "{option}");
     }
 }
+
+#[test]
+fn sums_of_another_layout_get_a_hint_about_the_layout() {
+    let dir = open_tempdir();
+    put(dir.path(), b"a", b"a\n");
+    put(dir.path(), b"b", b"b\n");
+    // What `sha256sum a b` writes: plain digests, untagged.
+    let sums = [sha256_hex(b"a\n") + "  a\n", sha256_hex(b"b\n") + "  b\n"].concat();
+    put(dir.path(), b"sums", sums.as_bytes());
+    let hint = "mtsum: note: untagged lines were checked with the mtsum layout";
+
+    let default = mtsum_in(dir.path(), &strs(&["-c", "sums"]), b"");
+    assert_eq!(default.code, Some(1));
+    assert!(default.stderr().contains(hint), "{}", default.stderr());
+
+    let plain = mtsum_in(dir.path(), &strs(&["-t", "plain", "-c", "sums"]), b"");
+    assert_eq!(plain.code, Some(0));
+    assert!(!plain.stderr().contains("note:"), "{}", plain.stderr());
+
+    // One corrupted file among good ones is corruption, not a layout mix-up.
+    let own = mtsum_in(dir.path(), &strs(&["a", "b"]), b"");
+    put(dir.path(), b"own", own.stdout.as_slice());
+    put(dir.path(), b"b", b"B\n");
+    let corrupt = mtsum_in(dir.path(), &strs(&["-c", "own"]), b"");
+    assert_eq!(corrupt.code, Some(1));
+    assert!(!corrupt.stderr().contains("note:"), "{}", corrupt.stderr());
+}
