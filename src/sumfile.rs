@@ -561,7 +561,9 @@ pub fn json_error_line(name: &[u8], error: &dyn std::fmt::Display) -> Vec<u8> {
     json_bytes(object)
 }
 
-fn json_path(name: &[u8]) -> serde_json::Map<String, serde_json::Value> {
+/// A JSON object holding `name` as `path` (and as `path_bytes` when it is not UTF-8): the
+/// start of every JSON line mtsum writes.
+pub fn json_path(name: &[u8]) -> serde_json::Map<String, serde_json::Value> {
     let mut object = serde_json::Map::new();
     object.insert("path".into(), String::from_utf8_lossy(name).into());
     if std::str::from_utf8(name).is_err() {
@@ -570,7 +572,8 @@ fn json_path(name: &[u8]) -> serde_json::Map<String, serde_json::Value> {
     object
 }
 
-fn json_bytes(object: serde_json::Map<String, serde_json::Value>) -> Vec<u8> {
+/// `object` as one line of JSON.
+pub fn json_bytes(object: serde_json::Map<String, serde_json::Value>) -> Vec<u8> {
     let mut line = serde_json::Value::Object(object).to_string().into_bytes();
     line.push(b'\n');
     line

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use mtsum::audit::{self, Action, Event, Operation, Options, Prior, Status, Store, Summary};
 use mtsum::source::Target;
-use mtsum::walk::{Walked, walk};
+use mtsum::walk::walk;
 use mtsum::{report, sumfile};
 
 use crate::Status as Exit;
 use crate::args::Config;
-use crate::progress::Progress;
+use crate::progress::{Progress, totals};
 
 /// What `--audit` was asked to do, validated.
 pub struct Settings {
@@ -31,7 +31,7 @@ pub fn run(config: &Config, settings: &Settings) -> Exit {
     }
     let options = &settings.options;
     let (progress, files_total) = if config.progress.enabled() {
-        let (bytes, files) = totals(config, options);
+        let (bytes, files) = totals(walk(config.targets.iter().cloned(), options.recursion));
         (Progress::start(config.progress, Some(bytes)), Some(files))
     } else {
         (Progress::start(config.progress, None), None)
@@ -76,14 +76,6 @@ pub fn run(config: &Config, settings: &Settings) -> Exit {
 
 /// Bytes and files below the targets, for the progress bar's ETA: the walk runs twice, the
 /// second time from the directory cache, which is cheap next to hashing.
-fn totals(config: &Config, options: &Options) -> (u64, u64) {
-    let sizes = walk(config.targets.iter().cloned(), options.recursion).filter_map(|w| match w {
-        Walked::Input(Target::Path(p)) => std::fs::metadata(p).ok().filter(|m| m.is_file()),
-        _ => None,
-    });
-    sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))
-}
-
 /// Prints events as they come, above the progress bar.
 struct Printer<'a> {
     config: &'a Config,
@@ -121,12 +113,12 @@ impl Printer<'_> {
                     self.stderr(&report::error_line(&name, &cause));
                 }
                 if self.settings.json {
-                    let mut object = json_path(&name);
+                    let mut object = sumfile::json_path(&name);
                     object.insert("action".into(), Action::Forgotten.name().into());
                     if let Some(e) = error {
                         object.insert("action_error".into(), e.to_string().into());
                     }
-                    self.stdout(&json_bytes(object));
+                    self.stdout(&sumfile::json_bytes(object));
                 } else if error.is_none() {
                     self.stdout(&line("forgotten", &name));
                 }
@@ -181,7 +173,7 @@ fn line(status: &str, name: &[u8]) -> Vec<u8> {
 /// the record before (record, expected, recorded_size, recorded_mtime), action, errors.
 /// Times are strings `SECONDS.NANOSECONDS`: a JSON number would lose the nanoseconds.
 fn verdict_json(name: &[u8], v: &audit::Verdict) -> Vec<u8> {
-    let mut o = json_path(name);
+    let mut o = sumfile::json_path(name);
     o.insert("status".into(), v.status.name().into());
     if let Some((size, mtime)) = v.state {
         o.insert("size".into(), size.into());
@@ -218,7 +210,7 @@ fn verdict_json(name: &[u8], v: &audit::Verdict) -> Vec<u8> {
     if let Some(e) = &v.action_error {
         o.insert("action_error".into(), e.to_string().into());
     }
-    json_bytes(o)
+    sumfile::json_bytes(o)
 }
 
 /// The last `--json` object: `{"summary":{"files":…,"ok":…,…,"recorded":…,…}}`.
@@ -238,7 +230,7 @@ fn summary_json(s: &Summary, options: &Options, elapsed: Duration) -> Vec<u8> {
     o.insert("clean".into(), s.is_clean().into());
     let mut outer = serde_json::Map::new();
     outer.insert("summary".into(), o.into());
-    json_bytes(outer)
+    sumfile::json_bytes(outer)
 }
 
 /// The summary for stderr: what was audited, one line per class, what was written, and what
@@ -318,23 +310,6 @@ fn human_bytes(bytes: u64) -> String {
         unit += 1;
     }
     format!("{value:.1} {}", UNITS[unit])
-}
-
-// The two helpers below mirror `sumfile`'s private `json_path`/`json_bytes`, so that audit
-// objects spell paths exactly as `--json` hash objects do.
-fn json_path(name: &[u8]) -> serde_json::Map<String, serde_json::Value> {
-    let mut object = serde_json::Map::new();
-    object.insert("path".into(), String::from_utf8_lossy(name).into());
-    if std::str::from_utf8(name).is_err() {
-        object.insert("path_bytes".into(), name.to_vec().into());
-    }
-    object
-}
-
-fn json_bytes(object: serde_json::Map<String, serde_json::Value>) -> Vec<u8> {
-    let mut line = serde_json::Value::Object(object).to_string().into_bytes();
-    line.push(b'\n');
-    line
 }
 
 #[cfg(test)]

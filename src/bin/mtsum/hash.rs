@@ -9,7 +9,7 @@ use mtsum::{graph, report, sumfile};
 
 use crate::Status;
 use crate::args::{Config, Output};
-use crate::progress::Progress;
+use crate::progress::{Progress, totals};
 
 /// What comes back from the engine for each item of the walk.
 enum Item {
@@ -75,15 +75,6 @@ pub fn run(config: &Config, request: &Request, recursion: Recursion, output: Out
     let status = printer.status;
     progress.finish();
     status
-}
-
-/// Bytes and files to hash, for the progress bar.
-fn totals(items: &[Walked]) -> (u64, u64) {
-    let sizes = items.iter().filter_map(|w| match w {
-        Walked::Input(Target::Path(p)) => std::fs::metadata(p).ok().filter(|m| m.is_file()),
-        _ => None,
-    });
-    sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))
 }
 
 impl Printer<'_> {

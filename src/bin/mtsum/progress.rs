@@ -4,6 +4,7 @@
 //! bar, so hashing never waits for the terminal. Output lines go through [`Progress::write`]
 //! so that they are printed above the bar instead of through it.
 
+use std::borrow::Borrow;
 use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,6 +12,8 @@ use std::thread;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mtsum::source::Target;
+use mtsum::walk::Walked;
 
 /// Whether to show a bar: `--progress`, `--no-progress`, or when stderr is a terminal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -135,6 +138,15 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// Bytes and files of the regular files among walked items: the totals of a bar.
+pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> (u64, u64) {
+    let sizes = items.into_iter().filter_map(|w| match w.borrow() {
+        Walked::Input(Target::Path(p)) => std::fs::metadata(p).ok().filter(|m| m.is_file()),
+        _ => None,
+    });
+    sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))
 }
 
 /// A writer whose every write goes through [`Progress::write`].
