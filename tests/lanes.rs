@@ -301,6 +301,45 @@ fn hash_randomly(kernel: Kernel, messages: &[Vec<u8>], max_chunk: usize, seed: u
     digests.into_iter().map(Option::unwrap).collect()
 }
 
+#[test]
+fn mtsum_prints_the_same_md5_roots_with_the_portable_kernel_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    let data = bytes(17, 300 * 1024 + 17);
+    std::fs::write(&path, &data).unwrap();
+    let mtsum = |layout: &str, leaf: Option<&str>, force: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mtsum"));
+        cmd.args(["-a", "md5", "-t", layout]);
+        if let Some(leaf) = leaf {
+            cmd.args(["-l", leaf]);
+        }
+        cmd.arg(&path).env_remove(lanes::FORCE_PORTABLE_VAR);
+        if force {
+            cmd.env(lanes::FORCE_PORTABLE_VAR, "1");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for (layout, leaf) in [
+        ("merkle", Some("4K")),
+        ("rfc6962", Some("1K")),
+        ("rfc6962", Some("64")),
+        ("mtsum", None),
+        ("plain", None),
+    ] {
+        let parsed = Layout::from_name(layout, leaf.map(|l| l.parse().unwrap())).unwrap();
+        let root = reference::root(parsed, Algorithm::Md5, &data).to_hex();
+        let native = mtsum(layout, leaf, false);
+        assert!(native.starts_with(&root), "{parsed}: {native}");
+        assert_eq!(mtsum(layout, leaf, true), native, "{parsed}");
+    }
+}
+
 /// The digest of one job of `layout` hashed in chunks of the given sizes, in turn.
 fn job_in_chunks(layout: Layout, lanes: Option<Kernel>, data: &[u8], chunks: &[usize]) -> Digest {
     let mut h = layout.job_hasher_with_lanes(Algorithm::Md5, lanes);
