@@ -5,6 +5,9 @@
 //! Data is generated from a seed (a cheap pattern) and written to temporary files; streams are
 //! FIFOs fed by a writer thread.
 
+mod common;
+
+use common::{TARGET_JOB_BYTES, algorithm, config, layout, leaf_size, pattern, stream_layout};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -18,75 +21,17 @@ use mtsum::layout::{MTSUM_MAX_LEAF, TreeBuilder};
 use mtsum::source::{InputError, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// Proptest settings: `cases` cases, no regression files (the tests are seeded, and this crate
-/// keeps no `proptest-regressions` directory).
-fn config(cases: u32) -> Config {
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
-
-/// `len` pseudo-random bytes from `seed` (splitmix64): cheap, and different at every offset.
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len + 8);
-    let mut state = seed;
-    while out.len() < len {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
-/// The leaf sizes every property tries on purpose; random ones are mixed in.
-const SPECIAL_LEAVES: [u64; 8] = [1, 2, 3, 63, 64, 65, 100, 4096];
-
-/// The job size the engine aims at for fixed-leaf layouts (`TARGET_JOB_BYTES` in layout.rs).
-const TARGET_JOB_BYTES: u64 = 4 << 20;
-
 /// The chunk sizes every property tries on purpose; random ones are mixed in.
 const SPECIAL_CHUNKS: [usize; 4] = [1, 7, 64, 4096];
 
 fn leaf(bytes: u64) -> LeafSize {
     LeafSize::new(bytes).unwrap()
-}
-
-fn leaf_size() -> impl Strategy<Value = LeafSize> {
-    prop_oneof![
-        2 => prop::sample::select(SPECIAL_LEAVES.to_vec()),
-        1 => 1u64..=5000,
-    ]
-    .prop_map(leaf)
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop_oneof![
-        Just(Layout::Mtsum),
-        Just(Layout::Plain),
-        leaf_size().prop_map(Layout::Merkle),
-        leaf_size().prop_map(Layout::Rfc6962),
-    ]
-}
-
-/// Layouts that can hash a stream whose length is unknown.
-fn stream_layout() -> impl Strategy<Value = Layout> {
-    layout().prop_filter("needs the length", |l| !l.needs_length())
-}
-
-fn algorithm() -> impl Strategy<Value = Algorithm> {
-    prop::sample::select(Algorithm::ALL.to_vec())
 }
 
 /// The algorithms the multi-megabyte cases use: one slow, one SHA-NI, one very fast.

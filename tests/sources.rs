@@ -7,6 +7,9 @@
 //! Files live under Cargo's target directory, which is on a disk file system, because `/tmp`
 //! may be tmpfs; where `O_DIRECT` is refused anyway, the tests say so and check the fallback.
 
+mod common;
+
+use common::{algorithm, config, pattern};
 use std::fs::{self, File};
 use std::io::Write;
 use std::num::NonZeroUsize;
@@ -22,7 +25,6 @@ use mtsum::engine::{Engine, FileDigest, Request};
 use mtsum::source::{InputError, ReadMode, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 use tempfile::TempDir;
 
 const MTSUM: &str = env!("CARGO_BIN_EXE_mtsum");
@@ -37,21 +39,6 @@ const MODES: [ReadMode; 4] = [
 /// A temporary directory on the disk that holds Cargo's target directory.
 fn disk_dir() -> TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-/// `len` pseudo-random bytes from `seed` (splitmix64).
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len + 8);
-    let mut state = seed;
-    while out.len() < len {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
-    }
-    out.truncate(len);
-    out
 }
 
 fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
@@ -133,18 +120,6 @@ fn layout() -> impl Strategy<Value = Layout> {
         leaf().prop_map(Layout::Merkle),
         leaf().prop_map(Layout::Rfc6962),
     ]
-}
-
-fn algorithm() -> impl Strategy<Value = Algorithm> {
-    prop::sample::select(Algorithm::ALL.to_vec())
-}
-
-fn config(cases: u32) -> Config {
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
 }
 
 proptest! {
