@@ -6,6 +6,9 @@
 //! Tests that need something the machine may not offer (a non-root user, a file system without
 //! user extended attributes, user extended attributes at all) print why they skipped and pass.
 
+mod common;
+
+use common::{MTSUM, mtsum_unprivileged, skip, tempdir, wait_until};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::{FileExt, PermissionsExt};
@@ -21,9 +24,7 @@ use mtsum::engine::Engine;
 use mtsum::source::Target;
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, reference};
-use tempfile::TempDir;
 
-const MTSUM: &str = env!("CARGO_BIN_EXE_mtsum");
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 // ---------------------------------------------------------------------------------------------
@@ -73,10 +74,6 @@ fn audit_in(dir: &Path, args: &[&str]) -> Run {
     run_cmd(&mut cmd)
 }
 
-fn tempdir() -> TempDir {
-    tempfile::tempdir().expect("a temporary directory")
-}
-
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     if let Some(parent) = path.parent() {
@@ -119,15 +116,6 @@ fn edit(path: &Path, bytes: &[u8]) {
     set_mtime(path, before + Duration::from_secs(1));
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn skip(test: &str, reason: &str) {
-    eprintln!("SKIPPED {test}: {reason}");
-}
-
 /// Whether `dir` takes user extended attributes; the xattr-store tests skip where it does not.
 fn xattrs_work(dir: &Path) -> bool {
     let probe = dir.join(".xattr-probe");
@@ -141,55 +129,6 @@ fn xattrs_work(dir: &Path) -> bool {
 fn xattr_record(path: &Path) -> Option<Record> {
     let bytes = xattr::get(path, audit::xattr::ATTR).unwrap()?;
     Some(audit::xattr::decode(&bytes).expect("a valid record"))
-}
-
-/// A command that runs mtsum as an unprivileged user, or why there is none.
-fn mtsum_unprivileged() -> Result<StdCommand, String> {
-    if !is_root() {
-        return Ok(StdCommand::new(MTSUM));
-    }
-    let wrappers: [&[&str]; 2] = [
-        &[
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ],
-        &["runuser", "-u", "nobody", "--"],
-    ];
-    let mut why = Vec::new();
-    for wrapper in wrappers {
-        let probe = StdCommand::new(wrapper[0])
-            .args(&wrapper[1..])
-            .args([MTSUM, "--version"])
-            .output();
-        match probe {
-            Ok(o) if o.status.success() => {
-                let mut cmd = StdCommand::new(wrapper[0]);
-                cmd.args(&wrapper[1..]).arg(MTSUM);
-                return Ok(cmd);
-            }
-            Ok(o) => why.push(format!(
-                "{}: {}",
-                wrapper[0],
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => why.push(format!("{}: {e}", wrapper[0])),
-        }
-    }
-    Err(format!(
-        "cannot run mtsum as a non-root user ({})",
-        why.join("; ")
-    ))
-}
-
-/// Polls `cond` every millisecond for up to ten seconds.
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// A file that grows all the time, from before mtsum starts until after it ends: 128 MiB

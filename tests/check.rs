@@ -17,11 +17,14 @@
 //! differently; mtsum follows 9.1). All tools run with `LC_ALL=C.UTF-8`, so that names in
 //! messages are quoted the same way.
 
+mod common;
+
+use common::{have, os, skip, strs};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
@@ -50,18 +53,6 @@ const SETPRIV: [&str; 4] = [
 // ---------------------------------------------------------------------------------------------
 // Running programs
 // ---------------------------------------------------------------------------------------------
-
-fn skip(test: &str, reason: &str) {
-    eprintln!("SKIPPED {test}: {reason}");
-}
-
-fn os(bytes: &[u8]) -> OsString {
-    OsString::from_vec(bytes.to_vec())
-}
-
-fn strs(args: &[&str]) -> Vec<OsString> {
-    args.iter().map(OsString::from).collect()
-}
 
 /// What one run produced.
 #[derive(Clone, Debug)]
@@ -124,14 +115,6 @@ fn unprivileged() -> Result<&'static [&'static str], String> {
 
 fn mtsum_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("mtsum")
-}
-
-/// Whether `program --version` runs.
-fn have(program: &str) -> bool {
-    StdCommand::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// Why coreutils cannot serve as the reference here, if it cannot.

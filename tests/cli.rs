@@ -8,6 +8,9 @@
 //! Tests that need something the machine may not offer (coreutils, a non-root user, a loop
 //! device) print why they skipped and pass, so that the suite runs anywhere.
 
+mod common;
+
+use common::{MTSUM, is_root, mtsum_unprivileged, skip, tempdir, wait_until};
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -19,14 +22,10 @@ use std::process::{Command as StdCommand, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-use tempfile::TempDir;
-
-/// The path of the binary under test.
-const MTSUM: &str = env!("CARGO_BIN_EXE_mtsum");
 
 /// No run may take this long; a hang (a FIFO nobody opens, a deadlock) fails instead.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -135,10 +134,6 @@ fn error_line(name: &str, cause: &str) -> String {
     format!("mtsum: {name}: {cause}\n")
 }
 
-fn tempdir() -> TempDir {
-    tempfile::tempdir().expect("a temporary directory")
-}
-
 /// Bytes `i mod 251` — the "mod251" pattern of the C++ reference vectors: no period that a
 /// power-of-two leaf could hide.
 fn pattern(len: usize) -> Vec<u8> {
@@ -151,12 +146,6 @@ fn write(dir: &Path, name: impl AsRef<Path>, bytes: &[u8]) -> PathBuf {
     path
 }
 
-/// Whether this process runs as root (then permissions do not stop it).
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Whether `program` can be started at all.
 fn have(program: &str) -> bool {
     StdCommand::new(program)
@@ -165,10 +154,6 @@ fn have(program: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok()
-}
-
-fn skip(test: &str, reason: &str) {
-    eprintln!("SKIPPED {test}: {reason}");
 }
 
 fn mkfifo(path: &Path) {
@@ -231,15 +216,6 @@ fn set_blocking(file: &File) {
         let flags = libc::fcntl(fd, libc::F_GETFL);
         assert!(flags >= 0, "F_GETFL");
         assert!(libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) >= 0);
-    }
-}
-
-/// Polls `cond` every millisecond for up to ten seconds.
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -458,46 +434,6 @@ fn standard_input_that_is_a_directory_is_reported() {
         .output()
         .unwrap();
     Run::from_output(output).assert(1, "", &error_line("-", "Is a directory"));
-}
-
-/// A command that runs mtsum as an unprivileged user, or why there is none.
-fn mtsum_unprivileged() -> Result<StdCommand, String> {
-    if !is_root() {
-        return Ok(StdCommand::new(MTSUM));
-    }
-    let wrappers: [&[&str]; 2] = [
-        &[
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ],
-        &["runuser", "-u", "nobody", "--"],
-    ];
-    let mut why = Vec::new();
-    for wrapper in wrappers {
-        let probe = StdCommand::new(wrapper[0])
-            .args(&wrapper[1..])
-            .args([MTSUM, "--version"])
-            .output();
-        match probe {
-            Ok(o) if o.status.success() => {
-                let mut cmd = StdCommand::new(wrapper[0]);
-                cmd.args(&wrapper[1..]).arg(MTSUM);
-                return Ok(cmd);
-            }
-            Ok(o) => why.push(format!(
-                "{}: {}",
-                wrapper[0],
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => why.push(format!("{}: {e}", wrapper[0])),
-        }
-    }
-    Err(format!(
-        "cannot run {MTSUM} as a non-root user ({})",
-        why.join("; ")
-    ))
 }
 
 #[test]

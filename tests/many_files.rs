@@ -3,12 +3,14 @@
 //!
 //! Tests that need coreutils or `find` print why they skip when those are missing.
 
+mod common;
+
+use common::{have, os, skip, strs};
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::process::Command as StdCommand;
 use std::time::Duration;
 
 use assert_cmd::Command;
@@ -16,18 +18,6 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn skip(test: &str, reason: &str) {
-    eprintln!("SKIPPED {test}: {reason}");
-}
-
-fn os(bytes: &[u8]) -> OsString {
-    OsString::from_vec(bytes.to_vec())
-}
-
-fn strs(args: &[&str]) -> Vec<OsString> {
-    args.iter().map(OsString::from).collect()
-}
 
 /// Bytes as readable lines, for assertions whose failure shows the difference line by line.
 fn lines(bytes: &[u8], terminator: u8) -> Vec<String> {
@@ -81,13 +71,6 @@ fn run(dir: &Path, program: &str, args: &[OsString]) -> Out {
 
 fn mtsum(dir: &Path, args: &[OsString]) -> Out {
     run(dir, "mtsum", args)
-}
-
-fn have(program: &str) -> bool {
-    StdCommand::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 fn put(dir: &Path, name: &[u8], bytes: &[u8]) {

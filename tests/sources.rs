@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{algorithm, config, pattern};
+use common::{MTSUM, algorithm, config, pattern};
 use std::fs::{self, File};
 use std::io::Write;
 use std::num::NonZeroUsize;
@@ -26,8 +26,6 @@ use mtsum::source::{InputError, ReadMode, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 use tempfile::TempDir;
-
-const MTSUM: &str = env!("CARGO_BIN_EXE_mtsum");
 
 const MODES: [ReadMode; 4] = [
     ReadMode::Pread,

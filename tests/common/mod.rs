@@ -3,9 +3,19 @@
 
 #![allow(dead_code)]
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::process::Command as StdCommand;
+use std::thread;
+use std::time::{Duration, Instant};
+
 use mtsum::{Algorithm, Layout, LeafSize};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
+use tempfile::TempDir;
+
+/// The binary under test.
+pub const MTSUM: &str = env!("CARGO_BIN_EXE_mtsum");
 
 // ---------------------------------------------------------------------------------------------
 // Generated data and proptest strategies
@@ -68,4 +78,88 @@ pub fn stream_layout() -> impl Strategy<Value = Layout> {
 
 pub fn algorithm() -> impl Strategy<Value = Algorithm> {
     prop::sample::select(Algorithm::ALL.to_vec())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running programs
+// ---------------------------------------------------------------------------------------------
+
+/// Says on stderr that `test` was skipped, and why.
+pub fn skip(test: &str, reason: &str) {
+    eprintln!("SKIPPED {test}: {reason}");
+}
+
+/// Whether this process runs as root (then permissions do not stop it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn tempdir() -> TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+/// Polls `cond` every millisecond for up to ten seconds.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A command that runs mtsum as an unprivileged user, or why there is none.
+pub fn mtsum_unprivileged() -> Result<StdCommand, String> {
+    if !is_root() {
+        return Ok(StdCommand::new(MTSUM));
+    }
+    let wrappers: [&[&str]; 2] = [
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ],
+        &["runuser", "-u", "nobody", "--"],
+    ];
+    let mut why = Vec::new();
+    for wrapper in wrappers {
+        let probe = StdCommand::new(wrapper[0])
+            .args(&wrapper[1..])
+            .args([MTSUM, "--version"])
+            .output();
+        match probe {
+            Ok(o) if o.status.success() => {
+                let mut cmd = StdCommand::new(wrapper[0]);
+                cmd.args(&wrapper[1..]).arg(MTSUM);
+                return Ok(cmd);
+            }
+            Ok(o) => why.push(format!(
+                "{}: {}",
+                wrapper[0],
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => why.push(format!("{}: {e}", wrapper[0])),
+        }
+    }
+    Err(format!(
+        "cannot run {MTSUM} as a non-root user ({})",
+        why.join("; ")
+    ))
+}
+
+/// Whether `program --version` runs and succeeds.
+pub fn have(program: &str) -> bool {
+    StdCommand::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+pub fn os(bytes: &[u8]) -> OsString {
+    OsString::from_vec(bytes.to_vec())
+}
+
+pub fn strs(args: &[&str]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
 }
