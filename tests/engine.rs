@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::{TARGET_JOB_BYTES, algorithm, config, layout, leaf_size, pattern, stream_layout};
+use common::{
+    TARGET_JOB_BYTES, algorithm, config, job_bytes, layout, leaf_size, pattern, size_for,
+    stream_layout, write_file,
+};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -63,41 +66,6 @@ fn setup() -> impl Strategy<Value = Setup> {
         chunk,
         read_ahead,
     })
-}
-
-/// Lengths next to every boundary of a layout, a hash function or the engine's reads, up to
-/// `max`: 0 and 1, the 64- and 128-byte blocks (and where the length padding spills into
-/// another block), blake3's 1 KiB chunks, `k·chunk`, and for fixed leaves `L`: `k·L` and
-/// `2^k·L`; each ± 1.
-fn interesting_sizes(layout: Layout, chunk: usize, max: u64) -> Vec<u64> {
-    let mut marks = vec![0, 1, 55, 56, 64, 111, 112, 128, 192, 256, 1024, 2048];
-    marks.extend((1..=4).map(|k| k * chunk as u64));
-    if let Some(leaf) = layout.leaf_size().map(LeafSize::get) {
-        marks.extend((1..=9).map(|k| k * leaf));
-        marks.extend((0..40).map(|k| leaf << k).take_while(|&x| x <= max + 1));
-    }
-    let mut sizes: Vec<u64> = marks
-        .into_iter()
-        .flat_map(|m| [m.saturating_sub(1), m, m + 1])
-        .filter(|&s| s <= max)
-        .collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    sizes
-}
-
-/// A length for `layout` read in `chunk`s: mostly next to a boundary, sometimes anywhere.
-fn size_for(layout: Layout, chunk: usize, max: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![
-        3 => prop::sample::select(interesting_sizes(layout, chunk, max)),
-        1 => 0..=max,
-    ]
-}
-
-fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    fs::write(&path, data).unwrap();
-    path
 }
 
 /// Creates a FIFO at `dir/name`.
@@ -168,16 +136,6 @@ fn reference_leaves(layout: Layout, alg: Algorithm, data: &[u8]) -> Vec<Digest> 
         .collect()
 }
 
-/// The length of a full job of a fixed-leaf layout: the largest power of two of leaves that
-/// fits in 4 MiB (at least one leaf).
-fn job_bytes(leaf: u64) -> u64 {
-    let mut leaves = 1;
-    while 2 * leaves * leaf <= TARGET_JOB_BYTES {
-        leaves *= 2;
-    }
-    leaves * leaf
-}
-
 // ---------------------------------------------------------------------------------------------
 // Files
 // ---------------------------------------------------------------------------------------------
@@ -188,7 +146,7 @@ proptest! {
     #[test]
     fn engine_digest_equals_reference_root(
         (layout, alg, setup, n) in (layout(), algorithm(), setup()).prop_flat_map(|(l, a, s)| {
-            (Just(l), Just(a), Just(s), size_for(l, s.chunk, 1 << 16))
+            (Just(l), Just(a), Just(s), size_for(l, Some(s.chunk), 1 << 16))
         }),
         seed: u64,
     ) {
@@ -382,7 +340,7 @@ proptest! {
     #[test]
     fn kept_leaves_are_the_leaf_digests_of_the_tree(
         (layout, alg, setup, n) in (layout(), algorithm(), setup()).prop_flat_map(|(l, a, s)| {
-            (Just(l), Just(a), Just(s), size_for(l, s.chunk, 1 << 14))
+            (Just(l), Just(a), Just(s), size_for(l, Some(s.chunk), 1 << 14))
         }),
         seed: u64,
     ) {
@@ -458,7 +416,7 @@ proptest! {
     #[test]
     fn a_stream_hashes_like_a_file_of_the_same_bytes(
         (layout, alg, setup, n) in (stream_layout(), algorithm(), setup()).prop_flat_map(|(l, a, s)| {
-            (Just(l), Just(a), Just(s), size_for(l, s.chunk, 200_000))
+            (Just(l), Just(a), Just(s), size_for(l, Some(s.chunk), 200_000))
         }),
         piece in prop_oneof![Just(1usize), 1usize..=70_000],
         seed: u64,

@@ -8,7 +8,8 @@
 mod common;
 
 use common::{
-    SPECIAL_LEAVES, TARGET_JOB_BYTES, algorithm, config, layout, leaf_size, pattern, stream_layout,
+    SPECIAL_LEAVES, TARGET_JOB_BYTES, algorithm, config, layout, leaf_size, pattern, size_for,
+    stream_layout,
 };
 use std::collections::HashSet;
 use std::ops::Range;
@@ -30,33 +31,6 @@ fn permutation(len: usize, seed: u64) -> Vec<usize> {
         order.swap(i, (r % (i as u64 + 1)) as usize);
     }
     order
-}
-
-/// Lengths next to every boundary a layout or a hash function has, up to `max`: 0 and 1,
-/// the 64- and 128-byte blocks (and where their length padding spills into another block),
-/// blake3's 1 KiB chunks, and for fixed leaves `L`: `k·L` and `2^k·L`, each ± 1.
-fn interesting_sizes(layout: Layout, max: u64) -> Vec<u64> {
-    let mut marks = vec![0, 1, 55, 56, 64, 111, 112, 128, 192, 256, 1024, 2048];
-    if let Some(leaf) = layout.leaf_size().map(LeafSize::get) {
-        marks.extend((1..=9).map(|k| k * leaf));
-        marks.extend((0..40).map(|k| leaf << k).take_while(|&x| x <= max + 1));
-    }
-    let mut sizes: Vec<u64> = marks
-        .into_iter()
-        .flat_map(|m| [m.saturating_sub(1), m, m + 1])
-        .filter(|&s| s <= max)
-        .collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    sizes
-}
-
-/// A length for `layout`: mostly next to a boundary, sometimes anywhere up to `max`.
-fn size_for(layout: Layout, max: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![
-        3 => prop::sample::select(interesting_sizes(layout, max)),
-        1 => 0..=max,
-    ]
 }
 
 /// Chunk lengths to feed a hasher with, used in a cycle.
@@ -296,14 +270,14 @@ proptest! {
     #![proptest_config(config(256))]
 
     #[test]
-    fn plain_is_the_ordinary_digest(alg in algorithm(), n in size_for(Layout::Plain, 5000), seed: u64) {
+    fn plain_is_the_ordinary_digest(alg in algorithm(), n in size_for(Layout::Plain, None, 5000), seed: u64) {
         let data = pattern(n as usize, seed);
         prop_assert_eq!(reference::root(Layout::Plain, alg, &data), alg.hash(&data));
     }
 
     #[test]
     fn reference_follows_the_merkle_and_rfc6962_definitions(
-        (leaf, n) in leaf_size().prop_flat_map(|l| (Just(l), size_for(Layout::Merkle(l), 20_000))),
+        (leaf, n) in leaf_size().prop_flat_map(|l| (Just(l), size_for(Layout::Merkle(l), None, 20_000))),
         alg in algorithm(),
         seed: u64,
     ) {
@@ -359,20 +333,14 @@ fn layout_and_any_length() -> impl Strategy<Value = (Layout, u64)> {
                 .filter(|&s| s <= max)
                 .collect::<Vec<_>>(),
         );
-        let n = prop_oneof![size_for(layout, max.min(1 << 20)), near_jobs, 0..=max];
+        let n = prop_oneof![size_for(layout, None, max.min(1 << 20)), near_jobs, 0..=max];
         (Just(layout), n)
     })
 }
 
-/// The length of a full job of a fixed-leaf layout: the largest power of two of leaves that
-/// fits in 4 MiB (at least one leaf).
+/// The length of a full job of a fixed-leaf layout (see [`common::job_bytes`]).
 fn job_bytes(layout: Layout) -> Option<u64> {
-    let leaf = layout.leaf_size()?.get();
-    let mut leaves = 1;
-    while 2 * leaves * leaf <= TARGET_JOB_BYTES {
-        leaves *= 2;
-    }
-    Some(leaves * leaf)
+    Some(common::job_bytes(layout.leaf_size()?.get()))
 }
 
 proptest! {
@@ -448,7 +416,7 @@ proptest! {
 
 /// A layout, an algorithm and a small length next to one of the layout's boundaries.
 fn small_case(max: u64) -> impl Strategy<Value = (Layout, Algorithm, u64)> {
-    (layout(), algorithm()).prop_flat_map(move |(l, a)| (Just(l), Just(a), size_for(l, max)))
+    (layout(), algorithm()).prop_flat_map(move |(l, a)| (Just(l), Just(a), size_for(l, None, max)))
 }
 
 proptest! {

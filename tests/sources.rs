@@ -9,12 +9,12 @@
 
 mod common;
 
-use common::{MTSUM, algorithm, config, pattern};
+use common::{MTSUM, algorithm, config, pattern, write_file};
 use std::fs::{self, File};
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,12 +37,6 @@ const MODES: [ReadMode; 4] = [
 /// A temporary directory on the disk that holds Cargo's target directory.
 fn disk_dir() -> TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    fs::write(&path, data).unwrap();
-    path
 }
 
 fn hash(engine: &Engine, request: &Request, path: &Path) -> Result<FileDigest, InputError> {

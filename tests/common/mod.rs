@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -78,6 +79,58 @@ pub fn stream_layout() -> impl Strategy<Value = Layout> {
 
 pub fn algorithm() -> impl Strategy<Value = Algorithm> {
     prop::sample::select(Algorithm::ALL.to_vec())
+}
+
+/// Lengths next to every boundary of a layout, a hash function or (given `chunk`) the
+/// engine's reads, up to `max`: 0 and 1, the 64- and 128-byte blocks (and where the length
+/// padding spills into another block), blake3's 1 KiB chunks, `k·chunk`, and for fixed leaves
+/// `L`: `k·L` and `2^k·L`; each ± 1.
+pub fn interesting_sizes(layout: Layout, chunk: Option<usize>, max: u64) -> Vec<u64> {
+    let mut marks = vec![0, 1, 55, 56, 64, 111, 112, 128, 192, 256, 1024, 2048];
+    if let Some(chunk) = chunk {
+        marks.extend((1..=4).map(|k| k * chunk as u64));
+    }
+    if let Some(leaf) = layout.leaf_size().map(LeafSize::get) {
+        marks.extend((1..=9).map(|k| k * leaf));
+        marks.extend((0..40).map(|k| leaf << k).take_while(|&x| x <= max + 1));
+    }
+    let mut sizes: Vec<u64> = marks
+        .into_iter()
+        .flat_map(|m| [m.saturating_sub(1), m, m + 1])
+        .filter(|&s| s <= max)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// A length for `layout` (read in `chunk`s, if given): mostly next to a boundary, sometimes
+/// anywhere up to `max`.
+pub fn size_for(layout: Layout, chunk: Option<usize>, max: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => prop::sample::select(interesting_sizes(layout, chunk, max)),
+        1 => 0..=max,
+    ]
+}
+
+/// The length of a full job of a fixed-leaf layout: the largest power of two of leaves that
+/// fits in 4 MiB (at least one leaf).
+pub fn job_bytes(leaf: u64) -> u64 {
+    let mut leaves = 1;
+    while 2 * leaves * leaf <= TARGET_JOB_BYTES {
+        leaves *= 2;
+    }
+    leaves * leaf
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+// ---------------------------------------------------------------------------------------------
+
+pub fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, data).unwrap();
+    path
 }
 
 // ---------------------------------------------------------------------------------------------
