@@ -257,6 +257,7 @@ impl Engine {
         }
         let (jobs, recycle, done) = (jobs.clone(), free_tx.clone(), done.clone());
         let (progress, chunk_size) = (self.progress.clone(), self.chunk_size());
+        let (reader_done, reader_progress) = (done.clone(), progress.clone());
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
@@ -264,7 +265,15 @@ impl Engine {
         thread::Builder::new()
             .name("mtsum-reader".into())
             .spawn_scoped(scope, move || {
-                read_jobs(jobs, chunk_size, free_rx, recycle, chunk_tx)
+                read_jobs(
+                    jobs,
+                    chunk_size,
+                    free_rx,
+                    recycle,
+                    chunk_tx,
+                    reader_done,
+                    reader_progress,
+                )
             })?;
         Ok(())
     }
@@ -367,9 +376,41 @@ fn read_jobs(
     free: Receiver<Buffer>,
     recycle: Sender<Buffer>,
     out: Sender<Msg>,
+    done: Sender<Done>,
+    progress: Option<Arc<AtomicU64>>,
 ) {
     let mut next_buffer = || free.recv().ok();
     for job in jobs {
+        // A job of at most one chunk (a small file, an empty leaf) is hashed right here:
+        // handing it to the hasher would cost more in wake-ups than the hashing itself.
+        if let JobSource::At(shared, len) = &job.source {
+            if *len <= chunk_size as u64 {
+                let range = job.start..job.start + len;
+                let reader = shared.file.range_reader(range, chunk_size);
+                let hasher = job.layout.job_hasher(job.alg);
+                let small = Small {
+                    shared,
+                    next_buffer: &mut next_buffer,
+                    recycle: &recycle,
+                    progress: progress.as_deref(),
+                };
+                let Some(result) = small.hash(reader, hasher) else {
+                    return;
+                };
+                let (input, index) = (job.input, job.index);
+                if done
+                    .send(Done {
+                        input,
+                        index,
+                        result,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+        }
         if out.send(Msg::Begin(job.layout, job.alg)).is_err() {
             return;
         }
@@ -392,6 +433,43 @@ fn read_jobs(
         if out.send(end).is_err() {
             return;
         }
+    }
+}
+
+/// What a reader needs to hash a small job by itself.
+struct Small<'a, F> {
+    shared: &'a SharedFile,
+    next_buffer: &'a mut F,
+    recycle: &'a Sender<Buffer>,
+    progress: Option<&'a AtomicU64>,
+}
+
+impl<F: FnMut() -> Option<Buffer>> Small<'_, F> {
+    /// Reads what `reader` covers into `hasher`; the job's range and digest, or why not;
+    /// `None` when the pipeline shut down.
+    fn hash(
+        self,
+        mut reader: crate::source::RangeReader<'_>,
+        mut hasher: crate::layout::JobHasher,
+    ) -> Option<Result<(Range<u64>, Digest), InputError>> {
+        let start = reader.position();
+        while !reader.is_done() && !self.shared.failed.load(Ordering::Relaxed) {
+            let (buf, ok) = match reader.next_chunk((self.next_buffer)()?) {
+                Ok(chunk) => {
+                    hasher.update(chunk.bytes());
+                    if let Some(p) = self.progress {
+                        p.fetch_add(chunk.bytes().len() as u64, Ordering::Relaxed);
+                    }
+                    chunk.finish()
+                }
+                Err((buf, e)) => (buf, Err(e)),
+            };
+            let _ = self.recycle.send(buf);
+            if let Err(e) = ok {
+                return Some(Err(e));
+            }
+        }
+        Some(Ok((start..reader.position(), hasher.finalize())))
     }
 }
 
