@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::{Combiner, Layout};
+use crate::layout::{Combiner, JobHasher, Layout};
 use crate::source::{
     Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
 };
@@ -436,6 +436,20 @@ fn read_jobs(
     }
 }
 
+/// Hashes one chunk into `hasher`, counts it for the progress display, and hands back its
+/// buffer with whether its bytes were really the file's (see [`Chunk::finish`]).
+fn absorb(
+    hasher: &mut JobHasher,
+    chunk: Chunk,
+    progress: Option<&AtomicU64>,
+) -> (Buffer, Result<(), InputError>) {
+    hasher.update(chunk.bytes());
+    if let Some(p) = progress {
+        p.fetch_add(chunk.bytes().len() as u64, Ordering::Relaxed);
+    }
+    chunk.finish()
+}
+
 /// What a reader needs to hash a small job by itself.
 struct Small<'a, F> {
     shared: &'a SharedFile,
@@ -450,18 +464,12 @@ impl<F: FnMut() -> Option<Buffer>> Small<'_, F> {
     fn hash(
         self,
         mut reader: crate::source::RangeReader<'_>,
-        mut hasher: crate::layout::JobHasher,
+        mut hasher: JobHasher,
     ) -> Option<Result<(Range<u64>, Digest), InputError>> {
         let start = reader.position();
         while !reader.is_done() && !self.shared.failed.load(Ordering::Relaxed) {
             let (buf, ok) = match reader.next_chunk((self.next_buffer)()?) {
-                Ok(chunk) => {
-                    hasher.update(chunk.bytes());
-                    if let Some(p) = self.progress {
-                        p.fetch_add(chunk.bytes().len() as u64, Ordering::Relaxed);
-                    }
-                    chunk.finish()
-                }
+                Ok(chunk) => absorb(&mut hasher, chunk, self.progress),
                 Err((buf, e)) => (buf, Err(e)),
             };
             let _ = self.recycle.send(buf);
@@ -537,12 +545,8 @@ fn hash_jobs(
         match msg {
             Msg::Begin(layout, alg) => hasher = Some(layout.job_hasher(alg)),
             Msg::Chunk(chunk) => {
-                let bytes = chunk.bytes();
-                hasher.as_mut().expect("Begin comes first").update(bytes);
-                if let Some(p) = &progress {
-                    p.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                }
-                let (buf, ok) = chunk.finish();
+                let h = hasher.as_mut().expect("Begin comes first");
+                let (buf, ok) = absorb(h, chunk, progress.as_deref());
                 let _ = free.send(buf);
                 if let Err(e) = ok {
                     spoiled.get_or_insert(e);
