@@ -24,10 +24,20 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
+use crate::lanes::{self, Event, Kernel, Lane, Md5Lanes as Lanes};
 use crate::layout::{Combiner, JobHasher, Layout};
 use crate::source::{
     Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
 };
+
+/// Bytes of buffers per worker for jobs in lanes: two rounds of one chunk per lane (so that
+/// reading one round overlaps hashing the other). 8 MiB gives MD5's 16 lanes 256 KiB reads.
+const LANE_BUFFER_BUDGET: usize = 8 << 20;
+
+/// The multi-buffer kernel that hashes messages of `alg` several at once on this CPU.
+fn lane_kernel(alg: Algorithm) -> Option<Kernel> {
+    (alg == Algorithm::Md5).then(Kernel::multi_buffer).flatten()
+}
 
 /// The most leaves a tree may have when its leaf digests are kept (for drawing it).
 pub const MAX_KEPT_LEAVES: usize = 1 << 16;
@@ -75,6 +85,8 @@ pub struct Engine {
     chunk_size: Option<usize>,
     read_ahead: usize,
     read_mode: ReadMode,
+    /// Whether jobs may be hashed several at once in SIMD lanes.
+    multi_buffer: bool,
     /// Bytes hashed so far, for a progress display.
     progress: Option<Arc<AtomicU64>>,
 }
@@ -111,6 +123,7 @@ impl Engine {
             chunk_size: None,
             read_ahead: Self::DEFAULT_READ_AHEAD,
             read_mode: ReadMode::Pread,
+            multi_buffer: true,
             progress: None,
         }
     }
@@ -142,6 +155,15 @@ impl Engine {
     /// way and says so in [`FileDigest::fallback`].
     pub fn with_read_mode(mut self, mode: ReadMode) -> Engine {
         self.read_mode = mode;
+        self
+    }
+
+    /// Whether to hash jobs that are one message each (the leaves of `mtsum`, whole files
+    /// with `plain`) several at once in SIMD lanes, where the algorithm has a multi-buffer
+    /// kernel on this CPU (see [`crate::lanes`]); on by default. The digest does not depend
+    /// on it.
+    pub fn with_multi_buffer(mut self, on: bool) -> Engine {
+        self.multi_buffer = on;
         self
     }
 
@@ -249,32 +271,33 @@ impl Engine {
         done: &Sender<Done>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
-        let (free_tx, free_rx) = bounded::<Buffer>(self.read_ahead);
-        for _ in 0..self.read_ahead {
-            // Buffers allocate (fallibly) when first read into: a worker that maps windows,
-            // or only meets small files, never holds its full share of memory.
+        // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
+        // first read into, and the reader reuses the most recent first, so a worker that reads
+        // one job at a time, maps windows, or only meets small files never holds them all.
+        let buffers = self.read_ahead.max(2 * lanes::MAX_LANES);
+        let (free_tx, free_rx) = bounded::<Buffer>(buffers);
+        for _ in 0..buffers {
             free_tx.send(Buffer::new()).expect("room for every buffer");
         }
-        let (jobs, recycle, done) = (jobs.clone(), free_tx.clone(), done.clone());
-        let (progress, chunk_size) = (self.progress.clone(), self.chunk_size());
-        let (reader_done, reader_progress) = (done.clone(), progress.clone());
+        let reader = Reader {
+            jobs: jobs.clone(),
+            chunk_size: self.chunk_size(),
+            multi_buffer: self.multi_buffer,
+            free: free_rx,
+            spare: Vec::new(),
+            recycle: free_tx.clone(),
+            out: chunk_tx,
+            done: done.clone(),
+            progress: self.progress.clone(),
+        };
+        let (done, progress) = (done.clone(), self.progress.clone());
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
             .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
         thread::Builder::new()
             .name("mtsum-reader".into())
-            .spawn_scoped(scope, move || {
-                read_jobs(
-                    jobs,
-                    chunk_size,
-                    free_rx,
-                    recycle,
-                    chunk_tx,
-                    reader_done,
-                    reader_progress,
-                )
-            })?;
+            .spawn_scoped(scope, move || reader.run())?;
         Ok(())
     }
 }
@@ -360,6 +383,25 @@ enum Msg {
         /// Bytes read.
         result: Result<u64, InputError>,
     },
+    /// Lane mode: job `key`, one message starting with `prefix`, goes in a lane of a
+    /// `kernel` set, fed by the reader's slot `slot` from now on.
+    Open {
+        slot: usize,
+        key: JobKey,
+        start: u64,
+        kernel: Kernel,
+        prefix: &'static [u8],
+    },
+    /// The next bytes of the job in slot `slot`.
+    Part {
+        slot: usize,
+        chunk: Chunk,
+    },
+    /// The job in slot `slot` is read: how many bytes, or why not.
+    Close {
+        slot: usize,
+        result: Result<u64, InputError>,
+    },
 }
 
 /// From a hasher to the coordinator.
@@ -370,70 +412,268 @@ struct Done {
 }
 
 /// The reader half of a worker.
-fn read_jobs(
+struct Reader {
     jobs: Receiver<Job>,
     chunk_size: usize,
+    /// Whether jobs that are one message each may be hashed in SIMD lanes.
+    multi_buffer: bool,
     free: Receiver<Buffer>,
+    /// Buffers back from the hasher, reused last in, first out: a worker allocates only as
+    /// many buffers as it keeps in flight (a few one at a time, two rounds of its lanes).
+    spare: Vec<Buffer>,
     recycle: Sender<Buffer>,
     out: Sender<Msg>,
     done: Sender<Done>,
     progress: Option<Arc<AtomicU64>>,
-) {
-    let mut next_buffer = || free.recv().ok();
-    for job in jobs {
-        // A job of at most one chunk (a small file, an empty leaf) is hashed right here:
-        // handing it to the hasher would cost more in wake-ups than the hashing itself.
+}
+
+impl Reader {
+    /// Takes jobs until the coordinator has no more; returns early when the pipeline shut
+    /// down (the hasher or the coordinator is gone).
+    fn run(mut self) -> Option<()> {
+        let mut next = None;
+        loop {
+            let job = match next.take() {
+                Some(job) => job,
+                None => self.jobs.recv().ok()?,
+            };
+            // Lanes pay only with company: a job alone (one big file for `plain`) goes to
+            // the fastest single stream instead of one lane of many.
+            match self.lane_kernel(&job).filter(|_| !self.jobs.is_empty()) {
+                Some(kernel) => next = self.read_lanes(kernel, job)?,
+                None => self.read_job(job)?,
+            }
+        }
+    }
+
+    /// The next free buffer, the most recently returned first; `None` when the hasher is gone.
+    fn next_buffer(&mut self) -> Option<Buffer> {
+        self.spare.extend(self.free.try_iter());
+        match self.spare.pop() {
+            Some(buffer) => Some(buffer),
+            None => self.free.recv().ok(),
+        }
+    }
+
+    /// The multi-buffer kernel for `job`, if it is one message of a sized file and its
+    /// algorithm has such a kernel on this CPU.
+    fn lane_kernel(&self, job: &Job) -> Option<Kernel> {
+        let JobSource::At(_, len) = &job.source else {
+            return None;
+        };
+        job.layout.message_prefix(*len)?;
+        lane_kernel(job.alg).filter(|_| self.multi_buffer)
+    }
+
+    /// Reads one job alone: chunks to the hasher, or, for a job of at most one chunk (a
+    /// small file, an empty leaf), hashed right here, where handing it over would cost more
+    /// in wake-ups than the hashing itself.
+    fn read_job(&mut self, job: Job) -> Option<()> {
         if let JobSource::At(shared, len) = &job.source {
-            if *len <= chunk_size as u64 {
+            if *len <= self.chunk_size as u64 {
                 let range = job.start..job.start + len;
-                let reader = shared.file.range_reader(range, chunk_size);
-                let hasher = job.layout.job_hasher(job.alg);
-                let small = Small {
-                    shared,
-                    next_buffer: &mut next_buffer,
-                    recycle: &recycle,
-                    progress: progress.as_deref(),
-                };
-                let Some(result) = small.hash(reader, hasher) else {
-                    return;
-                };
+                let result = self.hash_small(shared, range, job.layout.job_hasher(job.alg))?;
                 let (input, index) = (job.input, job.index);
-                if done
+                return self
+                    .done
                     .send(Done {
                         input,
                         index,
                         result,
                     })
-                    .is_err()
-                {
-                    return;
-                }
-                continue;
+                    .ok();
             }
         }
-        if out.send(Msg::Begin(job.layout, job.alg)).is_err() {
-            return;
-        }
+        self.out.send(Msg::Begin(job.layout, job.alg)).ok()?;
         let result = match job.source {
             JobSource::At(shared, len) => {
                 let range = job.start..job.start + len;
-                read_range(&shared, range, chunk_size, &mut next_buffer, &recycle, &out)
+                self.read_range(&shared, range)?
             }
-            JobSource::Stream(reader) => {
-                read_stream(reader, chunk_size, &mut next_buffer, &recycle, &out)
-            }
+            JobSource::Stream(reader) => self.read_stream(reader)?,
         };
-        let Some(result) = result else { return };
         let end = Msg::End {
             input: job.input,
             index: job.index,
             start: job.start,
             result,
         };
-        if out.send(end).is_err() {
-            return;
+        self.out.send(end).ok()
+    }
+
+    /// Reads `range` into `hasher`: the job's range and digest, or why not; `None` when the
+    /// pipeline shut down.
+    fn hash_small(
+        &mut self,
+        shared: &SharedFile,
+        range: Range<u64>,
+        mut hasher: JobHasher,
+    ) -> Option<Result<(Range<u64>, Digest), InputError>> {
+        let start = range.start;
+        let mut reader = shared.file.range_reader(range, self.chunk_size);
+        while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
+            let (buf, ok) = match reader.next_chunk(self.next_buffer()?) {
+                Ok(chunk) => absorb(&mut hasher, chunk, self.progress.as_deref()),
+                Err((buf, e)) => (buf, Err(e)),
+            };
+            let _ = self.recycle.send(buf);
+            if let Err(e) = ok {
+                return Some(Err(e));
+            }
+        }
+        Some(Ok((start..reader.position(), hasher.finalize())))
+    }
+
+    /// Reads `range` of a file as chunks to the hasher: the bytes read, or why not; `None`
+    /// when the pipeline shut down.
+    fn read_range(
+        &mut self,
+        shared: &SharedFile,
+        range: Range<u64>,
+    ) -> Option<Result<u64, InputError>> {
+        let start = range.start;
+        let mut reader = shared.file.range_reader(range, self.chunk_size);
+        while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
+            match reader.next_chunk(self.next_buffer()?) {
+                Ok(chunk) => self.out.send(Msg::Chunk(chunk)).ok()?,
+                Err((buf, e)) => {
+                    let _ = self.recycle.send(buf);
+                    return Some(Err(e));
+                }
+            }
+        }
+        Some(Ok(reader.position() - start))
+    }
+
+    /// Reads a stream to its end as chunks to the hasher; `None` when the pipeline shut down.
+    fn read_stream(&mut self, mut reader: Box<dyn Read + Send>) -> Option<Result<u64, InputError>> {
+        let mut done = 0;
+        loop {
+            match read_stream_chunk(&mut *reader, self.next_buffer()?, self.chunk_size) {
+                Ok(chunk) if chunk.bytes().is_empty() => {
+                    let _ = self.recycle.send(chunk.finish().0);
+                    return Some(Ok(done));
+                }
+                Ok(chunk) => {
+                    done += chunk.bytes().len() as u64;
+                    self.out.send(Msg::Chunk(chunk)).ok()?;
+                }
+                Err((buf, e)) => {
+                    let _ = self.recycle.send(buf);
+                    return Some(Err(e));
+                }
+            }
         }
     }
+
+    /// Reads jobs for `kernel`'s lanes, starting with `first`: each round reads one chunk of
+    /// every job in a slot, so that all lanes have bytes to hash at once, and refills the
+    /// slots that emptied with the next jobs of the queue. Returns when every slot is empty
+    /// and the queue has no job for these lanes, with the job taken that is for other ones;
+    /// `None` when the pipeline shut down.
+    fn read_lanes(&mut self, kernel: Kernel, first: Job) -> Option<Option<Job>> {
+        let chunk = lane_chunk_size(kernel, self.chunk_size);
+        let mut slots: Vec<Option<LaneRead>> = (0..kernel.lanes()).map(|_| None).collect();
+        let mut waiting = Some(first);
+        let mut other = None;
+        loop {
+            // Fill free slots, but with at most one job longer than a round per round, so
+            // that a file's big leaves spread over every worker rather than the first.
+            let mut took_long = false;
+            while let Some(slot) = slots.iter().position(Option::is_none) {
+                if other.is_some() {
+                    break;
+                }
+                let Some(job) = waiting.take().or_else(|| self.jobs.try_recv().ok()) else {
+                    break;
+                };
+                if self.lane_kernel(&job) != Some(kernel) {
+                    other = Some(job);
+                    break;
+                }
+                let JobSource::At(shared, len) = job.source else {
+                    unreachable!("lane jobs are ranges of files")
+                };
+                let long = len > chunk as u64;
+                if long && took_long {
+                    waiting = Some(Job {
+                        source: JobSource::At(shared, len),
+                        ..job
+                    });
+                    break;
+                }
+                took_long |= long;
+                let prefix = job.layout.message_prefix(len).expect("a one-message job");
+                let key = (job.input, job.index);
+                let open = Msg::Open {
+                    slot,
+                    key,
+                    start: job.start,
+                    kernel,
+                    prefix,
+                };
+                self.out.send(open).ok()?;
+                slots[slot] = Some(LaneRead {
+                    shared,
+                    pos: job.start,
+                    start: job.start,
+                    end: job.start + len,
+                });
+            }
+            if slots.iter().all(Option::is_none) {
+                // A job is held back only while another fills a slot, so `waiting` is empty.
+                return Some(other.or(waiting));
+            }
+            for (slot, entry) in slots.iter_mut().enumerate() {
+                let Some(read) = entry else { continue };
+                if let Some(result) = self.read_lane(slot, read, chunk)? {
+                    self.out.send(Msg::Close { slot, result }).ok()?;
+                    *entry = None;
+                }
+            }
+        }
+    }
+
+    /// Reads the next chunk of the job in lane slot `slot` for the hasher. Returns how the
+    /// job ended, if it did: all read (or given up because another job of the input failed),
+    /// or why not; `None` when the pipeline shut down.
+    fn read_lane(
+        &mut self,
+        slot: usize,
+        read: &mut LaneRead,
+        chunk: usize,
+    ) -> Option<Option<Result<u64, InputError>>> {
+        if read.pos < read.end && !read.shared.failed.load(Ordering::Relaxed) {
+            let mut reader = read.shared.file.range_reader(read.pos..read.end, chunk);
+            match reader.next_chunk(self.next_buffer()?) {
+                Ok(part) => {
+                    read.pos = reader.position();
+                    self.out.send(Msg::Part { slot, chunk: part }).ok()?;
+                }
+                Err((buf, e)) => {
+                    let _ = self.recycle.send(buf);
+                    return Some(Some(Err(e)));
+                }
+            }
+        }
+        let ended = read.pos >= read.end || read.shared.failed.load(Ordering::Relaxed);
+        Some(ended.then(|| Ok(read.pos - read.start)))
+    }
+}
+
+/// A job in one of a reader's lane slots.
+struct LaneRead {
+    shared: Arc<SharedFile>,
+    start: u64,
+    /// The next byte to read.
+    pos: u64,
+    end: u64,
+}
+
+/// Bytes per read for jobs in lanes: two rounds of every lane in flight stay within
+/// [`LANE_BUFFER_BUDGET`], and never more than the engine's chunk size.
+fn lane_chunk_size(kernel: Kernel, chunk_size: usize) -> usize {
+    (LANE_BUFFER_BUDGET / (2 * kernel.lanes())).min(chunk_size)
 }
 
 /// Hashes one chunk into `hasher`, counts it for the progress display, and hands back its
@@ -450,87 +690,6 @@ fn absorb(
     chunk.finish()
 }
 
-/// What a reader needs to hash a small job by itself.
-struct Small<'a, F> {
-    shared: &'a SharedFile,
-    next_buffer: &'a mut F,
-    recycle: &'a Sender<Buffer>,
-    progress: Option<&'a AtomicU64>,
-}
-
-impl<F: FnMut() -> Option<Buffer>> Small<'_, F> {
-    /// Reads what `reader` covers into `hasher`; the job's range and digest, or why not;
-    /// `None` when the pipeline shut down.
-    fn hash(
-        self,
-        mut reader: crate::source::RangeReader<'_>,
-        mut hasher: JobHasher,
-    ) -> Option<Result<(Range<u64>, Digest), InputError>> {
-        let start = reader.position();
-        while !reader.is_done() && !self.shared.failed.load(Ordering::Relaxed) {
-            let (buf, ok) = match reader.next_chunk((self.next_buffer)()?) {
-                Ok(chunk) => absorb(&mut hasher, chunk, self.progress),
-                Err((buf, e)) => (buf, Err(e)),
-            };
-            let _ = self.recycle.send(buf);
-            if let Err(e) = ok {
-                return Some(Err(e));
-            }
-        }
-        Some(Ok((start..reader.position(), hasher.finalize())))
-    }
-}
-
-/// Reads `range` of a file as chunks; `None` when the pipeline shut down.
-fn read_range(
-    shared: &SharedFile,
-    range: Range<u64>,
-    chunk_size: usize,
-    next_buffer: &mut impl FnMut() -> Option<Buffer>,
-    recycle: &Sender<Buffer>,
-    out: &Sender<Msg>,
-) -> Option<Result<u64, InputError>> {
-    let start = range.start;
-    let mut reader = shared.file.range_reader(range, chunk_size);
-    while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
-        match reader.next_chunk(next_buffer()?) {
-            Ok(chunk) => out.send(Msg::Chunk(chunk)).ok()?,
-            Err((buf, e)) => {
-                let _ = recycle.send(buf);
-                return Some(Err(e));
-            }
-        }
-    }
-    Some(Ok(reader.position() - start))
-}
-
-/// Reads a stream to its end as chunks; `None` when the pipeline shut down.
-fn read_stream(
-    mut reader: Box<dyn Read + Send>,
-    chunk_size: usize,
-    next_buffer: &mut impl FnMut() -> Option<Buffer>,
-    recycle: &Sender<Buffer>,
-    out: &Sender<Msg>,
-) -> Option<Result<u64, InputError>> {
-    let mut done = 0;
-    loop {
-        match read_stream_chunk(&mut *reader, next_buffer()?, chunk_size) {
-            Ok(chunk) if chunk.bytes().is_empty() => {
-                let _ = recycle.send(chunk.finish().0);
-                return Some(Ok(done));
-            }
-            Ok(chunk) => {
-                done += chunk.bytes().len() as u64;
-                out.send(Msg::Chunk(chunk)).ok()?;
-            }
-            Err((buf, e)) => {
-                let _ = recycle.send(buf);
-                return Some(Err(e));
-            }
-        }
-    }
-}
-
 /// The hasher half of a worker.
 fn hash_jobs(
     chunks: Receiver<Msg>,
@@ -538,15 +697,21 @@ fn hash_jobs(
     done: Sender<Done>,
     progress: Option<Arc<AtomicU64>>,
 ) {
+    let out = Outlets {
+        free: &free,
+        done: &done,
+        progress: progress.as_deref(),
+    };
     let mut hasher = None;
     // A chunk whose bytes turned out not to be the file's (a mapped page past its end).
     let mut spoiled = None;
+    let mut lanes: Option<LaneHasher> = None;
     for msg in chunks {
         match msg {
             Msg::Begin(layout, alg) => hasher = Some(layout.job_hasher(alg)),
             Msg::Chunk(chunk) => {
                 let h = hasher.as_mut().expect("Begin comes first");
-                let (buf, ok) = absorb(h, chunk, progress.as_deref());
+                let (buf, ok) = absorb(h, chunk, out.progress);
                 let _ = free.send(buf);
                 if let Err(e) = ok {
                     spoiled.get_or_insert(e);
@@ -573,6 +738,165 @@ fn hash_jobs(
                 {
                     return;
                 }
+            }
+            Msg::Open {
+                slot,
+                key,
+                start,
+                kernel,
+                prefix,
+            } => {
+                let set = match &mut lanes {
+                    Some(set) if set.set.kernel() == kernel => set,
+                    _ => lanes.insert(LaneHasher::new(kernel)),
+                };
+                if set.open(slot, key, start, prefix, &out).is_none() {
+                    return;
+                }
+            }
+            Msg::Part { slot, chunk } => {
+                let set = lanes.as_mut().expect("Open comes first");
+                if set.push(slot, chunk, &out).is_none() {
+                    return;
+                }
+            }
+            Msg::Close { slot, result } => {
+                let set = lanes.as_mut().expect("Open comes first");
+                if set.close(slot, result, &out).is_none() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Where a hasher's results go.
+struct Outlets<'a> {
+    free: &'a Sender<Buffer>,
+    done: &'a Sender<Done>,
+    progress: Option<&'a AtomicU64>,
+}
+
+/// A job by its input and its index in the input.
+type JobKey = (usize, usize);
+
+/// A chunk in a lane, with the job it belongs to.
+struct Part {
+    key: JobKey,
+    chunk: Chunk,
+}
+
+impl AsRef<[u8]> for Part {
+    fn as_ref(&self) -> &[u8] {
+        self.chunk.bytes()
+    }
+}
+
+/// The hasher's side of lane mode: a lane set fed by the reader's slots.
+struct LaneHasher {
+    set: Lanes<JobKey, Part>,
+    /// The lane and job that each reader slot feeds.
+    slots: Vec<Option<(Lane, JobKey)>>,
+    jobs: HashMap<JobKey, LaneJob>,
+}
+
+/// A job in a lane.
+struct LaneJob {
+    start: u64,
+    /// What the reader said at the end: bytes read, or why not.
+    read: Option<Result<u64, InputError>>,
+    /// A chunk whose bytes turned out not to be the file's.
+    spoiled: Option<InputError>,
+}
+
+impl LaneHasher {
+    fn new(kernel: Kernel) -> LaneHasher {
+        LaneHasher {
+            set: Lanes::with_kernel(kernel),
+            slots: (0..kernel.lanes()).map(|_| None).collect(),
+            jobs: HashMap::new(),
+        }
+    }
+
+    /// Starts job `key` in a lane for reader slot `slot`. With every lane busy, one holds
+    /// the job that the slot fed before, complete: hashing on frees it.
+    fn open(
+        &mut self,
+        slot: usize,
+        key: JobKey,
+        start: u64,
+        prefix: &[u8],
+        out: &Outlets,
+    ) -> Option<()> {
+        let lane = loop {
+            match self.set.start_with_prefix(key, prefix) {
+                Ok(lane) => break lane,
+                Err(_) => {
+                    let event = self.set.flush().expect("a complete job frees its lane");
+                    self.handle(event, out)?;
+                }
+            }
+        };
+        self.slots[slot] = Some((lane, key));
+        let job = LaneJob {
+            start,
+            read: None,
+            spoiled: None,
+        };
+        self.jobs.insert(key, job);
+        Some(())
+    }
+
+    fn push(&mut self, slot: usize, chunk: Chunk, out: &Outlets) -> Option<()> {
+        let (lane, key) = self.slots[slot].expect("an open slot");
+        self.set.push(lane, Part { key, chunk });
+        self.hash(out)
+    }
+
+    fn close(&mut self, slot: usize, read: Result<u64, InputError>, out: &Outlets) -> Option<()> {
+        let (lane, key) = self.slots[slot].take().expect("an open slot");
+        self.jobs.get_mut(&key).expect("an open job").read = Some(read);
+        self.set.finish(lane);
+        self.hash(out)
+    }
+
+    /// Hashes as far as every busy lane has bytes; `None` when the pipeline shut down.
+    fn hash(&mut self, out: &Outlets) -> Option<()> {
+        while let Some(event) = self.set.poll() {
+            self.handle(event, out)?;
+        }
+        Some(())
+    }
+
+    fn handle(&mut self, event: Event<JobKey, Part>, out: &Outlets) -> Option<()> {
+        match event {
+            Event::Consumed(part) => {
+                if let Some(p) = out.progress {
+                    p.fetch_add(part.chunk.bytes().len() as u64, Ordering::Relaxed);
+                }
+                let (buf, ok) = part.chunk.finish();
+                let _ = out.free.send(buf);
+                if let Err(e) = ok {
+                    let job = self.jobs.get_mut(&part.key).expect("a job in a lane");
+                    job.spoiled.get_or_insert(e);
+                }
+                Some(())
+            }
+            Event::Finished(key, digest) => {
+                let job = self.jobs.remove(&key).expect("a job in a lane");
+                let read = job.read.expect("a job ends before its digest");
+                let result = match job.spoiled {
+                    Some(e) => Err(e),
+                    None => read.map(|len| (job.start..job.start + len, digest)),
+                };
+                let (input, index) = key;
+                out.done
+                    .send(Done {
+                        input,
+                        index,
+                        result,
+                    })
+                    .ok()
             }
         }
     }

@@ -180,6 +180,17 @@ impl Layout {
         }
     }
 
+    /// The bytes before the data of a job of `len` bytes (from [`Layout::jobs`]) if the
+    /// job is a single message, digested as it is: a leaf of `mtsum`, a whole `plain` stream,
+    /// a job of the fixed-leaf layouts no longer than one leaf. Such jobs can be hashed side
+    /// by side in SIMD lanes.
+    pub fn message_prefix(self, len: u64) -> Option<&'static [u8]> {
+        match self.leaf_size() {
+            Some(leaf) if len > leaf.get() => None,
+            _ => Some(self.leaf_prefix()),
+        }
+    }
+
     /// The digest of a leaf holding `data`.
     pub fn hash_leaf(self, alg: Algorithm, data: &[u8]) -> Digest {
         let mut h = self.leaf_hasher(alg);

@@ -21,7 +21,7 @@ use std::thread::{self, JoinHandle};
 
 use mtsum::engine::{Engine, FileDigest, MAX_KEPT_LEAVES, Request, Task};
 use mtsum::layout::{MTSUM_MAX_LEAF, TreeBuilder};
-use mtsum::source::{InputError, Target};
+use mtsum::source::{InputError, ReadMode, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 use tempfile::TempDir;
@@ -780,5 +780,69 @@ proptest! {
         seed: u64,
     ) {
         check_mtsum_prefixes(&sizes, &[Algorithm::Sha256, Algorithm::Md5], seed);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several jobs at once in SIMD lanes
+// ---------------------------------------------------------------------------------------------
+
+/// Sizes that end a message at every interesting place: empty, one byte, around a 64- and a
+/// 128-byte block (with and without a leaf's prefix byte), around the lanes' 256 KiB reads,
+/// and anything up to a few of those reads.
+fn lane_message_size() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => prop::sample::select(vec![0u64, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129]),
+        2 => (0u64..=3).prop_flat_map(|k| {
+            let read = 256 << 10;
+            (k * read).saturating_sub(2)..=k * read + 2
+        }),
+        3 => 0u64..5_000,
+        2 => 0u64..1_200_000,
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(32))]
+
+    /// Jobs that are one message each (whole files with `plain`, the leaves of `mtsum`, a
+    /// job of one leaf of the fixed-leaf layouts) are hashed several at once in SIMD lanes
+    /// when many are queued: a round reads a chunk of every job in a lane, and lanes refill
+    /// as jobs end. Whatever the sizes, the thread count, the chunk size and the read mode,
+    /// every digest is the reference's, with lanes and without.
+    #[test]
+    fn jobs_hashed_side_by_side_in_lanes_give_the_reference_digests(
+        sizes in prop::collection::vec(lane_message_size(), 1..40),
+        layout in prop_oneof![
+            Just(Layout::Plain),
+            Just(Layout::Mtsum),
+            Just(Layout::Rfc6962(leaf(1 << 20))),
+        ],
+        alg in prop::sample::select(mtsum::lanes::LANE_ALGORITHMS.to_vec()),
+        threads in 1usize..=3,
+        chunk in prop_oneof![Just(1 << 20), Just(100_000usize), 1usize..=5_000],
+        mode in prop::sample::select(vec![ReadMode::Pread, ReadMode::Mmap, ReadMode::Direct]),
+        multi_buffer: bool,
+        seed: u64,
+    ) {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let files: Vec<(PathBuf, Vec<u8>)> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let data = pattern(n as usize, seed ^ i as u64);
+                (write_file(dir.path(), &format!("f{i}"), &data), data)
+            })
+            .collect();
+        let engine = Engine::new(NonZeroUsize::new(threads).unwrap())
+            .with_chunk_size(chunk)
+            .with_read_mode(mode)
+            .with_multi_buffer(multi_buffer);
+        let targets = files.iter().map(|(p, _)| Target::Path(p.clone()));
+        let mut got = Vec::new();
+        engine.hash_all(&Request::new(layout, alg), targets, |_, r| got.push(r.unwrap().root));
+        let expected: Vec<Digest> =
+            files.iter().map(|(_, data)| reference::root(layout, alg, data)).collect();
+        prop_assert_eq!(got, expected);
     }
 }

@@ -42,7 +42,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::OnceLock;
 
-use crate::algorithm::Digest;
+use crate::algorithm::{Algorithm, Digest};
 
 #[cfg(target_arch = "x86_64")]
 mod md5_avx2;
@@ -51,6 +51,12 @@ mod md5_scalar;
 /// How many messages a lane set hashes at once, whatever the kernel (so that scheduling, and
 /// what the tests exercise, is the same on every CPU).
 pub const LANES: usize = 16;
+
+/// The algorithms that have lane sets.
+pub const LANE_ALGORITHMS: [Algorithm; 1] = [Algorithm::Md5];
+
+/// The most messages any kernel hashes at once.
+pub const MAX_LANES: usize = LANES;
 
 /// The environment variable that makes [`Kernel::detect`] choose the portable kernel (any
 /// value but empty or `0`): for tests, and for comparing kernels.
@@ -133,6 +139,11 @@ impl Kernel {
         .into_iter()
         .flatten()
         .collect()
+    }
+
+    /// How many messages the kernel hashes at once.
+    pub fn lanes(self) -> usize {
+        LANES
     }
 
     /// A short name: `portable`, `avx2-8x2`, `avx2-8x1`.
