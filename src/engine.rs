@@ -30,6 +30,9 @@ use crate::source::{
     Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
 };
 
+/// The most jobs queued for the workers: each holds an open file.
+const MAX_QUEUED_JOBS: usize = 256;
+
 /// Bytes of buffers per worker for jobs in lanes: two rounds of one chunk per lane (so that
 /// reading one round overlaps hashing the other). 8 MiB gives MD5's 16 lanes 256 KiB reads.
 const LANE_BUFFER_BUDGET: usize = 8 << 20;
@@ -211,8 +214,11 @@ impl Engine {
         F: FnMut(T, Option<Result<FileDigest, InputError>>),
     {
         thread::scope(|scope| {
-            let (job_tx, job_rx) = bounded::<Job>(self.threads.get());
-            let (done_tx, done_rx) = unbounded::<Done>();
+            // Room for every lane of every worker twice over: a reader filling its lanes
+            // with small files finds them opened and waiting.
+            let queue = (self.threads.get() * 2 * lanes::MAX_LANES).min(MAX_QUEUED_JOBS);
+            let (job_tx, job_rx) = bounded::<Job>(queue);
+            let (done_tx, done_rx) = unbounded::<Vec<Done>>();
             // Fewer workers than asked for (the system refused more threads) still hash
             // correctly; none at all fails every input instead of panicking.
             let mut started = 0;
@@ -250,7 +256,7 @@ impl Engine {
                 }
             }
             drop(job_tx);
-            for done in done_rx {
+            for done in done_rx.iter().flatten() {
                 coordinator.on_done(done);
             }
             // Every job reports back unless a worker died; its input is still reported.
@@ -268,24 +274,20 @@ impl Engine {
         &self,
         scope: &'scope thread::Scope<'scope, '_>,
         jobs: &Receiver<Job>,
-        done: &Sender<Done>,
+        done: &Sender<Vec<Done>>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
         // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
         // first read into, and the reader reuses the most recent first, so a worker that reads
         // one job at a time, maps windows, or only meets small files never holds them all.
         let buffers = self.read_ahead.max(2 * lanes::MAX_LANES);
-        let (free_tx, free_rx) = bounded::<Buffer>(buffers);
-        for _ in 0..buffers {
-            free_tx.send(Buffer::new()).expect("room for every buffer");
-        }
+        let (free_tx, free_rx) = bounded::<Vec<Buffer>>(buffers);
         let reader = Reader {
             jobs: jobs.clone(),
             chunk_size: self.chunk_size(),
             multi_buffer: self.multi_buffer,
             free: free_rx,
-            spare: Vec::new(),
-            recycle: free_tx.clone(),
+            spare: (0..buffers).map(|_| Buffer::new()).collect(),
             out: chunk_tx,
             done: done.clone(),
             progress: self.progress.clone(),
@@ -330,8 +332,12 @@ impl<T> Task<T> {
 
 /// Queues `job`, handling finished jobs while the queue is full so that workers never wait
 /// for the coordinator.
-fn send_job<T, F>(jobs: &Sender<Job>, job: Job, done: &Receiver<Done>, c: &mut Coordinator<T, F>)
-where
+fn send_job<T, F>(
+    jobs: &Sender<Job>,
+    job: Job,
+    done: &Receiver<Vec<Done>>,
+    c: &mut Coordinator<T, F>,
+) where
     F: FnMut(T, Option<Result<FileDigest, InputError>>),
 {
     loop {
@@ -344,7 +350,9 @@ where
             return;
         }
         let finished = op.recv(done).expect("workers outlive the coordinator");
-        c.on_done(finished);
+        for done in finished {
+            c.on_done(done);
+        }
     }
 }
 
@@ -383,20 +391,21 @@ enum Msg {
         /// Bytes read.
         result: Result<u64, InputError>,
     },
-    /// Lane mode: job `key`, one message starting with `prefix`, goes in a lane of a
-    /// `kernel` set, fed by the reader's slot `slot` from now on.
+    /// Lane mode: one round of a reader's lane slots, for a lane set of `kernel`.
+    Round(Kernel, Vec<LaneOp>),
+}
+
+/// What happens to a reader's lane slot in a round.
+enum LaneOp {
+    /// Job `key`, one message starting with `prefix`, is fed from slot `slot` from now on.
     Open {
         slot: usize,
         key: JobKey,
         start: u64,
-        kernel: Kernel,
         prefix: &'static [u8],
     },
     /// The next bytes of the job in slot `slot`.
-    Part {
-        slot: usize,
-        chunk: Chunk,
-    },
+    Part { slot: usize, chunk: Chunk },
     /// The job in slot `slot` is read: how many bytes, or why not.
     Close {
         slot: usize,
@@ -417,13 +426,13 @@ struct Reader {
     chunk_size: usize,
     /// Whether jobs that are one message each may be hashed in SIMD lanes.
     multi_buffer: bool,
-    free: Receiver<Buffer>,
-    /// Buffers back from the hasher, reused last in, first out: a worker allocates only as
-    /// many buffers as it keeps in flight (a few one at a time, two rounds of its lanes).
+    /// Buffers back from the hasher, in batches.
+    free: Receiver<Vec<Buffer>>,
+    /// Buffers to read into, reused last in, first out: a worker allocates only as many
+    /// buffers as it keeps in flight (a few one at a time, two rounds of its lanes).
     spare: Vec<Buffer>,
-    recycle: Sender<Buffer>,
     out: Sender<Msg>,
-    done: Sender<Done>,
+    done: Sender<Vec<Done>>,
     progress: Option<Arc<AtomicU64>>,
 }
 
@@ -448,11 +457,11 @@ impl Reader {
 
     /// The next free buffer, the most recently returned first; `None` when the hasher is gone.
     fn next_buffer(&mut self) -> Option<Buffer> {
-        self.spare.extend(self.free.try_iter());
-        match self.spare.pop() {
-            Some(buffer) => Some(buffer),
-            None => self.free.recv().ok(),
+        self.spare.extend(self.free.try_iter().flatten());
+        if self.spare.is_empty() {
+            self.spare = self.free.recv().ok()?;
         }
+        self.spare.pop()
     }
 
     /// The multi-buffer kernel for `job`, if it is one message of a sized file and its
@@ -476,11 +485,11 @@ impl Reader {
                 let (input, index) = (job.input, job.index);
                 return self
                     .done
-                    .send(Done {
+                    .send(vec![Done {
                         input,
                         index,
                         result,
-                    })
+                    }])
                     .ok();
             }
         }
@@ -516,7 +525,7 @@ impl Reader {
                 Ok(chunk) => absorb(&mut hasher, chunk, self.progress.as_deref()),
                 Err((buf, e)) => (buf, Err(e)),
             };
-            let _ = self.recycle.send(buf);
+            self.spare.push(buf);
             if let Err(e) = ok {
                 return Some(Err(e));
             }
@@ -537,7 +546,7 @@ impl Reader {
             match reader.next_chunk(self.next_buffer()?) {
                 Ok(chunk) => self.out.send(Msg::Chunk(chunk)).ok()?,
                 Err((buf, e)) => {
-                    let _ = self.recycle.send(buf);
+                    self.spare.push(buf);
                     return Some(Err(e));
                 }
             }
@@ -551,7 +560,7 @@ impl Reader {
         loop {
             match read_stream_chunk(&mut *reader, self.next_buffer()?, self.chunk_size) {
                 Ok(chunk) if chunk.bytes().is_empty() => {
-                    let _ = self.recycle.send(chunk.finish().0);
+                    self.spare.push(chunk.finish().0);
                     return Some(Ok(done));
                 }
                 Ok(chunk) => {
@@ -559,7 +568,7 @@ impl Reader {
                     self.out.send(Msg::Chunk(chunk)).ok()?;
                 }
                 Err((buf, e)) => {
-                    let _ = self.recycle.send(buf);
+                    self.spare.push(buf);
                     return Some(Err(e));
                 }
             }
@@ -577,6 +586,7 @@ impl Reader {
         let mut waiting = Some(first);
         let mut other = None;
         loop {
+            let mut round = Vec::new();
             // Fill free slots, but with at most one job longer than a round per round, so
             // that a file's big leaves spread over every worker rather than the first.
             let mut took_long = false;
@@ -605,14 +615,12 @@ impl Reader {
                 took_long |= long;
                 let prefix = job.layout.message_prefix(len).expect("a one-message job");
                 let key = (job.input, job.index);
-                let open = Msg::Open {
+                round.push(LaneOp::Open {
                     slot,
                     key,
                     start: job.start,
-                    kernel,
                     prefix,
-                };
-                self.out.send(open).ok()?;
+                });
                 slots[slot] = Some(LaneRead {
                     shared,
                     pos: job.start,
@@ -626,15 +634,17 @@ impl Reader {
             }
             for (slot, entry) in slots.iter_mut().enumerate() {
                 let Some(read) = entry else { continue };
-                if let Some(result) = self.read_lane(slot, read, chunk)? {
-                    self.out.send(Msg::Close { slot, result }).ok()?;
+                if let Some(result) = self.read_lane(slot, read, chunk, &mut round)? {
+                    round.push(LaneOp::Close { slot, result });
                     *entry = None;
                 }
             }
+            // One message per round: the hasher wakes once for all the lanes' chunks.
+            self.out.send(Msg::Round(kernel, round)).ok()?;
         }
     }
 
-    /// Reads the next chunk of the job in lane slot `slot` for the hasher. Returns how the
+    /// Reads the next chunk of the job in lane slot `slot` into `round`. Returns how the
     /// job ended, if it did: all read (or given up because another job of the input failed),
     /// or why not; `None` when the pipeline shut down.
     fn read_lane(
@@ -642,16 +652,17 @@ impl Reader {
         slot: usize,
         read: &mut LaneRead,
         chunk: usize,
+        round: &mut Vec<LaneOp>,
     ) -> Option<Option<Result<u64, InputError>>> {
         if read.pos < read.end && !read.shared.failed.load(Ordering::Relaxed) {
             let mut reader = read.shared.file.range_reader(read.pos..read.end, chunk);
             match reader.next_chunk(self.next_buffer()?) {
                 Ok(part) => {
                     read.pos = reader.position();
-                    self.out.send(Msg::Part { slot, chunk: part }).ok()?;
+                    round.push(LaneOp::Part { slot, chunk: part });
                 }
                 Err((buf, e)) => {
-                    let _ = self.recycle.send(buf);
+                    self.spare.push(buf);
                     return Some(Some(Err(e)));
                 }
             }
@@ -693,8 +704,8 @@ fn absorb(
 /// The hasher half of a worker.
 fn hash_jobs(
     chunks: Receiver<Msg>,
-    free: Sender<Buffer>,
-    done: Sender<Done>,
+    free: Sender<Vec<Buffer>>,
+    done: Sender<Vec<Done>>,
     progress: Option<Arc<AtomicU64>>,
 ) {
     let out = Outlets {
@@ -712,7 +723,7 @@ fn hash_jobs(
             Msg::Chunk(chunk) => {
                 let h = hasher.as_mut().expect("Begin comes first");
                 let (buf, ok) = absorb(h, chunk, out.progress);
-                let _ = free.send(buf);
+                let _ = free.send(vec![buf]);
                 if let Err(e) = ok {
                     spoiled.get_or_insert(e);
                 }
@@ -729,40 +740,22 @@ fn hash_jobs(
                     None => result.map(|len| (start..start + len, h.finalize())),
                 };
                 if done
-                    .send(Done {
+                    .send(vec![Done {
                         input,
                         index,
                         result,
-                    })
+                    }])
                     .is_err()
                 {
                     return;
                 }
             }
-            Msg::Open {
-                slot,
-                key,
-                start,
-                kernel,
-                prefix,
-            } => {
+            Msg::Round(kernel, ops) => {
                 let set = match &mut lanes {
                     Some(set) if set.set.kernel() == kernel => set,
                     _ => lanes.insert(LaneHasher::new(kernel)),
                 };
-                if set.open(slot, key, start, prefix, &out).is_none() {
-                    return;
-                }
-            }
-            Msg::Part { slot, chunk } => {
-                let set = lanes.as_mut().expect("Open comes first");
-                if set.push(slot, chunk, &out).is_none() {
-                    return;
-                }
-            }
-            Msg::Close { slot, result } => {
-                let set = lanes.as_mut().expect("Open comes first");
-                if set.close(slot, result, &out).is_none() {
+                if set.round(ops, &out).is_none() {
                     return;
                 }
             }
@@ -772,8 +765,8 @@ fn hash_jobs(
 
 /// Where a hasher's results go.
 struct Outlets<'a> {
-    free: &'a Sender<Buffer>,
-    done: &'a Sender<Done>,
+    free: &'a Sender<Vec<Buffer>>,
+    done: &'a Sender<Vec<Done>>,
     progress: Option<&'a AtomicU64>,
 }
 
@@ -798,6 +791,9 @@ struct LaneHasher {
     /// The lane and job that each reader slot feeds.
     slots: Vec<Option<(Lane, JobKey)>>,
     jobs: HashMap<JobKey, LaneJob>,
+    /// Results and emptied buffers of the round, handed back together at its end.
+    finished: Vec<Done>,
+    emptied: Vec<Buffer>,
 }
 
 /// A job in a lane.
@@ -815,27 +811,54 @@ impl LaneHasher {
             set: Lanes::with_kernel(kernel),
             slots: (0..kernel.lanes()).map(|_| None).collect(),
             jobs: HashMap::new(),
+            finished: Vec::new(),
+            emptied: Vec::new(),
         }
     }
 
-    /// Starts job `key` in a lane for reader slot `slot`. With every lane busy, one holds
-    /// the job that the slot fed before, complete: hashing on frees it.
-    fn open(
-        &mut self,
-        slot: usize,
-        key: JobKey,
-        start: u64,
-        prefix: &[u8],
-        out: &Outlets,
-    ) -> Option<()> {
-        let lane = loop {
-            match self.set.start_with_prefix(key, prefix) {
-                Ok(lane) => break lane,
-                Err(_) => {
-                    let event = self.set.flush().expect("a complete job frees its lane");
-                    self.handle(event, out)?;
+    /// Takes in a round of the reader and hashes every whole block it brought; `None` when
+    /// the pipeline shut down.
+    fn round(&mut self, ops: Vec<LaneOp>, out: &Outlets) -> Option<()> {
+        for op in ops {
+            match op {
+                LaneOp::Open {
+                    slot,
+                    key,
+                    start,
+                    prefix,
+                } => self.open(slot, key, start, prefix),
+                LaneOp::Part { slot, chunk } => {
+                    let (lane, key) = self.slots[slot].expect("an open slot");
+                    self.set.push(lane, Part { key, chunk });
+                }
+                LaneOp::Close { slot, result } => {
+                    let (lane, key) = self.slots[slot].take().expect("an open slot");
+                    self.jobs.get_mut(&key).expect("an open job").read = Some(result);
+                    self.set.finish(lane);
                 }
             }
+        }
+        // Flush rather than poll: a lane whose chunk was longer (the first chunk of a job
+        // that starts between two pages is shorter, with O_DIRECT or maps) goes on alone
+        // rather than keeping its chunk. So every buffer goes back to the reader each round,
+        // which is what lets the reader, with two rounds of buffers, never wait for one the
+        // hasher holds; and every job the reader closed is finished, its lane free.
+        while let Some(event) = self.set.flush() {
+            self.handle(event, out.progress);
+        }
+        if !self.emptied.is_empty() {
+            let _ = out.free.send(std::mem::take(&mut self.emptied));
+        }
+        if !self.finished.is_empty() {
+            out.done.send(std::mem::take(&mut self.finished)).ok()?;
+        }
+        Some(())
+    }
+
+    /// Starts job `key` in a lane for reader slot `slot`.
+    fn open(&mut self, slot: usize, key: JobKey, start: u64, prefix: &[u8]) {
+        let Ok(lane) = self.set.start_with_prefix(key, prefix) else {
+            unreachable!("a slot opens after the round that finished its last job")
         };
         self.slots[slot] = Some((lane, key));
         let job = LaneJob {
@@ -844,43 +867,20 @@ impl LaneHasher {
             spoiled: None,
         };
         self.jobs.insert(key, job);
-        Some(())
     }
 
-    fn push(&mut self, slot: usize, chunk: Chunk, out: &Outlets) -> Option<()> {
-        let (lane, key) = self.slots[slot].expect("an open slot");
-        self.set.push(lane, Part { key, chunk });
-        self.hash(out)
-    }
-
-    fn close(&mut self, slot: usize, read: Result<u64, InputError>, out: &Outlets) -> Option<()> {
-        let (lane, key) = self.slots[slot].take().expect("an open slot");
-        self.jobs.get_mut(&key).expect("an open job").read = Some(read);
-        self.set.finish(lane);
-        self.hash(out)
-    }
-
-    /// Hashes as far as every busy lane has bytes; `None` when the pipeline shut down.
-    fn hash(&mut self, out: &Outlets) -> Option<()> {
-        while let Some(event) = self.set.poll() {
-            self.handle(event, out)?;
-        }
-        Some(())
-    }
-
-    fn handle(&mut self, event: Event<JobKey, Part>, out: &Outlets) -> Option<()> {
+    fn handle(&mut self, event: Event<JobKey, Part>, progress: Option<&AtomicU64>) {
         match event {
             Event::Consumed(part) => {
-                if let Some(p) = out.progress {
+                if let Some(p) = progress {
                     p.fetch_add(part.chunk.bytes().len() as u64, Ordering::Relaxed);
                 }
                 let (buf, ok) = part.chunk.finish();
-                let _ = out.free.send(buf);
+                self.emptied.push(buf);
                 if let Err(e) = ok {
                     let job = self.jobs.get_mut(&part.key).expect("a job in a lane");
                     job.spoiled.get_or_insert(e);
                 }
-                Some(())
             }
             Event::Finished(key, digest) => {
                 let job = self.jobs.remove(&key).expect("a job in a lane");
@@ -890,13 +890,11 @@ impl LaneHasher {
                     None => read.map(|len| (job.start..job.start + len, digest)),
                 };
                 let (input, index) = key;
-                out.done
-                    .send(Done {
-                        input,
-                        index,
-                        result,
-                    })
-                    .ok()
+                self.finished.push(Done {
+                    input,
+                    index,
+                    result,
+                });
             }
         }
     }
