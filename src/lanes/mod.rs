@@ -47,6 +47,17 @@ use crate::algorithm::{Algorithm, Digest};
 #[cfg(target_arch = "x86_64")]
 mod md5_avx2;
 mod md5_scalar;
+#[cfg(target_arch = "x86_64")]
+mod sha1_ni;
+#[cfg(target_arch = "x86_64")]
+mod sha256_ni;
+
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub use sha1_ni::bench_compress_sha1;
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub use sha256_ni::bench_compress_sha256;
 
 /// How many messages a lane set hashes at once, whatever the kernel (so that scheduling, and
 /// what the tests exercise, is the same on every CPU).
