@@ -47,6 +47,13 @@ use crate::algorithm::Digest;
 #[cfg(target_arch = "x86_64")]
 mod md5_avx2;
 mod md5_scalar;
+#[cfg(target_arch = "x86_64")]
+mod sha512_avx2;
+
+/// For the `sha512_lanes` benchmark only: no lane set runs the SHA-512 kernel yet.
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub use sha512_avx2::bench_compress_sha512;
 
 /// How many messages a lane set hashes at once, whatever the kernel (so that scheduling, and
 /// what the tests exercise, is the same on every CPU).
