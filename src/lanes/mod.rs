@@ -51,6 +51,8 @@ mod md5_scalar;
 mod sha1_ni;
 #[cfg(target_arch = "x86_64")]
 mod sha256_ni;
+#[cfg(target_arch = "x86_64")]
+mod sha512_avx2;
 
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
@@ -58,6 +60,9 @@ pub use sha1_ni::bench_compress_sha1;
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
 pub use sha256_ni::bench_compress_sha256;
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub use sha512_avx2::bench_compress_sha512;
 
 /// How many messages a lane set hashes at once, whatever the kernel (so that scheduling, and
 /// what the tests exercise, is the same on every CPU).

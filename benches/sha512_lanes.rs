@@ -1,0 +1,79 @@
+//! Multi-buffer SHA-512 on one core: the AVX2 kernel on 4 and 8 messages at once against one
+//! stream at a time (RustCrypto's compression, OpenSSL's SHA-512).
+//!
+//! `cargo bench --bench sha512_lanes`. Every contender hashes 64 KiB per message; throughput
+//! counts the bytes of all messages, so the figures compare directly with
+//! `openssl speed -evp sha512`. x86-64 only; without AVX2 the kernel is skipped.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+/// Bytes per message.
+const LEN: usize = 64 << 10;
+/// SHA-512 blocks per message.
+const BLOCKS: usize = LEN / 128;
+
+/// `count` messages of [`LEN`] bytes each, all different.
+fn messages(count: usize) -> Vec<Vec<u8>> {
+    (0..count)
+        .map(|i| {
+            (0..LEN)
+                .map(|j| {
+                    (j as u32)
+                        .wrapping_mul(2_654_435_761)
+                        .wrapping_add(i as u32) as u8
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(target_arch = "x86_64")]
+fn lanes<const N: usize>(c: &mut Criterion) {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        eprintln!("no AVX2 on this CPU: the SHA-512 lanes kernel is not measured");
+        return;
+    }
+    let owned = messages(N);
+    let data: [&[u8]; N] = std::array::from_fn(|i| owned[i].as_slice());
+    let mut states = [[0u64; 8]; N];
+    let mut group = c.benchmark_group("sha512 64 KiB");
+    group.throughput(Throughput::Bytes((N * LEN) as u64));
+    group.bench_function(format!("avx2-{N}-lanes"), |b| {
+        b.iter(|| mtsum::lanes::bench_compress_sha512(&mut states, black_box(&data), BLOCKS))
+    });
+    group.finish();
+    black_box(states);
+}
+
+fn one_stream(c: &mut Criterion) {
+    let owned = messages(1);
+    let message = owned[0].as_slice();
+    let blocks: Vec<[u8; 128]> = message
+        .chunks_exact(128)
+        .map(|b| b.try_into().unwrap())
+        .collect();
+    let mut group = c.benchmark_group("sha512 64 KiB");
+    group.throughput(Throughput::Bytes(LEN as u64));
+    let mut state = [0u64; 8];
+    group.bench_function("rustcrypto-compress512-one-stream", |b| {
+        b.iter(|| sha2::block_api::compress512(&mut state, black_box(&blocks)))
+    });
+    black_box(state);
+    #[cfg(feature = "openssl")]
+    group.bench_function("openssl-one-stream", |b| {
+        b.iter(|| {
+            let mut h = openssl::sha::Sha512::new();
+            h.update(black_box(message));
+            h.finish()
+        })
+    });
+    group.finish();
+}
+
+#[cfg(target_arch = "x86_64")]
+criterion_group!(benches, lanes::<4>, lanes::<8>, one_stream);
+#[cfg(not(target_arch = "x86_64"))]
+criterion_group!(benches, one_stream);
+criterion_main!(benches);
