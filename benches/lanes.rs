@@ -8,7 +8,8 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use md5::Digest as _;
-use mtsum::lanes::{self, Event, Kernel, LANES, Md5Lanes};
+use mtsum::Algorithm;
+use mtsum::lanes::{self, Event, Kernel, Lanes};
 
 /// `count` messages of `len` bytes each, all different.
 fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
@@ -28,8 +29,8 @@ fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
 /// The lane set fed as a stream: every message in `chunk`-byte pushes, round-robin, as the
 /// engine would feed leaves read in pieces.
 fn hash_streamed(kernel: Kernel, messages: &[&[u8]], chunk: usize) -> usize {
-    let mut set: Md5Lanes<usize, &[u8]> = Md5Lanes::with_kernel(kernel);
-    let handles: Vec<_> = (0..messages.len().min(LANES))
+    let mut set: Lanes<usize, &[u8]> = Lanes::with_kernel(kernel);
+    let handles: Vec<_> = (0..messages.len().min(kernel.lanes()))
         .map(|i| set.start(i).unwrap())
         .collect();
     let mut finished = 0;
@@ -64,13 +65,15 @@ fn compare(c: &mut Criterion, name: &str, count: usize, len: usize) {
     if len >= 1 << 20 {
         group.sample_size(20);
     }
-    for kernel in Kernel::available() {
+    for kernel in Kernel::available(Algorithm::Md5) {
         group.bench_function(BenchmarkId::new("lanes", kernel), |b| {
             b.iter(|| lanes::hash_many(kernel, b"", black_box(&slices)))
         });
     }
     if len >= 1 << 16 {
-        let kernel = Kernel::detect();
+        let kernel = Kernel::multi_buffer(Algorithm::Md5)
+            .or(Kernel::portable(Algorithm::Md5))
+            .expect("MD5 has a kernel");
         group.bench_function(BenchmarkId::new("lanes-64KiB-pushes", kernel), |b| {
             b.iter(|| hash_streamed(kernel, black_box(&slices), 64 << 10))
         });
