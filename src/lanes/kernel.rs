@@ -267,13 +267,17 @@ impl Kernel {
             full.iter().all(|d| d.len() >= len),
             "every lane needs {blocks} blocks"
         );
-        let saved = *states;
+        // Saved only when a lane is idle: a copy of every state right after `start` wrote one
+        // stalls on that store, which cost 64-byte messages a few per cent.
+        let saved = data[..lanes].contains(&None).then_some(*states);
         // SAFETY: a `Kernel` with `Some(simd)` is made only by `choose` and `available`, after
         // the kernel's `runs` returned `true`; every lane has `blocks` blocks (checked above).
         unsafe { run_simd(simd, F::view(&mut states[..lanes]), &full[..lanes], blocks) };
-        for lane in 0..MAX_LANES {
-            if data[lane].is_none() {
-                states[lane] = saved[lane];
+        if let Some(saved) = saved {
+            for ((state, saved), data) in states.iter_mut().zip(saved).zip(data) {
+                if data.is_none() {
+                    *state = saved;
+                }
             }
         }
     }
