@@ -92,14 +92,11 @@ fn kernels_exist_for_the_merkle_damgard_algorithms_with_their_lane_counts() {
         let portable = Kernel::portable(alg).expect("a portable kernel");
         assert_eq!(portable.algorithm(), alg);
         assert_eq!(portable.name(), format!("{alg}-portable"));
+        assert_eq!(portable.lanes(), lanes);
         assert_eq!(Kernel::available(alg)[0], portable, "portable first");
         for kernel in Kernel::available(alg) {
             assert_eq!(kernel.algorithm(), alg, "{kernel}");
-            assert_eq!(
-                kernel.lanes(),
-                lanes,
-                "{kernel}: scheduling is the same everywhere"
-            );
+            assert!(kernel.name().starts_with(alg.name()), "{kernel}");
             assert_eq!(kernel.to_string(), kernel.name());
             assert_eq!(Lanes::<usize>::with_kernel(kernel).kernel(), kernel);
         }
@@ -109,6 +106,8 @@ fn kernels_exist_for_the_merkle_damgard_algorithms_with_their_lane_counts() {
                 "the portable kernel is no faster than one stream"
             );
             assert!(Kernel::available(alg).contains(&chosen), "{chosen}");
+            // Scheduling is the same on every CPU.
+            assert_eq!(chosen.lanes(), lanes, "{chosen}");
         }
     }
     for alg in [Algorithm::Blake3, Algorithm::Xxh3, Algorithm::Xxh128] {
