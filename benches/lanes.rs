@@ -1,6 +1,7 @@
-//! Multi-buffer MD5 on one core: a lane set of 16 messages against one stream at a time.
+//! Multi-buffer hashing on one core: lane sets against one stream at a time, for MD5 (16
+//! lanes) and, more briefly, the SHA algorithms (every kernel this CPU has for them).
 //!
-//! `cargo bench --bench lanes`; `-- "1 MiB"` for the headline group only. Every group hashes
+//! `cargo bench --bench lanes`; `-- "md5 16 x 1 MiB"` for the headline group only. Every group hashes
 //! the same bytes with every contender, so the ratios hold even on a loaded machine; the
 //! figures and the machine are in `docs/performance.md` ("Multi-buffer kernels").
 
@@ -8,7 +9,8 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use md5::Digest as _;
-use mtsum::lanes::{self, Event, Kernel, LANES, Md5Lanes};
+use mtsum::Algorithm;
+use mtsum::lanes::{self, Event, Kernel, Lanes};
 
 /// `count` messages of `len` bytes each, all different.
 fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
@@ -28,8 +30,8 @@ fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
 /// The lane set fed as a stream: every message in `chunk`-byte pushes, round-robin, as the
 /// engine would feed leaves read in pieces.
 fn hash_streamed(kernel: Kernel, messages: &[&[u8]], chunk: usize) -> usize {
-    let mut set: Md5Lanes<usize, &[u8]> = Md5Lanes::with_kernel(kernel);
-    let handles: Vec<_> = (0..messages.len().min(LANES))
+    let mut set: Lanes<usize, &[u8]> = Lanes::with_kernel(kernel);
+    let handles: Vec<_> = (0..messages.len().min(kernel.lanes()))
         .map(|i| set.start(i).unwrap())
         .collect();
     let mut finished = 0;
@@ -64,13 +66,15 @@ fn compare(c: &mut Criterion, name: &str, count: usize, len: usize) {
     if len >= 1 << 20 {
         group.sample_size(20);
     }
-    for kernel in Kernel::available() {
+    for kernel in Kernel::available(Algorithm::Md5) {
         group.bench_function(BenchmarkId::new("lanes", kernel), |b| {
             b.iter(|| lanes::hash_many(kernel, b"", black_box(&slices)))
         });
     }
     if len >= 1 << 16 {
-        let kernel = Kernel::detect();
+        let kernel = Kernel::multi_buffer(Algorithm::Md5)
+            .or(Kernel::portable(Algorithm::Md5))
+            .expect("MD5 has a kernel");
         group.bench_function(BenchmarkId::new("lanes-64KiB-pushes", kernel), |b| {
             b.iter(|| hash_streamed(kernel, black_box(&slices), 64 << 10))
         });
@@ -102,5 +106,34 @@ fn md5_lanes(c: &mut Criterion) {
     compare(c, "md5 1024 x 64 B", 1024, 64);
 }
 
-criterion_group!(benches, md5_lanes);
+/// The SHA algorithms: every kernel against the one-stream backend of `Algorithm::hash`.
+fn sha_lanes(c: &mut Criterion) {
+    let owned = messages(64, 4 << 10);
+    let slices: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    for alg in [
+        Algorithm::Sha1,
+        Algorithm::Sha224,
+        Algorithm::Sha256,
+        Algorithm::Sha384,
+        Algorithm::Sha512,
+    ] {
+        let mut group = c.benchmark_group(format!("{alg} 64 x 4 KiB"));
+        group.throughput(Throughput::Bytes((64 * 4) << 10));
+        for kernel in Kernel::available(alg) {
+            group.bench_function(BenchmarkId::new("lanes", kernel), |b| {
+                b.iter(|| lanes::hash_many(kernel, b"", black_box(&slices)))
+            });
+        }
+        group.bench_function("one-stream", |b| {
+            b.iter(|| {
+                for m in &slices {
+                    black_box(alg.hash(m));
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, md5_lanes, sha_lanes);
 criterion_main!(benches);

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::lanes::{self, Event, Kernel, Lane, Md5Lanes as Lanes};
+use crate::lanes::{self, Event, Kernel, Lane, Lanes};
 use crate::layout::{Combiner, JobHasher, Layout};
 use crate::source::{
     Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
@@ -36,11 +36,6 @@ const MAX_QUEUED_JOBS: usize = 256;
 /// Bytes of buffers per worker for jobs in lanes: two rounds of one chunk per lane (so that
 /// reading one round overlaps hashing the other). 8 MiB gives MD5's 16 lanes 256 KiB reads.
 const LANE_BUFFER_BUDGET: usize = 8 << 20;
-
-/// The multi-buffer kernel that hashes messages of `alg` several at once on this CPU.
-fn lane_kernel(alg: Algorithm) -> Option<Kernel> {
-    (alg == Algorithm::Md5).then(Kernel::multi_buffer).flatten()
-}
 
 /// The most leaves a tree may have when its leaf digests are kept (for drawing it).
 pub const MAX_KEPT_LEAVES: usize = 1 << 16;
@@ -471,7 +466,7 @@ impl Reader {
             return None;
         };
         job.layout.message_prefix(*len)?;
-        lane_kernel(job.alg).filter(|_| self.multi_buffer)
+        Kernel::multi_buffer(job.alg).filter(|_| self.multi_buffer)
     }
 
     /// Reads one job alone: chunks to the hasher, or, for a job of at most one chunk (a

@@ -287,14 +287,24 @@ impl Layout {
     /// at once in SIMD lanes ([`crate::lanes`]) where the CPU has a multi-buffer kernel, unless
     /// `MTSUM_FORCE_PORTABLE` is set ([`Kernel::multi_buffer`]).
     pub fn job_hasher(self, alg: Algorithm) -> JobHasher {
-        let lanes = (alg == Algorithm::Md5).then(Kernel::multi_buffer).flatten();
+        // Only MD5 gains over one stream so far: the SHA algorithms' one-stream backends use
+        // SHA-NI or OpenSSL.
+        let lanes = (alg == Algorithm::Md5)
+            .then(|| Kernel::multi_buffer(alg))
+            .flatten();
         self.job_hasher_with_lanes(alg, lanes)
     }
 
     /// [`Layout::job_hasher`] with the multi-buffer kernel chosen by the caller: `None` hashes
-    /// one leaf after another. Lanes apply only to MD5 and the fixed-leaf layouts; the digest
-    /// is the same either way.
+    /// one leaf after another. Lanes apply only to the fixed-leaf layouts; the digest is the
+    /// same either way.
+    ///
+    /// # Panics
+    /// If `lanes` is a kernel of another algorithm than `alg`.
     pub fn job_hasher_with_lanes(self, alg: Algorithm, lanes: Option<Kernel>) -> JobHasher {
+        if let Some(kernel) = lanes {
+            assert_eq!(kernel.algorithm(), alg, "a kernel of another algorithm");
+        }
         let fixed = self.leaf_size().is_some();
         JobHasher {
             layout: self,
@@ -302,7 +312,7 @@ impl Layout {
             current: self.leaf_hasher(alg),
             filled: 0,
             stack: MerkleStack::default(),
-            lanes: lanes.filter(|_| fixed && alg == Algorithm::Md5),
+            lanes: lanes.filter(|_| fixed),
         }
     }
 
@@ -462,7 +472,7 @@ pub struct JobHasher {
     filled: u64,
     /// Finished leaves of a fixed-leaf layout.
     stack: MerkleStack,
-    /// The kernel that hashes whole leaves several at once (MD5, fixed-leaf layouts).
+    /// The kernel that hashes whole leaves several at once (fixed-leaf layouts).
     lanes: Option<Kernel>,
 }
 

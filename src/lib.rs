@@ -10,7 +10,8 @@
 //! - [`check`]: `-c`, verifying the files listed in sum files;
 //! - [`audit`]: `--audit`, records of each file's digest, size and mtime (extended attributes
 //!   or a manifest) and audits that tell corruption from modification;
-//! - [`lanes`]: multi-buffer MD5, many messages at once on one core (AVX2 lanes);
+//! - [`lanes`]: multi-buffer hashing (MD5, SHA-1, SHA-2), many messages at once on one core
+//!   (SIMD lanes);
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
 //! - [`report`]: what is printed besides checksum lines (timings, error lines).

@@ -818,7 +818,7 @@ proptest! {
             Just(Layout::Mtsum),
             Just(Layout::Rfc6962(leaf(1 << 20))),
         ],
-        alg in prop::sample::select(mtsum::lanes::LANE_ALGORITHMS.to_vec()),
+        alg in prop::sample::select(Algorithm::ALL.to_vec()),
         threads in 1usize..=3,
         chunk in prop_oneof![Just(1 << 20), Just(100_000usize), 1usize..=5_000],
         mode in prop::sample::select(vec![ReadMode::Pread, ReadMode::Mmap, ReadMode::Direct]),

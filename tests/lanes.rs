@@ -1,30 +1,33 @@
-//! Multi-buffer MD5 (`mtsum::lanes`) against the one-stream path, `Algorithm::Md5.hash`: every
-//! kernel this CPU runs (the portable one always, AVX2 where present), every lane, lengths
-//! ending at every position of a block, random mixes of lengths, chunkings and call orders.
+//! Multi-buffer hashing (`mtsum::lanes`) against the one-stream path, `Algorithm::hash`: md5,
+//! sha1, sha224, sha256, sha384 and sha512, every kernel this CPU runs (the portable ones
+//! always, SIMD ones where present), every lane; the published vectors, lengths ending at every
+//! position of a block, prefixes, random mixes of lengths, chunkings and call orders, and the
+//! roots of the fixed-leaf layouts with lanes on and off.
 
-use mtsum::lanes::{self, Event, Kernel, LANES, Lane, Md5Lanes};
+mod common;
+
+use common::{HashVector, hash_vectors};
+use mtsum::lanes::{self, Event, Kernel, Lane, Lanes};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 
-/// RFC 1321, appendix A.5.
-const RFC1321: [(&str, &str); 7] = [
-    ("", "d41d8cd98f00b204e9800998ecf8427e"),
-    ("a", "0cc175b9c0f1b6a831c399e269772661"),
-    ("abc", "900150983cd24fb0d6963f7d28e17f72"),
-    ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
-    (
-        "abcdefghijklmnopqrstuvwxyz",
-        "c3fcd3d76192e4007dfb496cca67e13b",
-    ),
-    (
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
-        "d174ab98d277d9f5a5611c2c9f419d9f",
-    ),
-    (
-        "12345678901234567890123456789012345678901234567890123456789012345678901234567890",
-        "57edf4a22be3c955ac49da2e2107b67a",
-    ),
+/// The algorithms that lane sets hash: the Merkle–Damgård ones.
+const ALGORITHMS: [Algorithm; 6] = [
+    Algorithm::Md5,
+    Algorithm::Sha1,
+    Algorithm::Sha224,
+    Algorithm::Sha256,
+    Algorithm::Sha384,
+    Algorithm::Sha512,
 ];
+
+/// Bytes per block of `alg`.
+fn block(alg: Algorithm) -> usize {
+    match alg {
+        Algorithm::Sha384 | Algorithm::Sha512 => 128,
+        _ => 64,
+    }
+}
 
 /// Bytes that differ from message to message and from position to position.
 fn bytes(seed: u64, len: usize) -> Vec<u8> {
@@ -39,16 +42,22 @@ fn bytes(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-fn kernels() -> Vec<Kernel> {
-    let kernels = Kernel::available();
+/// Every kernel of `alg` this CPU runs, portable first.
+fn kernels(alg: Algorithm) -> Vec<Kernel> {
+    let kernels = Kernel::available(alg);
     if kernels.len() == 1 {
-        eprintln!("note: this CPU has no AVX2; only the portable kernel is tested");
+        eprintln!("note: no SIMD kernel of {alg} on this CPU; only the portable one is tested");
     }
     kernels
 }
 
+/// Every kernel of every algorithm.
+fn all_kernels() -> Vec<Kernel> {
+    ALGORITHMS.into_iter().flat_map(kernels).collect()
+}
+
 /// Every digest `poll` hands back, by tag, checking that each pushed chunk comes back once.
-fn drain<B: AsRef<[u8]>>(set: &mut Md5Lanes<usize, B>, count: usize, pushed: usize) -> Vec<Digest> {
+fn drain<B: AsRef<[u8]>>(set: &mut Lanes<usize, B>, count: usize, pushed: usize) -> Vec<Digest> {
     let mut digests = vec![None; count];
     let mut consumed = 0;
     while let Some(event) = set.poll() {
@@ -71,78 +80,150 @@ fn drain<B: AsRef<[u8]>>(set: &mut Md5Lanes<usize, B>, count: usize, pushed: usi
 }
 
 #[test]
-fn every_lane_reproduces_the_rfc1321_suite_beside_other_messages() {
-    for kernel in kernels() {
-        // Rotating the suite over the lanes puts every vector in every lane, next to different
-        // vectors each time.
-        for rotation in 0..RFC1321.len() {
-            let mut set: Md5Lanes<usize, &[u8]> = Md5Lanes::with_kernel(kernel);
+fn kernels_exist_for_the_merkle_damgard_algorithms_with_their_lane_counts() {
+    for (alg, lanes) in [
+        (Algorithm::Md5, 16),
+        (Algorithm::Sha1, 4),
+        (Algorithm::Sha224, 2),
+        (Algorithm::Sha256, 2),
+        (Algorithm::Sha384, 4),
+        (Algorithm::Sha512, 4),
+    ] {
+        let portable = Kernel::portable(alg).expect("a portable kernel");
+        assert_eq!(portable.algorithm(), alg);
+        assert_eq!(portable.name(), format!("{alg}-portable"));
+        assert_eq!(portable.lanes(), lanes);
+        assert_eq!(Kernel::available(alg)[0], portable, "portable first");
+        for kernel in Kernel::available(alg) {
+            assert_eq!(kernel.algorithm(), alg, "{kernel}");
+            assert!(kernel.name().starts_with(alg.name()), "{kernel}");
+            assert_eq!(kernel.to_string(), kernel.name());
+            assert_eq!(Lanes::<usize>::with_kernel(kernel).kernel(), kernel);
+        }
+        if let Some(chosen) = Kernel::multi_buffer(alg) {
+            assert_ne!(
+                chosen, portable,
+                "the portable kernel is no faster than one stream"
+            );
+            assert!(Kernel::available(alg).contains(&chosen), "{chosen}");
+            // Scheduling is the same on every CPU.
+            assert_eq!(chosen.lanes(), lanes, "{chosen}");
+        }
+    }
+    for alg in [Algorithm::Blake3, Algorithm::Xxh3, Algorithm::Xxh128] {
+        assert_eq!(Kernel::portable(alg), None, "{alg}");
+        assert_eq!(Kernel::multi_buffer(alg), None, "{alg}");
+        assert!(Kernel::available(alg).is_empty(), "{alg}");
+    }
+}
+
+/// Hashes `vectors` with `kernel` so that over the rounds every vector is in every lane, next
+/// to different vectors each time: round `r` puts the `k`-th vector of each batch of
+/// `lanes` in lane `(k + r) % lanes`, and lanes without a vector get a message of their own.
+fn check_vectors_in_every_lane(kernel: Kernel, vectors: &[HashVector]) {
+    let lanes = kernel.lanes();
+    let filler = bytes(99, 3 * block(kernel.algorithm()) + 5);
+    for rotation in 0..lanes {
+        for batch in vectors.chunks(lanes) {
+            let mut set: Lanes<usize, &[u8]> = Lanes::with_kernel(kernel);
             let mut pushed = 0;
-            for lane in 0..LANES {
-                let (msg, _) = RFC1321[(lane + rotation) % RFC1321.len()];
+            for lane in 0..lanes {
+                let k = (lane + lanes - rotation) % lanes;
+                let msg = batch.get(k).map_or(&filler[..], |v| &v.msg[..]);
                 let handle = set.start(lane).unwrap();
                 assert_eq!(handle.index(), lane, "the first free lane is taken");
                 if !msg.is_empty() {
-                    set.push(handle, msg.as_bytes());
+                    set.push(handle, msg);
                     pushed += 1;
                 }
                 set.finish(handle);
             }
             assert!(!set.has_free_lane());
-            for (lane, digest) in drain(&mut set, LANES, pushed).into_iter().enumerate() {
-                let (msg, md) = RFC1321[(lane + rotation) % RFC1321.len()];
-                assert_eq!(digest.to_hex(), md, "{kernel} lane {lane}: {msg:?}");
+            assert_eq!(set.busy_lanes(), lanes);
+            let digests = drain(&mut set, lanes, pushed);
+            for (lane, digest) in digests.iter().enumerate() {
+                let k = (lane + lanes - rotation) % lanes;
+                match batch.get(k) {
+                    Some(v) => assert_eq!(*digest, v.md, "{kernel} lane {lane}: {}", v.name),
+                    None => assert_eq!(*digest, kernel.algorithm().hash(&filler)),
+                }
             }
+        }
+    }
+}
+
+#[test]
+fn every_lane_reproduces_the_rfc1321_suite_and_the_nist_cavp_vectors() {
+    for alg in ALGORITHMS {
+        // RFC 1321 for MD5; SHAxShortMsg and SHAxLongMsg for the others.
+        let vectors = hash_vectors(alg);
+        assert!(vectors.len() >= 7, "{alg}: vectors parsed");
+        for kernel in kernels(alg) {
+            check_vectors_in_every_lane(kernel, &vectors);
         }
     }
 }
 
 #[test]
 fn lengths_ending_at_every_position_of_a_block_match_one_stream() {
-    let lengths: Vec<usize> = (0..=200).chain([1000, 4095, 4096, 4097]).collect();
-    let messages: Vec<Vec<u8>> = lengths.iter().map(|&n| bytes(n as u64, n)).collect();
-    let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
-    for kernel in kernels() {
-        let digests = lanes::hash_many(kernel, b"", &slices);
-        for (m, d) in messages.iter().zip(&digests) {
-            assert_eq!(*d, Algorithm::Md5.hash(m), "{kernel} length {}", m.len());
+    for alg in ALGORITHMS {
+        let b = block(alg);
+        let lengths: Vec<usize> = (0..=2 * b).chain([1000, 4095, 4096, 4097]).collect();
+        let messages: Vec<Vec<u8>> = lengths.iter().map(|&n| bytes(n as u64, n)).collect();
+        let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+        for kernel in kernels(alg) {
+            let digests = lanes::hash_many(kernel, b"", &slices);
+            for (m, d) in messages.iter().zip(&digests) {
+                assert_eq!(*d, alg.hash(m), "{kernel} length {}", m.len());
+            }
+            // Reversed, long messages start first and short ones refill the lanes as they end.
+            let reversed: Vec<&[u8]> = slices.iter().rev().copied().collect();
+            let mut digests_rev = lanes::hash_many(kernel, b"", &reversed);
+            digests_rev.reverse();
+            assert_eq!(digests_rev, digests, "{kernel}");
         }
-        // Reversed, long messages start first and short ones refill the lanes as they end.
-        let reversed: Vec<&[u8]> = slices.iter().rev().copied().collect();
-        let mut digests_rev = lanes::hash_many(kernel, b"", &reversed);
-        digests_rev.reverse();
-        assert_eq!(digests_rev, digests, "{kernel}");
     }
 }
 
 #[test]
 fn a_prefix_is_hashed_before_the_message() {
-    let messages: Vec<Vec<u8>> = (0..=130).map(|n| bytes(n as u64 + 7, n)).collect();
-    let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
-    for kernel in kernels() {
-        for prefix in [&[0u8][..], &[1, 2, 3], &[9; 63]] {
-            let digests = lanes::hash_many(kernel, prefix, &slices);
-            for (m, d) in messages.iter().zip(digests) {
-                assert_eq!(
-                    d,
-                    Algorithm::Md5.hash_parts(&[prefix, m]),
-                    "{kernel} prefix {} length {}",
-                    prefix.len(),
-                    m.len()
-                );
+    for alg in ALGORITHMS {
+        let b = block(alg);
+        let messages: Vec<Vec<u8>> = (0..=b + 2).map(|n| bytes(n as u64 + 7, n)).collect();
+        let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+        let longest = vec![9; b - 1];
+        for kernel in kernels(alg) {
+            for prefix in [&[0u8][..], &[1, 2, 3], &longest] {
+                let digests = lanes::hash_many(kernel, prefix, &slices);
+                for (m, d) in messages.iter().zip(digests) {
+                    assert_eq!(
+                        d,
+                        alg.hash_parts(&[prefix, m]),
+                        "{kernel} prefix {} length {}",
+                        prefix.len(),
+                        m.len()
+                    );
+                }
             }
         }
     }
 }
 
 #[test]
+#[should_panic(expected = "a prefix is shorter than a block")]
+fn a_prefix_of_a_whole_block_panics() {
+    let kernel = Kernel::portable(Algorithm::Sha512).unwrap();
+    lanes::hash_many(kernel, &[0; 128], &[b"abc"]);
+}
+
+#[test]
 fn one_message_alone_in_the_set_is_hashed() {
-    for kernel in kernels() {
-        for len in [0, 1, 63, 64, 65, 100_000] {
+    for kernel in all_kernels() {
+        for len in [0, 1, 63, 64, 65, 127, 128, 129, 100_000] {
             let m = bytes(3, len);
             assert_eq!(
                 lanes::hash_many(kernel, b"", &[&m]),
-                [Algorithm::Md5.hash(&m)],
+                [kernel.algorithm().hash(&m)],
                 "{kernel} {len}"
             );
         }
@@ -152,13 +233,14 @@ fn one_message_alone_in_the_set_is_hashed() {
 #[test]
 fn a_message_split_into_chunks_of_any_size_gives_the_same_digest() {
     let m = bytes(11, 300);
-    let expected = Algorithm::Md5.hash(&m);
-    for kernel in kernels() {
-        // Sixteen chunk sizes at a time, one per lane, pushed round-robin.
-        for first in (1..=m.len()).step_by(LANES) {
-            let sizes: Vec<usize> = (first..first + LANES).map(|s| s.min(m.len())).collect();
-            let mut set: Md5Lanes<usize, Vec<u8>> = Md5Lanes::with_kernel(kernel);
-            let handles: Vec<Lane> = (0..LANES).map(|i| set.start(i).unwrap()).collect();
+    for kernel in all_kernels() {
+        let expected = kernel.algorithm().hash(&m);
+        let lanes = kernel.lanes();
+        // One chunk size per lane, `lanes` sizes at a time, pushed round-robin.
+        for first in (1..=m.len()).step_by(lanes) {
+            let sizes: Vec<usize> = (first..first + lanes).map(|s| s.min(m.len())).collect();
+            let mut set: Lanes<usize, Vec<u8>> = Lanes::with_kernel(kernel);
+            let handles: Vec<Lane> = (0..lanes).map(|i| set.start(i).unwrap()).collect();
             let mut pushed = 0;
             for part in 0..m.len() {
                 for (lane, &size) in handles.iter().zip(&sizes) {
@@ -171,7 +253,7 @@ fn a_message_split_into_chunks_of_any_size_gives_the_same_digest() {
             for &lane in &handles {
                 set.finish(lane);
             }
-            for (lane, d) in drain(&mut set, LANES, pushed).into_iter().enumerate() {
+            for (lane, d) in drain(&mut set, lanes, pushed).into_iter().enumerate() {
                 assert_eq!(d, expected, "{kernel} chunks of {}", sizes[lane]);
             }
         }
@@ -180,14 +262,14 @@ fn a_message_split_into_chunks_of_any_size_gives_the_same_digest() {
 
 #[test]
 fn poll_waits_for_a_lane_short_of_a_block_and_flush_does_not() {
-    for kernel in kernels() {
+    for kernel in all_kernels() {
         let long = bytes(1, 4096);
-        let mut set: Md5Lanes<usize, &[u8]> = Md5Lanes::with_kernel(kernel);
+        let mut set: Lanes<usize, &[u8]> = Lanes::with_kernel(kernel);
         let a = set.start(0).unwrap();
         let b = set.start(1).unwrap();
         set.push(a, &long);
         set.push(b, &long[..10]);
-        // `b` has 10 bytes and may get more: hashing `a` alone would waste 15 lanes.
+        // `b` has 10 bytes and may get more: hashing `a` alone would waste the other lanes.
         assert_eq!(set.poll(), Some(Event::Consumed(&long[..10])));
         assert_eq!(set.poll(), None, "{kernel}");
         // `flush` hashes `a` regardless; `b` keeps its 10 bytes.
@@ -197,30 +279,34 @@ fn poll_waits_for_a_lane_short_of_a_block_and_flush_does_not() {
         set.finish(a);
         set.finish(b);
         let digests = drain(&mut set, 2, 1);
-        assert_eq!(digests, [Algorithm::Md5.hash(&long); 2], "{kernel}");
+        assert_eq!(digests, [kernel.algorithm().hash(&long); 2], "{kernel}");
     }
 }
 
 #[test]
 fn a_full_set_refuses_a_message_and_a_finished_lane_takes_the_next() {
-    let mut set: Md5Lanes<usize, &[u8]> = Md5Lanes::with_kernel(Kernel::portable());
-    let lanes: Vec<Lane> = (0..LANES).map(|i| set.start(i).unwrap()).collect();
-    assert_eq!(set.start(99), Err(99));
-    set.finish(lanes[5]);
-    assert_eq!(set.poll(), None, "the other fifteen lanes wait for bytes");
-    assert_eq!(
-        set.flush(),
-        Some(Event::Finished(5, Algorithm::Md5.hash(b"")))
-    );
-    let next = set.start(99).unwrap();
-    assert_eq!(next.index(), 5);
-    assert_ne!(next, lanes[5], "a new message is a new handle");
+    for alg in ALGORITHMS {
+        let kernel = Kernel::portable(alg).unwrap();
+        let mut set: Lanes<usize, &[u8]> = Lanes::with_kernel(kernel);
+        let lanes: Vec<Lane> = (0..kernel.lanes()).map(|i| set.start(i).unwrap()).collect();
+        let last = kernel.lanes() - 1;
+        assert_eq!(set.start(99), Err(99));
+        assert!(!set.has_free_lane());
+        set.finish(lanes[last]);
+        assert_eq!(set.poll(), None, "the other lanes wait for bytes");
+        assert_eq!(set.flush(), Some(Event::Finished(last, alg.hash(b""))));
+        assert!(set.has_free_lane());
+        let next = set.start(99).unwrap();
+        assert_eq!(next.index(), last);
+        assert_ne!(next, lanes[last], "a new message is a new handle");
+    }
 }
 
 #[test]
 #[should_panic(expected = "does not hold an unfinished message")]
 fn a_stale_lane_handle_panics() {
-    let mut set: Md5Lanes<usize, &[u8]> = Md5Lanes::with_kernel(Kernel::portable());
+    let mut set: Lanes<usize, &[u8]> =
+        Lanes::with_kernel(Kernel::portable(Algorithm::Md5).unwrap());
     let old = set.start(0).unwrap();
     set.finish(old);
     while set.poll().is_some() {}
@@ -231,13 +317,14 @@ fn a_stale_lane_handle_panics() {
 #[test]
 #[should_panic(expected = "does not hold an unfinished message")]
 fn pushing_after_finish_panics() {
-    let mut set: Md5Lanes<usize, &[u8]> = Md5Lanes::with_kernel(Kernel::portable());
+    let mut set: Lanes<usize, &[u8]> =
+        Lanes::with_kernel(Kernel::portable(Algorithm::Sha256).unwrap());
     let lane = set.start(0).unwrap();
     set.finish(lane);
     set.push(lane, b"late");
 }
 
-/// Lengths around the block and padding boundaries, and some long ones.
+/// Lengths around the block and padding boundaries of both block sizes, and some long ones.
 fn length() -> impl Strategy<Value = usize> {
     prop_oneof![
         prop::sample::select(vec![0usize, 1, 55, 56, 63, 64, 111, 112, 127, 128]),
@@ -256,7 +343,7 @@ fn hash_randomly(kernel: Kernel, messages: &[Vec<u8>], max_chunk: usize, seed: u
         rng ^= rng << 17;
         (rng % n as u64) as usize
     };
-    let mut set: Md5Lanes<usize, Vec<u8>> = Md5Lanes::with_kernel(kernel);
+    let mut set: Lanes<usize, Vec<u8>> = Lanes::with_kernel(kernel);
     let mut digests = vec![None; messages.len()];
     // (lane, message, bytes pushed)
     let mut open: Vec<(Lane, usize, usize)> = Vec::new();
@@ -341,8 +428,14 @@ fn mtsum_prints_the_same_md5_roots_with_the_portable_kernel_forced() {
 }
 
 /// The digest of one job of `layout` hashed in chunks of the given sizes, in turn.
-fn job_in_chunks(layout: Layout, lanes: Option<Kernel>, data: &[u8], chunks: &[usize]) -> Digest {
-    let mut h = layout.job_hasher_with_lanes(Algorithm::Md5, lanes);
+fn job_in_chunks(
+    layout: Layout,
+    alg: Algorithm,
+    lanes: Option<Kernel>,
+    data: &[u8],
+    chunks: &[usize],
+) -> Digest {
+    let mut h = layout.job_hasher_with_lanes(alg, lanes);
     let mut rest = data;
     for &size in chunks.iter().cycle() {
         if rest.is_empty() {
@@ -355,46 +448,52 @@ fn job_in_chunks(layout: Layout, lanes: Option<Kernel>, data: &[u8], chunks: &[u
     h.finalize()
 }
 
-/// `None` (one leaf after another) and every kernel.
-fn lane_choices() -> Vec<Option<Kernel>> {
+/// `None` (one leaf after another) and every kernel of `alg`.
+fn lane_choices(alg: Algorithm) -> Vec<Option<Kernel>> {
     std::iter::once(None)
-        .chain(Kernel::available().into_iter().map(Some))
+        .chain(Kernel::available(alg).into_iter().map(Some))
         .collect()
 }
 
 #[test]
-fn job_hasher_gives_the_same_roots_with_md5_lanes_on_and_off() {
+fn job_hasher_gives_the_same_roots_with_lanes_on_and_off() {
     let data = bytes(5, (1 << 20) + 123);
-    for layout in [
-        Layout::Merkle(LeafSize::new(4096).unwrap()),
-        Layout::Rfc6962(LeafSize::new(4096).unwrap()),
-        Layout::Rfc6962(LeafSize::new(100).unwrap()),
-        // Lanes leave the other layouts alone.
-        Layout::Plain,
-    ] {
-        let expected = reference::root(layout, Algorithm::Md5, &data);
-        for lanes in lane_choices() {
-            for chunk in [data.len(), 1 << 20, 65_536, 10_000] {
-                assert_eq!(
-                    job_in_chunks(layout, lanes, &data, &[chunk]),
-                    expected,
-                    "{layout} {lanes:?} chunks of {chunk}"
-                );
+    for alg in ALGORITHMS {
+        for layout in [
+            Layout::Merkle(LeafSize::new(4096).unwrap()),
+            Layout::Rfc6962(LeafSize::new(4096).unwrap()),
+            Layout::Rfc6962(LeafSize::new(100).unwrap()),
+            // Lanes leave the other layouts alone.
+            Layout::Plain,
+        ] {
+            let expected = reference::root(layout, alg, &data);
+            for lanes in lane_choices(alg) {
+                for chunk in [data.len(), 65_536, 10_000] {
+                    assert_eq!(
+                        job_in_chunks(layout, alg, lanes, &data, &[chunk]),
+                        expected,
+                        "{alg} {layout} {lanes:?} chunks of {chunk}"
+                    );
+                }
             }
         }
     }
 }
 
+#[test]
+#[should_panic(expected = "a kernel of another algorithm")]
+fn a_job_hasher_refuses_a_kernel_of_another_algorithm() {
+    let layout = Layout::Merkle(LeafSize::new(64).unwrap());
+    layout.job_hasher_with_lanes(Algorithm::Sha256, Kernel::portable(Algorithm::Sha224));
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 256,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common::config(256))]
 
     #[test]
-    fn fixed_leaf_roots_do_not_depend_on_md5_lanes(
-        leaf in prop::sample::select(vec![1u64, 7, 63, 64, 65, 100, 1000, 4096]),
+    fn fixed_leaf_roots_do_not_depend_on_lanes(
+        alg in prop::sample::select(ALGORITHMS.to_vec()),
+        leaf in prop::sample::select(vec![1u64, 7, 63, 64, 65, 100, 127, 128, 129, 1000, 4096]),
         rfc6962: bool,
         n in 0usize..50_000,
         chunks in prop::collection::vec(1usize..70_000, 1..5),
@@ -403,16 +502,17 @@ proptest! {
         let leaf = LeafSize::new(leaf).unwrap();
         let layout = if rfc6962 { Layout::Rfc6962(leaf) } else { Layout::Merkle(leaf) };
         let data = bytes(seed, n);
-        let expected = reference::root(layout, Algorithm::Md5, &data);
-        for lanes in lane_choices() {
-            prop_assert_eq!(job_in_chunks(layout, lanes, &data, &chunks), expected, "{:?}", lanes);
+        let expected = reference::root(layout, alg, &data);
+        for lanes in lane_choices(alg) {
+            prop_assert_eq!(job_in_chunks(layout, alg, lanes, &data, &chunks), expected, "{:?}", lanes);
         }
     }
 
     #[test]
     fn lane_sets_match_one_stream_for_random_lengths_and_chunkings(
+        alg in prop::sample::select(ALGORITHMS.to_vec()),
         lengths in prop::collection::vec(length(), 1..40),
-        max_chunk in prop::sample::select(vec![7usize, 64, 100, 1000, 1 << 16]),
+        max_chunk in prop::sample::select(vec![7usize, 64, 100, 128, 1000, 1 << 16]),
         seed in any::<u64>(),
     ) {
         let messages: Vec<Vec<u8>> = lengths
@@ -420,8 +520,8 @@ proptest! {
             .enumerate()
             .map(|(i, &n)| bytes(seed ^ i as u64, n))
             .collect();
-        let expected: Vec<Digest> = messages.iter().map(|m| Algorithm::Md5.hash(m)).collect();
-        for kernel in Kernel::available() {
+        let expected: Vec<Digest> = messages.iter().map(|m| alg.hash(m)).collect();
+        for kernel in Kernel::available(alg) {
             prop_assert_eq!(&hash_randomly(kernel, &messages, max_chunk, seed), &expected, "{}", kernel);
             let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
             prop_assert_eq!(&lanes::hash_many(kernel, b"", &slices), &expected, "{}", kernel);

@@ -15,6 +15,9 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
+use common::{HASH_VECTOR_FILES, all_hash_vectors, parse_hash_vectors, unhex};
 use mtsum::engine::{Engine, Request};
 use mtsum::source::Target;
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
@@ -23,142 +26,8 @@ use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 // Vectors
 // ---------------------------------------------------------------------------------------------
 
-/// The NIST CAVP byte-oriented response files and the RFC 1321 suite, with the number of
-/// vectors each holds (so that a parser that silently reads nothing cannot pass).
-const HASH_VECTOR_FILES: [(Algorithm, &str, &str, usize); 11] = [
-    (
-        Algorithm::Md5,
-        "rfc-1321.txt",
-        include_str!("vectors/nist-cavp/rfc-1321.txt"),
-        7,
-    ),
-    (
-        Algorithm::Sha1,
-        "SHA1ShortMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA1ShortMsg.rsp"),
-        65,
-    ),
-    (
-        Algorithm::Sha1,
-        "SHA1LongMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA1LongMsg.rsp"),
-        64,
-    ),
-    (
-        Algorithm::Sha224,
-        "SHA224ShortMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA224ShortMsg.rsp"),
-        65,
-    ),
-    (
-        Algorithm::Sha224,
-        "SHA224LongMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA224LongMsg.rsp"),
-        64,
-    ),
-    (
-        Algorithm::Sha256,
-        "SHA256ShortMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA256ShortMsg.rsp"),
-        65,
-    ),
-    (
-        Algorithm::Sha256,
-        "SHA256LongMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA256LongMsg.rsp"),
-        64,
-    ),
-    (
-        Algorithm::Sha384,
-        "SHA384ShortMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA384ShortMsg.rsp"),
-        129,
-    ),
-    (
-        Algorithm::Sha384,
-        "SHA384LongMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA384LongMsg.rsp"),
-        128,
-    ),
-    (
-        Algorithm::Sha512,
-        "SHA512ShortMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA512ShortMsg.rsp"),
-        129,
-    ),
-    (
-        Algorithm::Sha512,
-        "SHA512LongMsg.rsp",
-        include_str!("vectors/nist-cavp/SHA512LongMsg.rsp"),
-        128,
-    ),
-];
-
 const MTSUM_REFERENCE: &str = include_str!("vectors/mtsum-reference.tsv");
 const RFC6962_CT: &str = include_str!("vectors/rfc6962-ct.tsv");
-
-/// One message and its published digest.
-struct HashVector {
-    /// `file:Len=…`, for assertion messages.
-    name: String,
-    alg: Algorithm,
-    msg: Vec<u8>,
-    md: Digest,
-}
-
-/// Parses a CAVP response file (`Len = bits`, `Msg = hex`, `MD = hex`; `[L = …]` headers and
-/// `#` comments ignored). A `Len = 0` entry carries the placeholder `Msg = 00`.
-fn parse_hash_vectors(alg: Algorithm, file: &str, text: &str) -> Vec<HashVector> {
-    let mut out = Vec::new();
-    let (mut len, mut msg) = (None::<usize>, None::<Vec<u8>>);
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') || line.starts_with('[') {
-            continue;
-        }
-        let (key, value) = line
-            .split_once('=')
-            .unwrap_or_else(|| panic!("{file}: unexpected line {line:?}"));
-        let value = value.trim();
-        match key.trim() {
-            "Len" => len = Some(value.parse().expect("Len is a number")),
-            "Msg" => msg = Some(unhex(value)),
-            "MD" => {
-                let bits = len.take().expect("Len before MD");
-                let mut bytes = msg.take().expect("Msg before MD");
-                assert!(bits.is_multiple_of(8), "{file}: byte-oriented vectors only");
-                if bits == 0 {
-                    bytes.clear();
-                }
-                assert_eq!(bytes.len() * 8, bits, "{file}: Len = {bits}");
-                let md = Digest::from_hex(value).expect("MD is hex");
-                assert_eq!(
-                    md.as_bytes().len(),
-                    alg.digest_len(),
-                    "{file}: Len = {bits}"
-                );
-                out.push(HashVector {
-                    name: format!("{file}:Len={bits}"),
-                    alg,
-                    msg: bytes,
-                    md,
-                });
-            }
-            other => panic!("{file}: unexpected key {other:?}"),
-        }
-    }
-    out
-}
-
-/// Every vector of every file, after checking each file's count.
-fn all_hash_vectors() -> Vec<HashVector> {
-    let mut all = Vec::new();
-    for (alg, file, text, count) in HASH_VECTOR_FILES {
-        let vectors = parse_hash_vectors(alg, file, text);
-        assert_eq!(vectors.len(), count, "{file}: vectors parsed");
-        all.extend(vectors);
-    }
-    all
-}
 
 /// One row of `mtsum-reference.tsv`.
 #[derive(Clone, Debug)]
@@ -242,14 +111,6 @@ const MTSUM_ALGS: [Algorithm; 5] = [
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-fn unhex(s: &str) -> Vec<u8> {
-    assert!(s.len().is_multiple_of(2), "odd-length hex");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
 
 fn threads(n: usize) -> NonZeroUsize {
     NonZeroUsize::new(n).expect("at least one thread")

@@ -4,7 +4,7 @@
 //! the ALUs. Eight lanes in a register give 8× the work per instruction; interleaving two
 //! independent groups of eight (16 messages) gives the out-of-order core a second chain to
 //! fill the latency of the first, as Intel's isa-l_crypto `md5_mb_x8x2_avx2` does. The caller
-//! ([`super::Md5Lanes`]) supplies the same number of blocks for every lane; idle lanes point at
+//! (the job manager) supplies the same number of blocks for every lane; idle lanes point at
 //! another lane's data and their result is thrown away.
 //!
 //! Written with `std::arch` intrinsics: within a `#[target_feature(enable = "avx2")]` function
@@ -13,35 +13,28 @@
 
 use std::arch::x86_64::*;
 
-use super::{LANES, States};
+/// Lanes of the kernel: two groups of eight.
+const LANES: usize = 16;
 
 /// Lanes per 256-bit register.
 const WIDTH: usize = 8;
 
-/// Runs `blocks` 64-byte blocks of every lane's data through its MD5 state, in groups of
-/// eight lanes, two groups interleaved when `interleave` is set.
-///
-/// # Panics
-/// If a lane has less than `blocks * 64` bytes of data.
+/// Runs `blocks` 64-byte blocks of every lane's data through its MD5 state (A, B, C, D), in
+/// groups of eight lanes, two groups interleaved when `interleave` is set.
 ///
 /// # Safety
-/// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`).
+/// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`), and every lane of `data`
+/// must have at least `blocks * 64` bytes: the kernel reads them through raw pointers.
 pub(super) unsafe fn compress(
-    states: &mut States,
+    states: &mut [[u32; 4]; LANES],
     data: &[&[u8]; LANES],
     blocks: usize,
     interleave: bool,
 ) {
-    // The kernels below read `blocks * 64` bytes from every lane through raw pointers; this
-    // check is what makes those reads sound.
-    let len = blocks.checked_mul(64).expect("block count overflows");
-    assert!(
-        data.iter().all(|d| d.len() >= len),
-        "every lane needs {blocks} blocks"
-    );
+    debug_assert!(data.iter().all(|d| d.len() / 64 >= blocks));
     let ptrs: [*const u8; LANES] = std::array::from_fn(|i| data[i].as_ptr());
-    // SAFETY: the caller guarantees AVX2; every pointer has `blocks * 64` readable bytes
-    // (checked above) and `data` outlives the calls.
+    // SAFETY: the caller guarantees AVX2 and `blocks * 64` readable bytes behind every
+    // pointer; `data` outlives the calls.
     unsafe {
         if interleave {
             compress_groups::<2>(states, &ptrs, 0, blocks);
@@ -95,21 +88,17 @@ macro_rules! i {
 /// Every pointer in `ptrs[first..first + 8 * G]` must have `blocks * 64` readable bytes.
 #[target_feature(enable = "avx2")]
 unsafe fn compress_groups<const G: usize>(
-    states: &mut States,
+    states: &mut [[u32; 4]; LANES],
     ptrs: &[*const u8; LANES],
     first: usize,
     blocks: usize,
 ) {
     assert!(first + WIDTH * G <= LANES);
-    let load_state = |states: &States, word: usize, g: usize| {
-        let lanes = &states.0[word][first + WIDTH * g..first + WIDTH * (g + 1)];
-        // SAFETY: `lanes` holds exactly 8 `u32`s; unaligned load.
-        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
-    };
-    let mut a: [__m256i; G] = std::array::from_fn(|g| load_state(states, 0, g));
-    let mut b: [__m256i; G] = std::array::from_fn(|g| load_state(states, 1, g));
-    let mut c: [__m256i; G] = std::array::from_fn(|g| load_state(states, 2, g));
-    let mut d: [__m256i; G] = std::array::from_fn(|g| load_state(states, 3, g));
+    let start: [[__m256i; 4]; G] = std::array::from_fn(|g| load_states(states, first + WIDTH * g));
+    let mut a: [__m256i; G] = std::array::from_fn(|g| start[g][0]);
+    let mut b: [__m256i; G] = std::array::from_fn(|g| start[g][1]);
+    let mut c: [__m256i; G] = std::array::from_fn(|g| start[g][2]);
+    let mut d: [__m256i; G] = std::array::from_fn(|g| start[g][3]);
     let ones = _mm256_set1_epi32(-1);
 
     for block in 0..blocks {
@@ -221,12 +210,59 @@ unsafe fn compress_groups<const G: usize>(
         }
     }
 
-    for (word, v) in [a, b, c, d].iter().enumerate() {
-        for (g, v) in v.iter().enumerate() {
-            let lanes = &mut states.0[word][first + WIDTH * g..first + WIDTH * (g + 1)];
-            // SAFETY: `lanes` holds exactly 8 `u32`s; unaligned store.
-            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), *v) };
-        }
+    for g in 0..G {
+        store_states(states, first + WIDTH * g, [a[g], b[g], c[g], d[g]]);
+    }
+}
+
+/// The states of lanes `first .. first + 8` as four registers, one per word (the A words of
+/// the eight lanes, then B, C, D): a 4×8 transposition. Each state is loaded on its own (16
+/// bytes), as it was stored: a wider load over two recent narrower stores would stall.
+#[target_feature(enable = "avx2")]
+fn load_states(states: &[[u32; 4]; LANES], first: usize) -> [__m256i; 4] {
+    let lanes = &states[first..first + WIDTH];
+    // SAFETY: a state is 16 bytes; unaligned load.
+    let load = |lane: usize| unsafe { _mm_loadu_si128(lanes[lane].as_ptr().cast()) };
+    // Lanes (0, 4), (1, 5), (2, 6), (3, 7).
+    let v: [__m256i; 4] = std::array::from_fn(|k| {
+        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(load(k)), load(k + 4))
+    });
+    // u0 = a0 a1 b0 b1 | a4 a5 b4 b5, u1 = c0 c1 d0 d1 | c4 c5 d4 d5; u2, u3 for lanes 2, 3, 6, 7.
+    let u0 = _mm256_unpacklo_epi32(v[0], v[1]);
+    let u1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    let u2 = _mm256_unpacklo_epi32(v[2], v[3]);
+    let u3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    [
+        _mm256_unpacklo_epi64(u0, u2),
+        _mm256_unpackhi_epi64(u0, u2),
+        _mm256_unpacklo_epi64(u1, u3),
+        _mm256_unpackhi_epi64(u1, u3),
+    ]
+}
+
+/// Stores four registers of words (A, B, C, D of eight lanes) as the states of lanes
+/// `first .. first + 8`: the inverse of [`load_states`].
+#[target_feature(enable = "avx2")]
+fn store_states(states: &mut [[u32; 4]; LANES], first: usize, [a, b, c, d]: [__m256i; 4]) {
+    // u0 = a0 b0 a1 b1 | a4 b4 a5 b5, u1 = a2 b2 a3 b3 | a6 b6 a7 b7; u2, u3 for C and D.
+    let u0 = _mm256_unpacklo_epi32(a, b);
+    let u1 = _mm256_unpackhi_epi32(a, b);
+    let u2 = _mm256_unpacklo_epi32(c, d);
+    let u3 = _mm256_unpackhi_epi32(c, d);
+    // Lanes (0, 4), (1, 5), (2, 6), (3, 7).
+    let v = [
+        _mm256_unpacklo_epi64(u0, u2),
+        _mm256_unpackhi_epi64(u0, u2),
+        _mm256_unpacklo_epi64(u1, u3),
+        _mm256_unpackhi_epi64(u1, u3),
+    ];
+    let lanes = &mut states[first..first + WIDTH];
+    // SAFETY: a state is 16 bytes; unaligned store.
+    let mut store =
+        |lane: usize, x: __m128i| unsafe { _mm_storeu_si128(lanes[lane].as_mut_ptr().cast(), x) };
+    for (k, v) in v.into_iter().enumerate() {
+        store(k, _mm256_castsi256_si128(v));
+        store(k + 4, _mm256_extracti128_si256::<1>(v));
     }
 }
 

@@ -1,25 +1,29 @@
 //! Multi-buffer hashing: many independent messages hashed at once on one core.
 //!
-//! MD5 has no hardware instruction and one stream of it is bound by the latency of its 64
-//! dependent steps per block. The leaves of a Merkle tree are independent messages, so a core
-//! can instead run 16 of them side by side in SIMD registers ([`Kernel::avx2`]: two groups of
-//! eight 32-bit lanes), several times the throughput of one stream.
+//! One stream of a Merkle–Damgård hash is bound by the latency of its chain of dependent
+//! steps (MD5 has no hardware instruction at all). The leaves of a Merkle tree are
+//! independent messages, so a core can instead run several of them side by side in SIMD
+//! registers: for MD5 in AVX2, two groups of eight 32-bit lanes, several times the throughput
+//! of one stream.
 //!
-//! [`Md5Lanes`] is the job manager, after the one of Intel's isa-l_crypto: a message claims a
-//! lane ([`Md5Lanes::start`]), its bytes arrive as a stream of chunks ([`Md5Lanes::push`]) that
-//! the lane set holds, without copying, until they are hashed, and it ends with
-//! [`Md5Lanes::finish`]. [`Md5Lanes::poll`] runs the kernel over the blocks that every busy
-//! lane has and hands back, as [`Event`]s, the chunks it is done with and the digests of
-//! finished messages, whose lanes are then free for the next message. Each lane buffers its
-//! own partial block and pads its own message, so messages of any lengths mix; lanes without
-//! a message compute on another lane's data and their result is dropped.
+//! [`Lanes`] is the job manager, after the one of Intel's isa-l_crypto, for MD5, SHA-1 and
+//! SHA-2 alike: a message claims a lane ([`Lanes::start`]), its bytes arrive as a stream of
+//! chunks ([`Lanes::push`]) that the lane set holds, without copying, until they are hashed,
+//! and it ends with [`Lanes::finish`]. [`Lanes::poll`] runs the [`Kernel`] over the blocks that
+//! every busy lane has and hands back, as [`Event`]s, the chunks it is done with and the
+//! digests of finished messages, whose lanes are then free for the next message. Each lane
+//! buffers its own partial block and pads its own message, so messages of any lengths mix;
+//! lanes without a message compute on another lane's data and their result is dropped.
 //!
 //! ```
 //! use mtsum::Algorithm;
-//! use mtsum::lanes::{self, Event, Kernel, Md5Lanes};
+//! use mtsum::lanes::{self, Event, Kernel, Lanes};
 //!
 //! let messages: [&[u8]; 3] = [b"", b"abc", &[7; 1000]];
-//! let mut set = Md5Lanes::new();
+//! let kernel = Kernel::multi_buffer(Algorithm::Sha256)
+//!     .or(Kernel::portable(Algorithm::Sha256))
+//!     .unwrap();
+//! let mut set = Lanes::with_kernel(kernel);
 //! for (i, m) in messages.iter().enumerate() {
 //!     let lane = set.start(i).unwrap();
 //!     set.push(lane, *m); // a message may take any number of pushes
@@ -32,21 +36,17 @@
 //!     }
 //! }
 //! for (m, d) in messages.iter().zip(digests) {
-//!     assert_eq!(d, Some(Algorithm::Md5.hash(m)));
+//!     assert_eq!(d, Some(Algorithm::Sha256.hash(m)));
 //! }
 //! // The same, for messages held in memory:
-//! assert_eq!(lanes::hash_many(Kernel::detect(), b"", &messages)[1], Algorithm::Md5.hash(b"abc"));
+//! assert_eq!(lanes::hash_many(kernel, b"", &messages)[1], Algorithm::Sha256.hash(b"abc"));
 //! ```
 
-use std::collections::VecDeque;
-use std::fmt;
-use std::sync::OnceLock;
-
-use crate::algorithm::{Algorithm, Digest};
-
+mod family;
+mod kernel;
+mod manager;
 #[cfg(target_arch = "x86_64")]
 mod md5_avx2;
-mod md5_scalar;
 #[cfg(target_arch = "x86_64")]
 mod sha1_ni;
 #[cfg(target_arch = "x86_64")]
@@ -64,174 +64,21 @@ pub use sha256_ni::bench_compress_sha256;
 #[doc(hidden)]
 pub use sha512_avx2::bench_compress_sha512;
 
-/// How many messages a lane set hashes at once, whatever the kernel (so that scheduling, and
-/// what the tests exercise, is the same on every CPU).
-pub const LANES: usize = 16;
+pub use kernel::Kernel;
 
-/// The algorithms that have lane sets.
-pub const LANE_ALGORITHMS: [Algorithm; 1] = [Algorithm::Md5];
+use crate::algorithm::{Algorithm, Digest};
+use family::{Family, Md5, Sha1, Sha256, Sha512};
+use manager::Manager;
 
-/// The most messages any kernel hashes at once.
-pub const MAX_LANES: usize = LANES;
-
-/// The environment variable that makes [`Kernel::detect`] choose the portable kernel (any
-/// value but empty or `0`): for tests, and for comparing kernels.
+/// The environment variable that leaves every algorithm without a multi-buffer kernel
+/// ([`Kernel::multi_buffer`] returns `None`; any value but empty or `0`): for tests, and for
+/// comparing kernels.
 pub const FORCE_PORTABLE_VAR: &str = "MTSUM_FORCE_PORTABLE";
 
-/// An MD5 compression kernel for a lane set. A value exists only for kernels this CPU runs:
-/// the SIMD constructors check the CPU's features, which is what makes calling the kernels
-/// sound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Kernel(Imp);
+/// The most lanes of any kernel: the size of the per-step arrays of a lane set.
+pub const MAX_LANES: usize = 16;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Imp {
-    Portable,
-    /// Two groups of eight lanes interleaved step by step.
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    /// Two groups of eight lanes one after the other: only to measure what interleaving gains.
-    #[cfg(target_arch = "x86_64")]
-    Avx2Single,
-}
-
-impl Kernel {
-    /// The kernel for this CPU, chosen once per process: AVX2 where the CPU has it, unless
-    /// [`FORCE_PORTABLE_VAR`] is set; the portable kernel otherwise.
-    pub fn detect() -> Kernel {
-        static CHOSEN: OnceLock<Kernel> = OnceLock::new();
-        *CHOSEN.get_or_init(|| Kernel::choose(std::env::var_os(FORCE_PORTABLE_VAR)))
-    }
-
-    /// The choice of [`Kernel::detect`], given the value of [`FORCE_PORTABLE_VAR`].
-    fn choose(force_portable: Option<std::ffi::OsString>) -> Kernel {
-        let forced = force_portable.is_some_and(|v| !v.is_empty() && v != "0");
-        match Kernel::avx2() {
-            Some(k) if !forced => k,
-            _ => Kernel::portable(),
-        }
-    }
-
-    /// The kernel to hash many messages with in place of one stream at a time: that of
-    /// [`Kernel::detect`], unless it is the portable one (no faster than one stream).
-    pub fn multi_buffer() -> Option<Kernel> {
-        Some(Kernel::detect()).filter(|k| *k != Kernel::portable())
-    }
-
-    /// The portable kernel: RustCrypto's scalar MD5, one lane after another. Runs anywhere,
-    /// no faster than one stream.
-    pub fn portable() -> Kernel {
-        Kernel(Imp::Portable)
-    }
-
-    /// AVX2, two interleaved groups of eight lanes; `None` if the CPU lacks AVX2.
-    pub fn avx2() -> Option<Kernel> {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return Some(Kernel(Imp::Avx2));
-        }
-        None
-    }
-
-    /// AVX2 with the two groups of eight lanes hashed one after the other rather than
-    /// interleaved; `None` if the CPU lacks AVX2. Slower than [`Kernel::avx2`]: it exists to
-    /// measure what the interleaving gains.
-    pub fn avx2_uninterleaved() -> Option<Kernel> {
-        Kernel::avx2().map(|_| {
-            #[cfg(target_arch = "x86_64")]
-            return Kernel(Imp::Avx2Single);
-            #[cfg(not(target_arch = "x86_64"))]
-            unreachable!("no AVX2 outside x86-64")
-        })
-    }
-
-    /// Every kernel this CPU runs, portable first: for tests and benchmarks.
-    pub fn available() -> Vec<Kernel> {
-        [
-            Some(Kernel::portable()),
-            Kernel::avx2(),
-            Kernel::avx2_uninterleaved(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
-    }
-
-    /// How many messages the kernel hashes at once.
-    pub fn lanes(self) -> usize {
-        LANES
-    }
-
-    /// A short name: `portable`, `avx2-8x2`, `avx2-8x1`.
-    pub fn name(self) -> &'static str {
-        match self.0 {
-            Imp::Portable => "portable",
-            #[cfg(target_arch = "x86_64")]
-            Imp::Avx2 => "avx2-8x2",
-            #[cfg(target_arch = "x86_64")]
-            Imp::Avx2Single => "avx2-8x1",
-        }
-    }
-
-    /// Runs `blocks` blocks of every `Some` lane's data (at least `blocks * 64` bytes each)
-    /// through its state; `None` lanes keep their state.
-    fn compress(self, states: &mut States, data: &[Option<&[u8]>; LANES], blocks: usize) {
-        let interleave = match self.0 {
-            Imp::Portable => return md5_scalar::compress(states, data, blocks),
-            #[cfg(target_arch = "x86_64")]
-            Imp::Avx2 => true,
-            #[cfg(target_arch = "x86_64")]
-            Imp::Avx2Single => false,
-        };
-        #[cfg(target_arch = "x86_64")]
-        {
-            // Idle lanes compute on a busy lane's data (never out of bounds, never a branch in
-            // the kernel) and get their state back afterwards.
-            let Some(busy) = data.iter().flatten().next() else {
-                return;
-            };
-            let inputs = std::array::from_fn(|lane| data[lane].unwrap_or(busy));
-            let saved = *states;
-            // SAFETY: a `Kernel` holding `Imp::Avx2` or `Imp::Avx2Single` is only made by
-            // `Kernel::avx2`, after `is_x86_feature_detected!("avx2")`.
-            unsafe { md5_avx2::compress(states, &inputs, blocks, interleave) };
-            for lane in (0..LANES).filter(|&lane| data[lane].is_none()) {
-                states.set_lane(lane, saved.lane(lane));
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = interleave;
-    }
-}
-
-impl fmt::Display for Kernel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The MD5 states of all lanes, transposed: `.0[w][lane]` is word `w` (A, B, C, D) of a lane,
-/// so that eight lanes of a word load as one 256-bit register.
-#[derive(Clone, Copy)]
-#[repr(C, align(32))]
-struct States([[u32; LANES]; 4]);
-
-/// MD5's initial state (RFC 1321, 3.3).
-const MD5_INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
-
-impl States {
-    fn lane(&self, lane: usize) -> [u32; 4] {
-        std::array::from_fn(|w| self.0[w][lane])
-    }
-
-    fn set_lane(&mut self, lane: usize, state: [u32; 4]) {
-        for (w, v) in state.into_iter().enumerate() {
-            self.0[w][lane] = v;
-        }
-    }
-}
-
-/// A message's place in a lane set, from [`Md5Lanes::start`] until its digest is handed back.
+/// A message's place in a lane set, from [`Lanes::start`] until its digest is handed back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Lane {
     index: u8,
@@ -241,121 +88,77 @@ pub struct Lane {
 }
 
 impl Lane {
-    /// The lane's number, `0..LANES`.
+    /// The lane's number, below the kernel's [`Kernel::lanes`].
     pub fn index(self) -> usize {
         self.index as usize
     }
 }
 
-/// What [`Md5Lanes::poll`] hands back.
+/// What [`Lanes::poll`] hands back.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<T, B> {
-    /// A chunk given to [`Md5Lanes::push`] is hashed: its buffer may be reused.
+    /// A chunk given to [`Lanes::push`] is hashed: its buffer may be reused.
     Consumed(B),
     /// The message started with this tag is hashed; its lane is free again.
     Finished(T, Digest),
 }
 
-/// A lane set: up to [`LANES`] MD5 messages hashed at once, each fed as a stream of chunks of
-/// type `B` (`Vec<u8>`, `&[u8]`, anything that is `AsRef<[u8]>`) and known by a tag of type
-/// `T`. See the [module documentation](self) for an example.
-pub struct Md5Lanes<T, B = Vec<u8>> {
-    kernel: Kernel,
-    states: States,
-    slots: [Slot<T, B>; LANES],
-    events: VecDeque<Event<T, B>>,
+/// A lane set: up to [`Kernel::lanes`] messages hashed at once by one kernel, each fed as a
+/// stream of chunks of type `B` (`Vec<u8>`, `&[u8]`, anything that is `AsRef<[u8]>`) and
+/// known by a tag of type `T`. See the [module documentation](self) for an example.
+pub struct Lanes<T, B = Vec<u8>>(ByFamily<T, B>);
+
+/// The job manager of the compression function the kernel's algorithm runs on.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a lane set is long-lived and one of few: the bytes a smaller family leaves unused do not matter"
+)]
+enum ByFamily<T, B> {
+    Md5(Manager<Md5, T, B>),
+    Sha1(Manager<Sha1, T, B>),
+    Sha256(Manager<Sha256, T, B>),
+    Sha512(Manager<Sha512, T, B>),
 }
 
-/// One lane's message.
-struct Slot<T, B> {
-    generation: u32,
-    /// `Some` from `start` until the digest is handed back.
-    tag: Option<T>,
-    /// No more chunks will come (`finish`).
-    closed: bool,
-    /// The padding is in `buf`: the message ends when `buf`'s ready blocks are hashed.
-    padded: bool,
-    /// Bytes of the message so far, for the padding.
-    len: u64,
-    /// Chunks not yet hashed; `offset` bytes of the front one are.
-    queue: VecDeque<B>,
-    offset: usize,
-    /// A block gathered across chunk boundaries, or the last one or two blocks with padding.
-    buf: [u8; 128],
-    /// Bytes gathered in `buf` towards a block (`< 64`), while no block is ready.
-    part: usize,
-    /// `buf[ready.0..ready.1]`: whole blocks ready for the kernel.
-    ready: (usize, usize),
-}
-
-/// What a lane can give the kernel now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Input {
-    /// No message.
-    Idle,
-    /// A message waiting for more bytes before it has a whole block.
-    Starved,
-    /// This many blocks in the lane's `buf`.
-    Buffered(usize),
-    /// This many blocks of the front chunk, from `offset`.
-    Chunk(usize),
-}
-
-impl Input {
-    fn blocks(self) -> Option<usize> {
-        match self {
-            Input::Buffered(n) | Input::Chunk(n) => Some(n),
-            Input::Idle | Input::Starved => None,
+/// `$body` with `$m` bound to the job manager of `$set`, whatever its family.
+macro_rules! each_family {
+    ($set:expr, $m:ident => $body:expr) => {
+        match $set {
+            ByFamily::Md5($m) => $body,
+            ByFamily::Sha1($m) => $body,
+            ByFamily::Sha256($m) => $body,
+            ByFamily::Sha512($m) => $body,
         }
-    }
+    };
 }
 
-impl<T, B: AsRef<[u8]>> Default for Md5Lanes<T, B> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<T, B: AsRef<[u8]>> Md5Lanes<T, B> {
-    /// An empty lane set with the kernel of [`Kernel::detect`].
-    pub fn new() -> Self {
-        Self::with_kernel(Kernel::detect())
-    }
-
-    /// An empty lane set with the given kernel.
+impl<T, B: AsRef<[u8]>> Lanes<T, B> {
+    /// An empty lane set that hashes with `kernel`, for its algorithm.
     pub fn with_kernel(kernel: Kernel) -> Self {
-        Md5Lanes {
-            kernel,
-            states: States([[0; LANES]; 4]),
-            slots: std::array::from_fn(|_| Slot {
-                generation: 0,
-                tag: None,
-                closed: false,
-                padded: false,
-                len: 0,
-                queue: VecDeque::new(),
-                offset: 0,
-                buf: [0; 128],
-                part: 0,
-                ready: (0, 0),
-            }),
-            events: VecDeque::new(),
-        }
+        Lanes(match kernel.algorithm() {
+            Algorithm::Md5 => ByFamily::Md5(Manager::new(kernel)),
+            Algorithm::Sha1 => ByFamily::Sha1(Manager::new(kernel)),
+            Algorithm::Sha224 | Algorithm::Sha256 => ByFamily::Sha256(Manager::new(kernel)),
+            Algorithm::Sha384 | Algorithm::Sha512 => ByFamily::Sha512(Manager::new(kernel)),
+            alg @ (Algorithm::Blake3 | Algorithm::Xxh3 | Algorithm::Xxh128) => {
+                unreachable!("{alg} has no kernel")
+            }
+        })
     }
 
     /// The kernel this set runs.
     pub fn kernel(&self) -> Kernel {
-        self.kernel
+        each_family!(&self.0, m => m.kernel())
     }
 
     /// How many messages are started and not yet handed back.
     pub fn busy_lanes(&self) -> usize {
-        self.slots.iter().filter(|s| s.tag.is_some()).count()
+        each_family!(&self.0, m => m.busy_lanes())
     }
 
-    /// Whether [`start`](Md5Lanes::start) would find a lane.
+    /// Whether [`start`](Lanes::start) would find a lane.
     pub fn has_free_lane(&self) -> bool {
-        self.slots.iter().any(|s| s.tag.is_none())
+        each_family!(&self.0, m => m.has_free_lane())
     }
 
     /// Starts a message known by `tag` in a free lane; `Err(tag)` if every lane is busy.
@@ -367,38 +170,10 @@ impl<T, B: AsRef<[u8]>> Md5Lanes<T, B> {
     /// leaf; `Err(tag)` if every lane is busy.
     ///
     /// # Panics
-    /// If `prefix` is 64 bytes or longer.
+    /// If `prefix` is not shorter than a block of the algorithm (64 bytes, 128 for SHA-384 and
+    /// SHA-512).
     pub fn start_with_prefix(&mut self, tag: T, prefix: &[u8]) -> Result<Lane, T> {
-        assert!(prefix.len() < 64, "a prefix is shorter than a block");
-        let Some(index) = self.slots.iter().position(|s| s.tag.is_none()) else {
-            return Err(tag);
-        };
-        let slot = &mut self.slots[index];
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.tag = Some(tag);
-        slot.closed = false;
-        slot.padded = false;
-        slot.len = prefix.len() as u64;
-        slot.buf[..prefix.len()].copy_from_slice(prefix);
-        slot.part = prefix.len();
-        slot.ready = (0, 0);
-        debug_assert!(slot.queue.is_empty() && slot.offset == 0);
-        self.states.set_lane(index, MD5_INIT);
-        Ok(Lane {
-            index: index as u8,
-            generation: slot.generation,
-        })
-    }
-
-    /// The slot of a started, unfinished message.
-    fn open_slot(&mut self, lane: Lane) -> &mut Slot<T, B> {
-        let slot = &mut self.slots[lane.index()];
-        assert!(
-            slot.generation == lane.generation && slot.tag.is_some() && !slot.closed,
-            "lane {} does not hold an unfinished message",
-            lane.index
-        );
-        slot
+        each_family!(&mut self.0, m => m.start_with_prefix(tag, prefix))
     }
 
     /// Appends `chunk` to the message in `lane`. The set keeps the chunk until its bytes are
@@ -407,154 +182,53 @@ impl<T, B: AsRef<[u8]>> Md5Lanes<T, B> {
     /// # Panics
     /// If the message was finished, or the handle is stale.
     pub fn push(&mut self, lane: Lane, chunk: B) {
-        let slot = self.open_slot(lane);
-        slot.len = slot.len.wrapping_add(chunk.as_ref().len() as u64);
-        slot.queue.push_back(chunk);
+        each_family!(&mut self.0, m => m.push(lane, chunk))
     }
 
     /// Ends the message in `lane`: no more chunks. Its digest comes from
-    /// [`poll`](Md5Lanes::poll) once its bytes are hashed.
+    /// [`poll`](Lanes::poll) once its bytes are hashed.
     ///
     /// # Panics
     /// If the message was finished already, or the handle is stale.
     pub fn finish(&mut self, lane: Lane) {
-        self.open_slot(lane).closed = true;
+        each_family!(&mut self.0, m => m.finish(lane))
     }
 
     /// The next event, hashing as far as needed to produce one while every busy lane has input
     /// (a whole block, or the end of its message). `None` when nothing is left to hash, or when
-    /// a lane waits for bytes that only [`push`](Md5Lanes::push) can give: hashing on without it
-    /// would waste its share of the kernel. [`flush`](Md5Lanes::flush) goes on regardless.
+    /// a lane waits for bytes that only [`push`](Lanes::push) can give: hashing on without it
+    /// would waste its share of the kernel. [`flush`](Lanes::flush) goes on regardless.
     pub fn poll(&mut self) -> Option<Event<T, B>> {
-        self.next_event(false)
+        each_family!(&mut self.0, m => m.next_event(false))
     }
 
-    /// Like [`poll`](Md5Lanes::poll), but hashes whatever lanes have input even while others
+    /// Like [`poll`](Lanes::poll), but hashes whatever lanes have input even while others
     /// wait for bytes. `None` means every queued chunk was handed back (bytes short of a block
     /// are kept in the lane) and every finished message's digest too.
     pub fn flush(&mut self) -> Option<Event<T, B>> {
-        self.next_event(true)
-    }
-
-    fn next_event(&mut self, flush: bool) -> Option<Event<T, B>> {
-        loop {
-            if let Some(event) = self.events.pop_front() {
-                return Some(event);
-            }
-            if !self.step(flush) {
-                return None;
-            }
-        }
-    }
-
-    /// Gathers every lane's input and runs the kernel over the blocks that all busy lanes
-    /// have; `false` if there was nothing to do (or, unless `flush`, a lane starved).
-    fn step(&mut self, flush: bool) -> bool {
-        let mut inputs = [Input::Idle; LANES];
-        for (lane, input) in inputs.iter_mut().enumerate() {
-            *input = self.input(lane);
-        }
-        // Hand back freed buffers and lanes before hashing on: the caller may refill them.
-        if !self.events.is_empty() {
-            return true;
-        }
-        if !flush && inputs.contains(&Input::Starved) {
-            return false;
-        }
-        let Some(blocks) = inputs.iter().filter_map(|i| i.blocks()).min() else {
-            return false;
-        };
-        let data: [Option<&[u8]>; LANES] = std::array::from_fn(|lane| {
-            let slot = &self.slots[lane];
-            match inputs[lane] {
-                Input::Buffered(_) => Some(&slot.buf[slot.ready.0..slot.ready.1]),
-                Input::Chunk(_) => Some(&slot.queue[0].as_ref()[slot.offset..]),
-                Input::Idle | Input::Starved => None,
-            }
-        });
-        self.kernel.compress(&mut self.states, &data, blocks);
-        for (slot, input) in self.slots.iter_mut().zip(inputs) {
-            match input {
-                Input::Buffered(_) => slot.ready.0 += blocks * 64,
-                Input::Chunk(_) => {
-                    slot.offset += blocks * 64;
-                    if slot.offset == slot.queue[0].as_ref().len() {
-                        slot.offset = 0;
-                        let chunk = slot.queue.pop_front().expect("the front chunk");
-                        self.events.push_back(Event::Consumed(chunk));
-                    }
-                }
-                Input::Idle | Input::Starved => {}
-            }
-        }
-        true
-    }
-
-    /// What `lane` can hash next. Moves bytes short of a block into the lane's buffer
-    /// (handing back the chunks they empty), pads a finished message, and hands back the
-    /// digest of a message whose last block is hashed.
-    fn input(&mut self, lane: usize) -> Input {
-        let slot = &mut self.slots[lane];
-        if slot.tag.is_none() {
-            return Input::Idle;
-        }
-        if slot.ready.0 < slot.ready.1 {
-            return Input::Buffered((slot.ready.1 - slot.ready.0) / 64);
-        }
-        if slot.padded {
-            let tag = slot.tag.take().expect("a busy lane");
-            let state = self.states.lane(lane);
-            let mut digest = [0; 16];
-            for (bytes, word) in digest.chunks_exact_mut(4).zip(state) {
-                bytes.copy_from_slice(&word.to_le_bytes());
-            }
-            self.events
-                .push_back(Event::Finished(tag, Digest::from_slice(&digest)));
-            return Input::Idle;
-        }
-        while let Some(front) = slot.queue.front() {
-            let rest = &front.as_ref()[slot.offset..];
-            if slot.part == 0 && rest.len() >= 64 {
-                return Input::Chunk(rest.len() / 64);
-            }
-            // Fewer than 64 bytes left in the chunk, or a block begun in `buf`: gather.
-            let take = rest.len().min(64 - slot.part);
-            slot.buf[slot.part..slot.part + take].copy_from_slice(&rest[..take]);
-            slot.part += take;
-            slot.offset += take;
-            if slot.offset == front.as_ref().len() {
-                slot.offset = 0;
-                let chunk = slot.queue.pop_front().expect("the front chunk");
-                self.events.push_back(Event::Consumed(chunk));
-            }
-            if slot.part == 64 {
-                slot.part = 0;
-                slot.ready = (0, 64);
-                return Input::Buffered(1);
-            }
-        }
-        if !slot.closed {
-            return Input::Starved;
-        }
-        // RFC 1321, 3.1–3.2: 0x80, zeros to 56 mod 64, the length in bits little-endian.
-        let end = if slot.part < 56 { 64 } else { 128 };
-        slot.buf[slot.part] = 0x80;
-        slot.buf[slot.part + 1..end - 8].fill(0);
-        slot.buf[end - 8..end].copy_from_slice(&slot.len.wrapping_mul(8).to_le_bytes());
-        slot.part = 0;
-        slot.ready = (0, end);
-        slot.padded = true;
-        Input::Buffered(end / 64)
+        each_family!(&mut self.0, m => m.next_event(true))
     }
 }
 
-/// The MD5 digests of `prefix || message` for every message, in order, hashed [`LANES`] at a
-/// time with `kernel`: the shortest messages finish first and free their lanes for the next.
+/// The digests of `prefix || message` for every message, in order, by the algorithm of
+/// `kernel`, hashed [`Kernel::lanes`] at a time: the shortest messages finish first and free
+/// their lanes for the next.
 ///
 /// # Panics
-/// If `prefix` is 64 bytes or longer.
+/// If `prefix` is not shorter than a block of the algorithm.
 pub fn hash_many(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec<Digest> {
-    let mut set: Md5Lanes<usize, &[u8]> = Md5Lanes::with_kernel(kernel);
+    // The loop runs on the family's job manager itself: dispatching on the family at each of a
+    // short message's calls cost 64-byte messages 10 % more instructions.
+    let set: Lanes<usize, &[u8]> = Lanes::with_kernel(kernel);
+    each_family!(set.0, m => hash_all(m, prefix, messages))
+}
+
+/// [`hash_many`] on one family's job manager.
+fn hash_all<'a, F: Family>(
+    mut set: Manager<F, usize, &'a [u8]>,
+    prefix: &[u8],
+    messages: &[&'a [u8]],
+) -> Vec<Digest> {
     let mut digests = vec![None; messages.len()];
     let mut next = 0;
     loop {
@@ -566,7 +240,7 @@ pub fn hash_many(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec<Diges
             set.finish(lane);
             next += 1;
         }
-        match set.poll() {
+        match set.next_event(false) {
             Some(Event::Finished(i, digest)) => digests[i] = Some(digest),
             Some(Event::Consumed(_)) => {}
             None => break,
@@ -576,39 +250,4 @@ pub fn hash_many(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec<Diges
         .into_iter()
         .map(|d| d.expect("every message was hashed"))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn force_portable_variable_chooses_the_portable_kernel() {
-        assert_eq!(Kernel::choose(Some("1".into())), Kernel::portable());
-        assert_eq!(Kernel::choose(Some("yes".into())), Kernel::portable());
-        let native = Kernel::avx2().unwrap_or(Kernel::portable());
-        assert_eq!(Kernel::choose(None), native);
-        assert_eq!(Kernel::choose(Some("0".into())), native);
-        assert_eq!(Kernel::choose(Some("".into())), native);
-    }
-
-    #[test]
-    fn idle_lanes_keep_their_state() {
-        for kernel in Kernel::available() {
-            let mut states = States([[0; LANES]; 4]);
-            for lane in 0..LANES {
-                states.set_lane(lane, [lane as u32; 4]);
-            }
-            let block = [0x5a; 64];
-            let data = std::array::from_fn(|lane| (lane % 3 == 0).then_some(&block[..]));
-            kernel.compress(&mut states, &data, 1);
-            for lane in 0..LANES {
-                let mut expected = [lane as u32; 4];
-                if lane % 3 == 0 {
-                    md5::block_api::compress(&mut expected, &[block]);
-                }
-                assert_eq!(states.lane(lane), expected, "{kernel} lane {lane}");
-            }
-        }
-    }
 }

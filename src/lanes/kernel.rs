@@ -1,0 +1,440 @@
+//! Kernels: the code that runs a compression function over the blocks of every lane at once.
+//!
+//! Every algorithm of the Merkle–Damgård family has a portable kernel (RustCrypto's block
+//! function, one lane after another); some have SIMD kernels, which exist as [`Kernel`] values
+//! only on CPUs that run them. This module is the one place that knows the SIMD kernels: their
+//! table ([`SIMD`]: lanes, names, CPU features) and the match that calls them ([`run_simd`]).
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::sync::OnceLock;
+
+use super::MAX_LANES;
+use super::family::{Family, StatesMut};
+#[cfg(target_arch = "x86_64")]
+use super::{md5_avx2, sha1_ni, sha256_ni, sha512_avx2};
+use crate::algorithm::Algorithm;
+
+/// The algorithms that lane sets hash, with the lane count and the name of their portable
+/// kernel. The lane count is that of the algorithm's SIMD kernel, so that scheduling, and
+/// what the tests exercise, is the same on every CPU.
+const PORTABLE: [(Algorithm, usize, &str); 6] = [
+    (Algorithm::Md5, 16, "md5-portable"),
+    (Algorithm::Sha1, 4, "sha1-portable"),
+    (Algorithm::Sha224, 2, "sha224-portable"),
+    (Algorithm::Sha256, 2, "sha256-portable"),
+    (Algorithm::Sha384, 4, "sha384-portable"),
+    (Algorithm::Sha512, 4, "sha512-portable"),
+];
+
+/// A kernel for one algorithm. A value exists only for kernels this CPU runs: the constructors
+/// check the CPU's features, which is what makes calling the SIMD kernels sound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Kernel {
+    alg: Algorithm,
+    /// `None` for the portable kernel.
+    simd: Option<Simd>,
+}
+
+/// The SIMD kernels. Adding one takes a variant here, its row in [`SIMD`] (lanes, names, the
+/// CPU features it needs) and its arm in [`run_simd`], which for a kernel of four SHA-256 lanes
+/// reads:
+///
+/// ```text
+/// (Simd::Sha256Ni, StatesMut::Sha256(s)) => {
+///     // SAFETY: the caller's guarantees are the kernel's preconditions.
+///     unsafe { sha256_ni::compress::<4>(lanes_mut(s), lanes(data), blocks) }
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Simd {
+    /// MD5, two groups of eight 32-bit lanes interleaved step by step.
+    #[cfg(target_arch = "x86_64")]
+    Md5Avx2,
+    /// MD5, the same two groups one after the other: only to measure what interleaving gains.
+    #[cfg(target_arch = "x86_64")]
+    Md5Avx2Single,
+    /// SHA-224/256, two SHA-NI streams interleaved instruction by instruction. One stream is
+    /// bound by the latency of `sha256rnds2`; two fill it (1.97 × one stream, where three
+    /// gain 4 % more and four spill registers: the SHA instructions reach only 16 xmm).
+    #[cfg(target_arch = "x86_64")]
+    Sha256Ni2,
+    /// SHA-1, four SHA-NI streams interleaved (2.45 × one stream; `sha1rnds4` has a longer
+    /// latency than `sha256rnds2`, so more streams pay).
+    #[cfg(target_arch = "x86_64")]
+    Sha1Ni4,
+    /// SHA-384/512, four 64-bit lanes per AVX2 register (1.8 × one OpenSSL stream; a second
+    /// interleaved group gains nothing: one group already fills the vector ALUs).
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx2,
+}
+
+/// What the lane set knows of a SIMD kernel.
+struct Spec {
+    simd: Simd,
+    /// The algorithms it hashes, with the kernel's name for each.
+    names: &'static [(Algorithm, &'static str)],
+    /// Messages hashed at once: the `N` its `compress` takes.
+    lanes: usize,
+    /// Whether this CPU has every instruction set the kernel is compiled for: calling the
+    /// kernel is sound only where this returns `true`.
+    runs: fn() -> bool,
+    /// Whether [`Kernel::multi_buffer`] may choose it; the others exist to be measured.
+    chosen: bool,
+}
+
+/// Every SIMD kernel; for each algorithm, the one [`Kernel::multi_buffer`] prefers first.
+#[cfg(target_arch = "x86_64")]
+const SIMD: &[Spec] = &[
+    Spec {
+        simd: Simd::Md5Avx2,
+        names: &[(Algorithm::Md5, "md5-avx2-8x2")],
+        lanes: 16,
+        runs: || std::arch::is_x86_feature_detected!("avx2"),
+        chosen: true,
+    },
+    Spec {
+        simd: Simd::Md5Avx2Single,
+        names: &[(Algorithm::Md5, "md5-avx2-8x1")],
+        lanes: 16,
+        runs: || std::arch::is_x86_feature_detected!("avx2"),
+        chosen: false,
+    },
+    Spec {
+        simd: Simd::Sha256Ni2,
+        names: &[
+            (Algorithm::Sha224, "sha224-ni-x2"),
+            (Algorithm::Sha256, "sha256-ni-x2"),
+        ],
+        lanes: 2,
+        runs: sha256_ni::supported,
+        chosen: true,
+    },
+    Spec {
+        simd: Simd::Sha1Ni4,
+        names: &[(Algorithm::Sha1, "sha1-ni-x4")],
+        lanes: 4,
+        runs: sha1_ni::supported,
+        chosen: true,
+    },
+    Spec {
+        simd: Simd::Sha512Avx2,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx2-4"),
+            (Algorithm::Sha512, "sha512-avx2-4"),
+        ],
+        lanes: 4,
+        runs: || std::arch::is_x86_feature_detected!("avx2"),
+        chosen: true,
+    },
+];
+#[cfg(not(target_arch = "x86_64"))]
+const SIMD: &[Spec] = &[];
+
+/// Runs the SIMD kernel `simd` over `blocks` blocks of every lane: `states` and `data` hold
+/// exactly as many lanes as the kernel takes.
+///
+/// # Panics
+/// If the kernel takes another compression function or another number of lanes.
+///
+/// # Safety
+/// The CPU runs the kernel (its [`Spec::runs`] returned `true`), and every lane of `data` has at
+/// least `blocks` blocks.
+unsafe fn run_simd(simd: Simd, states: StatesMut<'_>, data: &[&[u8]], blocks: usize) {
+    match (simd, states) {
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Md5Avx2, StatesMut::Md5(s)) => {
+            // SAFETY: the caller's guarantees are the kernel's preconditions.
+            unsafe { md5_avx2::compress(lanes_mut(s), lanes(data), blocks, true) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Md5Avx2Single, StatesMut::Md5(s)) => {
+            // SAFETY: the caller's guarantees are the kernel's preconditions.
+            unsafe { md5_avx2::compress(lanes_mut(s), lanes(data), blocks, false) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Sha256Ni2, StatesMut::Sha256(s)) => {
+            // SAFETY: the caller's guarantees are the kernel's preconditions.
+            unsafe { sha256_ni::compress::<2>(lanes_mut(s), lanes(data), blocks) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Sha1Ni4, StatesMut::Sha1(s)) => {
+            // SAFETY: the caller's guarantees are the kernel's preconditions.
+            unsafe { sha1_ni::compress::<4>(lanes_mut(s), lanes(data), blocks) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Sha512Avx2, StatesMut::Sha512(s)) => {
+            // SAFETY: the caller's guarantees are the kernel's preconditions.
+            unsafe { sha512_avx2::compress::<4>(lanes_mut(s), lanes(data), blocks) }
+        }
+        #[allow(
+            unreachable_patterns,
+            reason = "no SIMD kernel at all outside x86-64: `Simd` has no value there"
+        )]
+        (simd, _) => unreachable!("the {simd:?} kernel runs another compression function"),
+    }
+}
+
+/// The lanes' data as the array a kernel of `N` lanes takes.
+///
+/// # Panics
+/// If the kernel's row in [`SIMD`] says another number of lanes than its `compress` takes.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn lanes<T, const N: usize>(lanes: &[T]) -> &[T; N] {
+    lanes
+        .try_into()
+        .expect("a kernel takes the lanes its row says")
+}
+
+/// The lanes' states as the array a kernel of `N` lanes takes.
+///
+/// # Panics
+/// As [`lanes`].
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn lanes_mut<T, const N: usize>(lanes: &mut [T]) -> &mut [T; N] {
+    lanes
+        .try_into()
+        .expect("a kernel takes the lanes its row says")
+}
+
+impl Spec {
+    fn of(simd: Simd) -> &'static Spec {
+        SIMD.iter()
+            .find(|s| s.simd == simd)
+            .expect("every SIMD kernel has a row in the table")
+    }
+
+    fn name(&self, alg: Algorithm) -> Option<&'static str> {
+        self.names.iter().find(|(a, _)| *a == alg).map(|(_, n)| *n)
+    }
+}
+
+/// Whether the value of [`FORCE_PORTABLE_VAR`](super::FORCE_PORTABLE_VAR) asks for the
+/// portable kernels: any value but empty or `0`.
+fn forced_portable(value: Option<&OsStr>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+impl Kernel {
+    /// The fastest multi-buffer kernel for `alg` on this CPU, chosen once per process; `None`
+    /// if `alg` has only its portable kernel here (no faster than one stream), or if
+    /// [`FORCE_PORTABLE_VAR`](super::FORCE_PORTABLE_VAR) is set.
+    pub fn multi_buffer(alg: Algorithm) -> Option<Kernel> {
+        static CHOSEN: OnceLock<[Option<Kernel>; Algorithm::ALL.len()]> = OnceLock::new();
+        let chosen = CHOSEN.get_or_init(|| {
+            let forced = forced_portable(std::env::var_os(super::FORCE_PORTABLE_VAR).as_deref());
+            Algorithm::ALL.map(|alg| Kernel::choose(alg, forced))
+        });
+        let index = Algorithm::ALL.iter().position(|&a| a == alg);
+        chosen[index.expect("every algorithm is in Algorithm::ALL")]
+    }
+
+    /// The choice of [`Kernel::multi_buffer`], given whether the portable kernels are forced.
+    fn choose(alg: Algorithm, forced_portable: bool) -> Option<Kernel> {
+        if forced_portable {
+            return None;
+        }
+        SIMD.iter()
+            .find(|s| s.chosen && s.name(alg).is_some() && (s.runs)())
+            .map(|s| Kernel {
+                alg,
+                simd: Some(s.simd),
+            })
+    }
+
+    /// The portable kernel of `alg`: RustCrypto's block function, one lane after another. Runs
+    /// anywhere, no faster than one stream. `None` for the algorithms that are not
+    /// Merkle–Damgård (BLAKE3, XXH3).
+    pub fn portable(alg: Algorithm) -> Option<Kernel> {
+        PORTABLE
+            .iter()
+            .any(|&(a, ..)| a == alg)
+            .then_some(Kernel { alg, simd: None })
+    }
+
+    /// Every kernel of `alg` this CPU runs, portable first: for tests and benchmarks.
+    pub fn available(alg: Algorithm) -> Vec<Kernel> {
+        let simd = SIMD
+            .iter()
+            .filter(|s| s.name(alg).is_some() && (s.runs)())
+            .map(|s| Kernel {
+                alg,
+                simd: Some(s.simd),
+            });
+        Kernel::portable(alg).into_iter().chain(simd).collect()
+    }
+
+    /// The algorithm this kernel hashes.
+    pub fn algorithm(self) -> Algorithm {
+        self.alg
+    }
+
+    /// How many messages this kernel hashes at once.
+    pub fn lanes(self) -> usize {
+        match self.simd {
+            Some(simd) => Spec::of(simd).lanes,
+            None => {
+                let row = PORTABLE.iter().find(|&&(a, ..)| a == self.alg);
+                row.expect("a portable kernel").1
+            }
+        }
+    }
+
+    /// A short name: the algorithm, then the kernel (`md5-avx2-8x2`, `sha256-portable`).
+    pub fn name(self) -> &'static str {
+        let name = match self.simd {
+            Some(simd) => Spec::of(simd).name(self.alg),
+            None => PORTABLE
+                .iter()
+                .find(|&&(a, ..)| a == self.alg)
+                .map(|&(.., name)| name),
+        };
+        name.expect("a kernel has a name for its algorithm")
+    }
+
+    /// Runs `blocks` blocks of every `Some` lane's data (at least `blocks` blocks each) through
+    /// its state; `None` lanes keep their state. Lanes from [`Kernel::lanes`] on are `None`.
+    pub(super) fn compress<F: Family>(
+        self,
+        states: &mut [F::State; MAX_LANES],
+        data: &[Option<&[u8]>; MAX_LANES],
+        blocks: usize,
+    ) {
+        let len = blocks.checked_mul(F::BLOCK).expect("block count overflows");
+        let Some(simd) = self.simd else {
+            for (state, data) in states.iter_mut().zip(data) {
+                if let Some(data) = data {
+                    F::compress_portable(state, &data[..len]);
+                }
+            }
+            return;
+        };
+        // A SIMD kernel hashes every lane: idle lanes compute on a busy lane's data (never out
+        // of bounds, never a branch in the kernel) and get their state back afterwards.
+        let Some(busy) = data.iter().flatten().next() else {
+            return;
+        };
+        let full: [&[u8]; MAX_LANES] = std::array::from_fn(|lane| data[lane].unwrap_or(busy));
+        let lanes = Spec::of(simd).lanes;
+        // The kernels read `len` bytes of every lane through raw pointers: this check is what
+        // makes those reads sound.
+        assert!(
+            full.iter().all(|d| d.len() >= len),
+            "every lane needs {blocks} blocks"
+        );
+        // Saved only when a lane is idle: a copy of every state right after `start` wrote one
+        // stalls on that store, which cost 64-byte messages a few per cent.
+        let saved = data[..lanes].contains(&None).then_some(*states);
+        // SAFETY: a `Kernel` with `Some(simd)` is made only by `choose` and `available`, after
+        // the kernel's `runs` returned `true`; every lane has `blocks` blocks (checked above).
+        unsafe { run_simd(simd, F::view(&mut states[..lanes]), &full[..lanes], blocks) };
+        if let Some(saved) = saved {
+            for ((state, saved), data) in states.iter_mut().zip(saved).zip(data) {
+                if data.is_none() {
+                    *state = saved;
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lanes::family;
+
+    #[test]
+    fn force_portable_variable_leaves_no_multi_buffer_kernel() {
+        for value in ["1", "yes"] {
+            assert!(forced_portable(Some(OsStr::new(value))));
+        }
+        for value in [None, Some(""), Some("0")] {
+            assert!(!forced_portable(value.map(OsStr::new)));
+        }
+        for alg in Algorithm::ALL {
+            assert_eq!(Kernel::choose(alg, true), None, "{alg}");
+        }
+    }
+
+    #[test]
+    fn the_chosen_kernel_is_the_first_chosen_simd_kernel_this_cpu_runs() {
+        for alg in Algorithm::ALL {
+            let expected = Kernel::available(alg)
+                .into_iter()
+                .find(|k| k.simd.is_some_and(|s| Spec::of(s).chosen));
+            assert_eq!(Kernel::choose(alg, false), expected, "{alg}");
+        }
+    }
+
+    #[test]
+    fn every_kernel_names_its_algorithm_and_fits_a_lane_set() {
+        for alg in Algorithm::ALL {
+            let kernels = Kernel::available(alg);
+            assert_eq!(kernels.first().copied(), Kernel::portable(alg));
+            for k in kernels {
+                assert_eq!(k.algorithm(), alg);
+                assert!(k.name().starts_with(&format!("{alg}-")), "{k}");
+                assert!((1..=MAX_LANES).contains(&k.lanes()), "{k}");
+            }
+        }
+        assert!(Kernel::available(Algorithm::Blake3).is_empty());
+        // The kernels `multi_buffer` chooses schedule as the portable ones do.
+        for spec in SIMD.iter().filter(|s| s.chosen) {
+            for &(alg, _) in spec.names {
+                assert_eq!(spec.lanes, Kernel::portable(alg).unwrap().lanes(), "{alg}");
+            }
+        }
+    }
+
+    /// Every lane of `kernel` that has data hashes it from its own state; the others keep
+    /// theirs.
+    fn idle_lanes_keep_their_state<F: Family>(kernel: Kernel, state: impl Fn(usize) -> F::State)
+    where
+        F::State: PartialEq + fmt::Debug,
+    {
+        let n = kernel.lanes();
+        let block = vec![0x5a; F::BLOCK];
+        let mut states: [F::State; MAX_LANES] = std::array::from_fn(&state);
+        let data = std::array::from_fn(|l| (l < n && l % 3 == 0).then_some(&block[..]));
+        kernel.compress::<F>(&mut states, &data, 1);
+        for (lane, got) in states.iter().enumerate() {
+            let mut expected = state(lane);
+            if lane < n && lane % 3 == 0 {
+                F::compress_portable(&mut expected, &block);
+            }
+            assert_eq!(*got, expected, "{kernel} lane {lane}");
+        }
+    }
+
+    #[test]
+    fn idle_lanes_keep_their_state_in_every_kernel() {
+        for alg in Algorithm::ALL {
+            for kernel in Kernel::available(alg) {
+                let w = |lane: usize| lane as u32 * 0x0101_0101;
+                match alg {
+                    Algorithm::Md5 => {
+                        idle_lanes_keep_their_state::<family::Md5>(kernel, |l| [w(l); 4])
+                    }
+                    Algorithm::Sha1 => {
+                        idle_lanes_keep_their_state::<family::Sha1>(kernel, |l| [w(l); 5])
+                    }
+                    Algorithm::Sha224 | Algorithm::Sha256 => {
+                        idle_lanes_keep_their_state::<family::Sha256>(kernel, |l| [w(l); 8])
+                    }
+                    Algorithm::Sha384 | Algorithm::Sha512 => {
+                        idle_lanes_keep_their_state::<family::Sha512>(kernel, |l| {
+                            [u64::from(w(l)); 8]
+                        })
+                    }
+                    _ => unreachable!("{alg} has no kernel"),
+                }
+            }
+        }
+    }
+}
