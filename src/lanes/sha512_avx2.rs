@@ -385,6 +385,7 @@ macro_rules! rounds {
         }
     };
 }
+pub(super) use rounds;
 
 /// Hashes `blocks` blocks of all `4 * G` messages, the `G` groups of four interleaved round
 /// by round.
