@@ -53,6 +53,8 @@ mod sha1_ni;
 mod sha256_ni;
 #[cfg(target_arch = "x86_64")]
 mod sha512_avx2;
+#[cfg(target_arch = "x86_64")]
+mod sha512_avx512;
 
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
@@ -63,6 +65,9 @@ pub use sha256_ni::bench_compress_sha256;
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
 pub use sha512_avx2::bench_compress_sha512;
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub use sha512_avx512::bench_compress_sha512_avx512;
 
 pub use kernel::Kernel;
 

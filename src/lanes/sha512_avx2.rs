@@ -8,10 +8,12 @@
 //! do, to give the out-of-order core a second chain to work on while the first waits; on AMD
 //! Zen 4 that gains nothing (under 1 %), as one group already keeps the vector ALUs busy.
 //!
-//! AVX2 has no 64-bit rotate (`vprorq` is AVX-512, whose intrinsics need a newer Rust than the
-//! crate's minimum), so each rotation is two shifts and an or: 22 of a round's 35
+//! AVX2 has no 64-bit rotate, so each rotation is two shifts and an or: 22 of a round's 35
 //! instructions are Σ0 and Σ1. The instruction count, not latency, is what bounds the kernel:
-//! see [`compress_groups`].
+//! see [`compress_groups`]. AVX-512VL has the rotate and a three-input logic instruction;
+//! `sha512_avx512` is this kernel with those, and takes from here everything but the round
+//! functions: the entry checks, the constants, the loads and transpositions, and the order of
+//! rounds and schedule ([`rounds!`]).
 //!
 //! Written with `std::arch` intrinsics: within a `#[target_feature(enable = "avx2")]` function
 //! the arithmetic intrinsics are safe to call, so the only `unsafe` left is reading memory
@@ -20,10 +22,10 @@
 use std::arch::x86_64::*;
 
 /// Lanes (messages) per 256-bit register.
-const WIDTH: usize = 4;
+pub(super) const WIDTH: usize = 4;
 
 /// Bytes per SHA-512 block.
-const BLOCK: usize = 128;
+pub(super) const BLOCK: usize = 128;
 
 /// Runs `blocks` 128-byte blocks of `data[i]` through `states[i]`, SHA-512's (or SHA-384's:
 /// the same compression) state in the order a..h, for `N` = 4 messages (one group) or 8 (two
@@ -39,17 +41,9 @@ pub(super) unsafe fn compress<const N: usize>(
     data: &[&[u8]; N],
     blocks: usize,
 ) {
-    const { assert!(N == WIDTH || N == 2 * WIDTH, "4 or 8 messages") };
-    // The kernel reads `blocks * 128` bytes of every message through raw pointers; this check
-    // is what makes those reads sound.
-    let len = blocks.checked_mul(BLOCK).expect("block count overflows");
-    assert!(
-        data.iter().all(|d| d.len() >= len),
-        "every message needs {blocks} blocks"
-    );
-    let ptrs: [*const u8; N] = std::array::from_fn(|i| data[i].as_ptr());
+    let ptrs = message_pointers(data, blocks);
     // SAFETY: the caller guarantees AVX2; every pointer has `blocks * 128` readable bytes
-    // (checked above) and `data` outlives the call.
+    // (checked by `message_pointers`) and `data` outlives the call.
     unsafe {
         if N == WIDTH {
             compress_groups::<1>(states, &ptrs, blocks);
@@ -57,6 +51,21 @@ pub(super) unsafe fn compress<const N: usize>(
             compress_groups::<2>(states, &ptrs, blocks);
         }
     }
+}
+
+/// The start of every message, once checked that each has `blocks` blocks: what makes the
+/// kernels' reads through the pointers sound.
+///
+/// # Panics
+/// If a message is shorter. `N` other than 4 or 8 does not compile.
+pub(super) fn message_pointers<const N: usize>(data: &[&[u8]; N], blocks: usize) -> [*const u8; N] {
+    const { assert!(N == WIDTH || N == 2 * WIDTH, "4 or 8 messages") };
+    let len = blocks.checked_mul(BLOCK).expect("block count overflows");
+    assert!(
+        data.iter().all(|d| d.len() >= len),
+        "every message needs {blocks} blocks"
+    );
+    std::array::from_fn(|i| data[i].as_ptr())
 }
 
 /// Benchmark access to [`compress`], which is private to the crate.
@@ -78,7 +87,7 @@ pub fn bench_compress_sha512<const N: usize>(
 }
 
 /// SHA-512's round constants (FIPS 180-4, 4.2.3).
-const K: [u64; 80] = [
+pub(super) const K: [u64; 80] = [
     0x428a2f98d728ae22,
     0x7137449123ef65cd,
     0xb5c0fbcfec4d3b2f,
@@ -243,6 +252,141 @@ fn transpose(r: [__m256i; WIDTH]) -> [__m256i; WIDTH] {
     ]
 }
 
+/// The states of `4 * G` messages (a..h each), transposed for the kernels: `s[w][g]` holds word
+/// `w` of the four messages of group `g`, one message per lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn load_states<const G: usize>(states: &[[u64; 8]]) -> [[__m256i; G]; 8] {
+    assert_eq!(states.len(), WIDTH * G);
+    let mut s = [[_mm256_setzero_si256(); G]; 8];
+    for g in 0..G {
+        for half in 0..2 {
+            let rows = std::array::from_fn(|lane| {
+                let words = &states[WIDTH * g + lane][4 * half..4 * half + 4];
+                // SAFETY: `words` holds exactly 4 `u64`s; unaligned load.
+                unsafe { _mm256_loadu_si256(words.as_ptr().cast()) }
+            });
+            for (w, v) in transpose(rows).into_iter().enumerate() {
+                s[4 * half + w][g] = v;
+            }
+        }
+    }
+    s
+}
+
+/// The inverse of [`load_states`]: `s` back into the states of the `4 * G` messages.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn store_states<const G: usize>(s: [[__m256i; G]; 8], states: &mut [[u64; 8]]) {
+    assert_eq!(states.len(), WIDTH * G);
+    for g in 0..G {
+        for half in 0..2 {
+            let rows = transpose(std::array::from_fn(|w| s[4 * half + w][g]));
+            for (lane, v) in rows.into_iter().enumerate() {
+                let words = &mut states[WIDTH * g + lane][4 * half..4 * half + 4];
+                // SAFETY: `words` holds exactly 4 `u64`s; unaligned store.
+                unsafe { _mm256_storeu_si256(words.as_mut_ptr().cast(), v) };
+            }
+        }
+    }
+}
+
+/// The 16 message words of the block at byte `offset` of four messages, transposed (word `t`
+/// of every message in `w[t]`) and in host order.
+///
+/// Four 32-byte loads per message and a 4×4 transpose per quarter block; the compiler merges
+/// the byte swap into the transpose's first shuffles. (A `vpgatherqq` per word instead
+/// measured 5 % slower on Zen 4.)
+///
+/// # Safety
+/// The four pointers in `lanes` must have `offset + 128` readable bytes.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn load_block(lanes: &[*const u8], offset: usize) -> [__m256i; 16] {
+    assert_eq!(lanes.len(), WIDTH);
+    // Reverses the bytes of every 64-bit word: SHA-512's words are big-endian.
+    let bswap = _mm256_set_epi64x(
+        0x0809_0a0b_0c0d_0e0f,
+        0x0001_0203_0405_0607,
+        0x0809_0a0b_0c0d_0e0f,
+        0x0001_0203_0405_0607,
+    );
+    let mut w = [_mm256_setzero_si256(); 16];
+    for quarter in 0..4 {
+        let rows = std::array::from_fn(|lane| {
+            // SAFETY: the caller guarantees `offset + 128` readable bytes, of which these
+            // are 32; unaligned load.
+            let v = unsafe { _mm256_loadu_si256(lanes[lane].add(offset + quarter * 32).cast()) };
+            _mm256_shuffle_epi8(v, bswap)
+        });
+        w[4 * quarter..4 * quarter + 4].copy_from_slice(&transpose(rows));
+    }
+    w
+}
+
+/// One block's 80 rounds over the transposed states `$s` (`[[__m256i; G]; 8]`, as from
+/// [`load_states`]), message words `$w` (`[[__m256i; 80]; G]`, the first 16 of every group
+/// loaded), ending with the addition of the states from before the block. `$round!(a, b, c,
+/// d, e, f, g, h, t)` is the kernel's round `t` in every group, updating `d` and `h`; the
+/// names rotate instead of the values moving. The schedule calls the `small_sigma0` and
+/// `small_sigma1` of the module the macro expands in.
+///
+/// Schedule word `t + 16` is computed along with round `t` rather than all before the
+/// rounds: the rounds are mostly adds and logic, the schedule mostly shifts (which fewer
+/// ports execute), and mixed they keep the ports busier. Measured on AMD Zen 4: 18 % (8
+/// messages) to 28 % (4) faster than the schedule first. Eight rounds per iteration bring the
+/// names back to where they started; loops rather than 80 unrolled rounds keep the code within
+/// the micro-op cache.
+macro_rules! rounds {
+    // Schedule word `t + 16` of every group.
+    (@schedule $w:ident, $t:expr) => {
+        for words in $w.iter_mut() {
+            let t = $t + 16;
+            words[t] = _mm256_add_epi64(
+                _mm256_add_epi64(small_sigma1(words[t - 2]), words[t - 7]),
+                _mm256_add_epi64(small_sigma0(words[t - 15]), words[t - 16]),
+            );
+        }
+    };
+    ($round:ident, $s:ident, $w:ident) => {
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = $s;
+        for t in (0..64).step_by(8) {
+            $round!(a, b, c, d, e, f, g, h, t);
+            rounds!(@schedule $w, t);
+            $round!(h, a, b, c, d, e, f, g, t + 1);
+            rounds!(@schedule $w, t + 1);
+            $round!(g, h, a, b, c, d, e, f, t + 2);
+            rounds!(@schedule $w, t + 2);
+            $round!(f, g, h, a, b, c, d, e, t + 3);
+            rounds!(@schedule $w, t + 3);
+            $round!(e, f, g, h, a, b, c, d, t + 4);
+            rounds!(@schedule $w, t + 4);
+            $round!(d, e, f, g, h, a, b, c, t + 5);
+            rounds!(@schedule $w, t + 5);
+            $round!(c, d, e, f, g, h, a, b, t + 6);
+            rounds!(@schedule $w, t + 6);
+            $round!(b, c, d, e, f, g, h, a, t + 7);
+            rounds!(@schedule $w, t + 7);
+        }
+        for t in (64..80).step_by(8) {
+            $round!(a, b, c, d, e, f, g, h, t);
+            $round!(h, a, b, c, d, e, f, g, t + 1);
+            $round!(g, h, a, b, c, d, e, f, t + 2);
+            $round!(f, g, h, a, b, c, d, e, t + 3);
+            $round!(e, f, g, h, a, b, c, d, t + 4);
+            $round!(d, e, f, g, h, a, b, c, t + 5);
+            $round!(c, d, e, f, g, h, a, b, t + 6);
+            $round!(b, c, d, e, f, g, h, a, t + 7);
+        }
+        for (s, new) in $s.iter_mut().zip([a, b, c, d, e, f, g, h]) {
+            for (s, new) in s.iter_mut().zip(new) {
+                *s = _mm256_add_epi64(*s, new);
+            }
+        }
+    };
+}
+pub(super) use rounds;
+
 /// Hashes `blocks` blocks of all `4 * G` messages, the `G` groups of four interleaved round
 /// by round.
 ///
@@ -261,61 +405,23 @@ unsafe fn compress_groups<const G: usize>(
     ptrs: &[*const u8],
     blocks: usize,
 ) {
-    assert!(states.len() == WIDTH * G && ptrs.len() == WIDTH * G);
-    // Reverses the bytes of every 64-bit word: SHA-512's words are big-endian.
-    let bswap = _mm256_set_epi64x(
-        0x0809_0a0b_0c0d_0e0f,
-        0x0001_0203_0405_0607,
-        0x0809_0a0b_0c0d_0e0f,
-        0x0001_0203_0405_0607,
-    );
-
-    // The states, transposed: `s[w][g]` holds word `w` (a..h) of the four messages of group
-    // `g`, one message per lane.
-    let mut s = [[_mm256_setzero_si256(); G]; 8];
-    for g in 0..G {
-        for half in 0..2 {
-            let rows = std::array::from_fn(|lane| {
-                let words = &states[WIDTH * g + lane][4 * half..4 * half + 4];
-                // SAFETY: `words` holds exactly 4 `u64`s; unaligned load.
-                unsafe { _mm256_loadu_si256(words.as_ptr().cast()) }
-            });
-            for (w, v) in transpose(rows).into_iter().enumerate() {
-                s[4 * half + w][g] = v;
-            }
-        }
-    }
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g_, mut h] = s;
-
+    assert!(ptrs.len() == WIDTH * G);
+    let mut s = load_states::<G>(states);
     // The message schedule of every group, 80 words of four lanes each: 2.5 KiB per group on
     // the (L1-resident) stack, as registers cannot hold it.
     let mut w = [[_mm256_setzero_si256(); 80]; G];
 
     for block in 0..blocks {
-        // Four 32-byte loads per lane and a 4×4 transpose per quarter block; the compiler
-        // merges the byte swap into the transpose's first shuffles. (A `vpgatherqq` per word
-        // instead measured 5 % slower on Zen 4.)
         for (g, w) in w.iter_mut().enumerate() {
-            let lanes = &ptrs[WIDTH * g..WIDTH * (g + 1)];
-            for quarter in 0..4 {
-                let rows = std::array::from_fn(|lane| {
-                    // SAFETY: `block < blocks` and the message has `blocks * 128` bytes, so
-                    // the 32 bytes at `block * 128 + quarter * 32` are readable; unaligned.
-                    let v = unsafe {
-                        _mm256_loadu_si256(lanes[lane].add(block * BLOCK + quarter * 32).cast())
-                    };
-                    _mm256_shuffle_epi8(v, bswap)
-                });
-                w[4 * quarter..4 * quarter + 4].copy_from_slice(&transpose(rows));
-            }
+            // SAFETY: `block < blocks` and every message has `blocks * 128` bytes.
+            let words = unsafe { load_block(&ptrs[WIDTH * g..WIDTH * (g + 1)], block * BLOCK) };
+            w[..16].copy_from_slice(&words);
         }
 
-        let saved = (a, b, c, d, e, f, g_, h);
         // b ^ c of the coming round, which is a ^ b of the one before: Maj(a, b, c) is
         // b ^ ((a ^ b) & (b ^ c)), three instructions with this carried over.
-        let mut bc: [__m256i; G] = std::array::from_fn(|g| _mm256_xor_si256(b[g], c[g]));
+        let mut bc: [__m256i; G] = std::array::from_fn(|g| _mm256_xor_si256(s[1][g], s[2][g]));
 
-        // One round in every group; the caller rotates the names instead of moving values.
         macro_rules! round {
             ($a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident, $t:expr) => {
                 let k = _mm256_set1_epi64x(K[$t] as i64);
@@ -337,80 +443,16 @@ unsafe fn compress_groups<const G: usize>(
                 }
             };
         }
-        // Schedule word `t + 16` in every group, computed along with round `t` rather than
-        // all before the rounds: the rounds are mostly adds and logic, the schedule mostly
-        // shifts (which fewer ports execute), and mixed they keep the ports busier. Measured
-        // on AMD Zen 4: 18 % (8 messages) to 28 % (4) faster than the schedule first.
-        macro_rules! schedule {
-            ($t:expr) => {
-                for n in 0..G {
-                    let t = $t + 16;
-                    w[n][t] = _mm256_add_epi64(
-                        _mm256_add_epi64(small_sigma1(w[n][t - 2]), w[n][t - 7]),
-                        _mm256_add_epi64(small_sigma0(w[n][t - 15]), w[n][t - 16]),
-                    );
-                }
-            };
-        }
-        // Eight rounds per iteration bring the names back to where they started; loops rather
-        // than 80 unrolled rounds keep the code within the micro-op cache.
-        for t in (0..64).step_by(8) {
-            round!(a, b, c, d, e, f, g_, h, t);
-            schedule!(t);
-            round!(h, a, b, c, d, e, f, g_, t + 1);
-            schedule!(t + 1);
-            round!(g_, h, a, b, c, d, e, f, t + 2);
-            schedule!(t + 2);
-            round!(f, g_, h, a, b, c, d, e, t + 3);
-            schedule!(t + 3);
-            round!(e, f, g_, h, a, b, c, d, t + 4);
-            schedule!(t + 4);
-            round!(d, e, f, g_, h, a, b, c, t + 5);
-            schedule!(t + 5);
-            round!(c, d, e, f, g_, h, a, b, t + 6);
-            schedule!(t + 6);
-            round!(b, c, d, e, f, g_, h, a, t + 7);
-            schedule!(t + 7);
-        }
-        for t in (64..80).step_by(8) {
-            round!(a, b, c, d, e, f, g_, h, t);
-            round!(h, a, b, c, d, e, f, g_, t + 1);
-            round!(g_, h, a, b, c, d, e, f, t + 2);
-            round!(f, g_, h, a, b, c, d, e, t + 3);
-            round!(e, f, g_, h, a, b, c, d, t + 4);
-            round!(d, e, f, g_, h, a, b, c, t + 5);
-            round!(c, d, e, f, g_, h, a, b, t + 6);
-            round!(b, c, d, e, f, g_, h, a, t + 7);
-        }
-
-        let (a0, b0, c0, d0, e0, f0, g0, h0) = saved;
-        for n in 0..G {
-            a[n] = _mm256_add_epi64(a[n], a0[n]);
-            b[n] = _mm256_add_epi64(b[n], b0[n]);
-            c[n] = _mm256_add_epi64(c[n], c0[n]);
-            d[n] = _mm256_add_epi64(d[n], d0[n]);
-            e[n] = _mm256_add_epi64(e[n], e0[n]);
-            f[n] = _mm256_add_epi64(f[n], f0[n]);
-            g_[n] = _mm256_add_epi64(g_[n], g0[n]);
-            h[n] = _mm256_add_epi64(h[n], h0[n]);
-        }
+        rounds!(round, s, w);
     }
-
-    let s = [a, b, c, d, e, f, g_, h];
-    for g in 0..G {
-        for half in 0..2 {
-            let rows = transpose(std::array::from_fn(|w| s[4 * half + w][g]));
-            for (lane, v) in rows.into_iter().enumerate() {
-                let words = &mut states[WIDTH * g + lane][4 * half..4 * half + 4];
-                // SAFETY: `words` holds exactly 4 `u64`s; unaligned store.
-                unsafe { _mm256_storeu_si256(words.as_mut_ptr().cast(), v) };
-            }
-        }
-    }
+    store_states(s, states);
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    //! The checks of a SHA-512 lanes kernel, given as a closure that calls it (the kernels of
+    //! other instruction sets run the same ones).
+
     use super::*;
 
     /// SHA-512's initial state (FIPS 180-4, 5.3.5).
@@ -459,7 +501,11 @@ mod tests {
         sha2::block_api::compress512(state, &blocks);
     }
 
-    fn random_messages<const N: usize>() {
+    /// `kernel` against the scalar compression on `N` random states and messages, for 0, 1,
+    /// 2 and 9 blocks.
+    pub(in super::super) fn random_messages<const N: usize>(
+        kernel: impl Fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
+    ) {
         let mut rng = Rng(N as u64);
         for blocks in [0, 1, 2, 9] {
             let mut states: [[u64; 8]; N] =
@@ -473,8 +519,7 @@ mod tests {
             for (state, m) in expected.iter_mut().zip(&owned) {
                 reference(state, m, blocks);
             }
-            // SAFETY: AVX2 checked by the caller.
-            unsafe { compress(&mut states, &data, blocks) };
+            kernel(&mut states, &data, blocks);
             assert_eq!(states, expected, "N = {N}, {blocks} blocks");
         }
     }
@@ -482,14 +527,16 @@ mod tests {
     #[test]
     fn four_random_messages_match_the_scalar_compression() {
         if has_avx2() {
-            random_messages::<4>();
+            // SAFETY: AVX2 checked just above.
+            random_messages::<4>(|s, d, b| unsafe { compress(s, d, b) });
         }
     }
 
     #[test]
     fn eight_random_messages_match_the_scalar_compression() {
         if has_avx2() {
-            random_messages::<8>();
+            // SAFETY: AVX2 checked just above.
+            random_messages::<8>(|s, d, b| unsafe { compress(s, d, b) });
         }
     }
 
@@ -517,12 +564,15 @@ mod tests {
     }
 
     /// A FIPS 180-4 example (the NIST "SHA-512" example document) in every lane.
-    fn known_answer<const N: usize>(message: &[u8], expected: &str) {
+    fn known_answer<const N: usize>(
+        kernel: &impl Fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
+        message: &[u8],
+        expected: &str,
+    ) {
         let block = padded(message);
         let blocks = block.len() / BLOCK;
         let mut states = [SHA512_INIT; N];
-        // SAFETY: AVX2 checked by the caller.
-        unsafe { compress(&mut states, &[&block[..]; N], blocks) };
+        kernel(&mut states, &[&block[..]; N], blocks);
         for state in &states {
             assert_eq!(digest(state), hex(expected), "N = {N}, {blocks} blocks");
         }
@@ -535,22 +585,35 @@ mod tests {
     const TWO_BLOCKS_DIGEST: &str = "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018\
          501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909";
 
-    #[test]
-    fn abc_in_every_lane() {
-        if has_avx2() {
-            assert_eq!(padded(b"abc").len(), BLOCK);
-            known_answer::<4>(b"abc", ABC);
-            known_answer::<8>(b"abc", ABC);
-        }
+    /// The FIPS examples "abc" (one block) and the 112-byte message (two blocks) in every lane.
+    pub(in super::super) fn known_answers<const N: usize>(
+        kernel: impl Fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
+    ) {
+        assert_eq!(padded(b"abc").len(), BLOCK);
+        known_answer(&kernel, b"abc", ABC);
+        assert_eq!(padded(TWO_BLOCKS).len(), 2 * BLOCK);
+        known_answer(&kernel, TWO_BLOCKS, TWO_BLOCKS_DIGEST);
     }
 
     #[test]
-    fn two_block_message_in_every_lane() {
+    fn fips_examples_in_every_lane() {
         if has_avx2() {
-            assert_eq!(padded(TWO_BLOCKS).len(), 2 * BLOCK);
-            known_answer::<4>(TWO_BLOCKS, TWO_BLOCKS_DIGEST);
-            known_answer::<8>(TWO_BLOCKS, TWO_BLOCKS_DIGEST);
+            // SAFETY: AVX2 checked just above.
+            known_answers::<4>(|s, d, b| unsafe { compress(s, d, b) });
+            // SAFETY: as above.
+            known_answers::<8>(|s, d, b| unsafe { compress(s, d, b) });
         }
+    }
+
+    /// `kernel` on four messages of two blocks, one a byte short: it must panic with "every
+    /// message needs 2 blocks" before reading anything.
+    pub(in super::super) fn short_data_panics(
+        kernel: impl Fn(&mut [[u64; 8]; 4], &[&[u8]; 4], usize),
+    ) {
+        let long = [0; 2 * BLOCK];
+        let short = [0; 2 * BLOCK - 1];
+        let mut states = [[0; 8]; 4];
+        kernel(&mut states, &[&long, &long, &short, &long], 2);
     }
 
     #[test]
@@ -559,10 +622,7 @@ mod tests {
         if !has_avx2() {
             panic!("every message needs 2 blocks (skipped: no AVX2)");
         }
-        let long = [0; 2 * BLOCK];
-        let short = [0; 2 * BLOCK - 1];
-        let mut states = [[0; 8]; 4];
-        // SAFETY: AVX2 checked above; the assertion rejects the short message before any read.
-        unsafe { compress(&mut states, &[&long, &long, &short, &long], 2) };
+        // SAFETY: AVX2 checked above; the check rejects the short message before any read.
+        short_data_panics(|s, d, b| unsafe { compress(s, d, b) });
     }
 }
