@@ -849,6 +849,31 @@ fn verbose_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
 }
 
 #[test]
+fn verbose_names_the_multi_buffer_kernel_and_none_when_forced_portable() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"hello\n");
+    let kernel = mtsum::lanes::Kernel::multi_buffer(mtsum::Algorithm::Sha1);
+    let expected = format!(
+        "Multi-buffer kernel: {}\n",
+        kernel.map_or("none", |k| k.name())
+    );
+    let r = run(dir.path(), ["--verbose", "-a", "sha1", "a"]);
+    assert!(
+        r.stderr.contains(&expected),
+        "no {expected:?} in:\n{}",
+        r.stderr
+    );
+    let forced = StdCommand::new(MTSUM)
+        .current_dir(dir.path())
+        .env(mtsum::lanes::FORCE_PORTABLE_VAR, "1")
+        .args(["--verbose", "-a", "sha1", "a"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&forced.stderr);
+    assert!(stderr.contains("Multi-buffer kernel: none\n"), "{stderr}");
+}
+
+#[test]
 fn benchmark_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     let dir = tempdir();
     write(dir.path(), "a", b"hello\n");

@@ -35,6 +35,13 @@ pub fn run(config: &Config, request: &Request, recursion: Recursion, output: Out
         eprintln!("Algorithm: {}", request.algorithm);
         eprintln!("Layout: {}", request.layout);
         eprintln!("Number of processors: {}", config.engine.threads());
+        // Which SIMD kernel hashes several leaves or files at once, if the algorithm has one
+        // on this CPU (one big file with `plain` is still hashed as one stream).
+        let kernel = mtsum::lanes::Kernel::multi_buffer(request.algorithm);
+        eprintln!(
+            "Multi-buffer kernel: {}",
+            kernel.map_or("none", |k| k.name())
+        );
     }
     let walked = walk(config.targets.iter().cloned(), recursion);
     // The bar needs totals for an ETA, so a run that shows one walks the tree first; a tree
