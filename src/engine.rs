@@ -478,20 +478,20 @@ impl Reader {
     /// small file, an empty leaf), hashed right here, where handing it over would cost more
     /// in wake-ups than the hashing itself.
     fn read_job(&mut self, job: Job) -> Option<()> {
-        if let JobSource::At(shared, len) = &job.source {
-            if *len <= self.chunk_size as u64 {
-                let range = job.start..job.start + len;
-                let result = self.hash_small(shared, range, job.layout.job_hasher(job.alg))?;
-                let (input, index) = (job.input, job.index);
-                return self
-                    .done
-                    .send(vec![Done {
-                        input,
-                        index,
-                        result,
-                    }])
-                    .ok();
-            }
+        if let JobSource::At(shared, len) = &job.source
+            && *len <= self.chunk_size as u64
+        {
+            let range = job.start..job.start + len;
+            let result = self.hash_small(shared, range, job.layout.job_hasher(job.alg))?;
+            let (input, index) = (job.input, job.index);
+            return self
+                .done
+                .send(vec![Done {
+                    input,
+                    index,
+                    result,
+                }])
+                .ok();
         }
         self.out.send(Msg::Begin(job.layout, job.alg)).ok()?;
         let result = match job.source {

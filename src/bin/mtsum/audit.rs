@@ -91,10 +91,10 @@ impl Printer<'_> {
         match event {
             Event::Verdict(v) => {
                 let name = report::name_bytes(&Target::Path(v.path.clone())).to_vec();
-                if let Some(e) = &v.error {
-                    if v.status == Status::Unreadable || self.config.verbose {
-                        self.stderr(&report::error_line(&name, e));
-                    }
+                if let Some(e) = &v.error
+                    && (v.status == Status::Unreadable || self.config.verbose)
+                {
+                    self.stderr(&report::error_line(&name, e));
                 }
                 if let Some(e) = &v.action_error {
                     let cause = format!("cannot {} the record: {e}", verb(v.action));
