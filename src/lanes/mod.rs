@@ -46,12 +46,17 @@ use crate::algorithm::{Algorithm, Digest};
 
 #[cfg(target_arch = "x86_64")]
 mod md5_avx2;
+#[cfg(target_arch = "x86_64")]
+mod md5_avx512;
 mod md5_scalar;
 #[cfg(target_arch = "x86_64")]
 mod sha1_ni;
 #[cfg(target_arch = "x86_64")]
 mod sha256_ni;
 
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub use md5_avx512::bench_compress_md5_avx512;
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
 pub use sha1_ni::bench_compress_sha1;
