@@ -13,13 +13,17 @@
 //! steps fills the latency of the other's).
 //!
 //! The message words arrive transposed: sixteen 64-byte rows, one per lane, loaded whole and
-//! turned into sixteen columns, one per message word, with 64 shuffles per block and group.
-//! That is faster than gathering each column from the sixteen lanes with `vpgatherdd`, which
-//! does a load per lane.
+//! turned into sixteen columns, one per message word, with 64 shuffles per block and group
+//! ([`transpose`]). That measured fastest of three ways: gathering each column from the
+//! sixteen lanes with `vpgatherdd` (a load per lane, with 32-bit offsets from one lane's
+//! address) ran at half the speed or less, and
+//! loading 128-bit quarters of rows into place (inserts or masked broadcasts) to leave only
+//! 32 shuffles was no faster with one group and slower with two.
 //!
 //! Written with `std::arch` intrinsics: within a `#[target_feature(enable = "avx512f")]`
 //! function the arithmetic intrinsics are safe to call, so the only `unsafe` left is reading
-//! and writing memory through pointers and entering the feature-gated code.
+//! and writing memory through pointers, entering the feature-gated code, and one empty `asm!`
+//! that keeps LLVM from reordering the adds of a step.
 
 use std::arch::x86_64::*;
 use std::array::from_fn;
@@ -108,43 +112,60 @@ unsafe fn compress_groups<const GROUPS: usize>(
     blocks: usize,
 ) {
     assert!(states.len() == WIDTH * GROUPS && ptrs.len() == WIDTH * GROUPS);
+    let ptrs: [[*const u8; WIDTH]; GROUPS] = from_fn(|g| from_fn(|j| ptrs[WIDTH * g + j]));
     // The states, transposed: element `j` of `abcd[word][g]` is word `word` of message
-    // `16 g + j`, which sits `4 (16 g + j) + word` words into `states`: one gather per
-    // register (and one scatter back at the end), once per call.
-    let index = |word: usize| _mm512_add_epi32(_mm512_set1_epi32(word as i32), state_offsets());
+    // `16 g + j`, `4 (16 g + j) + word` words into `states`. One gather per register, and one
+    // scatter back at the end, once per call.
     let base = states.as_mut_ptr().cast::<u32>();
-    let load_state = |word: usize, g: usize| {
-        // SAFETY: the offsets are `4 j + word` for `j < 16` and `word < 4`, within the 64 words
-        // of group `g`, which `states` holds (asserted above); the scale is 4, a `u32`.
-        unsafe { _mm512_i32gather_epi32::<4>(index(word), base.add(64 * g).cast()) }
-    };
-    let mut a: [__m512i; GROUPS] = from_fn(|g| load_state(0, g));
-    let mut b: [__m512i; GROUPS] = from_fn(|g| load_state(1, g));
-    let mut c: [__m512i; GROUPS] = from_fn(|g| load_state(2, g));
-    let mut d: [__m512i; GROUPS] = from_fn(|g| load_state(3, g));
+    let offsets = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60);
+    let mut abcd = [[_mm512_setzero_si512(); GROUPS]; 4];
+    for (word, v) in abcd.iter_mut().enumerate() {
+        for (g, v) in v.iter_mut().enumerate() {
+            // SAFETY: the words read are `64 g + word + 4 j` for `j < 16`, `word < 4` and
+            // `g < GROUPS`: within the `64 * GROUPS` words of `states` (asserted above).
+            *v = unsafe { _mm512_i32gather_epi32::<4>(offsets, base.add(64 * g + word).cast()) };
+        }
+    }
+    let [mut a, mut b, mut c, mut d] = abcd;
 
     for block in 0..blocks {
         // The 16 message words of every lane, transposed: `w[g][k]` holds word `k` of the
-        // sixteen lanes of group `g`.
-        let w: [[__m512i; 16]; GROUPS] = from_fn(|g| {
-            transpose(from_fn(|j| {
+        // sixteen lanes of group `g`. Loops rather than `from_fn`: LLVM compiled that closure
+        // out of line, and the call (with a `vzeroupper` and the state spilled around it)
+        // cost a sixth of the time.
+        let mut w = [[_mm512_setzero_si512(); 16]; GROUPS];
+        for (w, ptrs) in w.iter_mut().zip(&ptrs) {
+            let mut rows = [_mm512_setzero_si512(); 16];
+            for (row, p) in rows.iter_mut().zip(ptrs) {
                 // SAFETY: `block < blocks` and the message has `blocks * 64` readable bytes,
                 // so the 64 bytes at `block * 64` are in bounds; unaligned load.
-                unsafe { _mm512_loadu_si512(ptrs[WIDTH * g + j].add(block * 64).cast()) }
-            }))
-        });
+                *row = unsafe { _mm512_loadu_si512(p.add(block * 64).cast()) };
+            }
+            *w = transpose(rows);
+        }
         let (a0, b0, c0, d0) = (a, b, c, d);
 
-        // One MD5 step in every group: a = b + rotl(a + fun(b, c, d) + w[k] + K, s). The
-        // operands of `fun` enter in one instruction; the adds that do not wait for `b` come
-        // first.
+        // One MD5 step in every group: a = b + rotl(a + fun(b, c, d) + w[k] + K, s). Only
+        // `fun` waits for the previous step (for `b`), so it is added last: a step's critical
+        // path is then `vpternlogd`, one add, `vprold` and the add of `b`. LLVM would
+        // reassociate the adds and put the constant last, one add more on that path (a
+        // sixth slower with one group, measured); the empty `asm!` hides `t` from it.
         macro_rules! step {
             ($fun:ident, $a:ident, $b:ident, $c:ident, $d:ident, $k:literal, $K:literal, $s:literal) => {
                 for g in 0..GROUPS {
-                    let t = _mm512_add_epi32(
+                    let mut t = _mm512_add_epi32(
                         _mm512_add_epi32($a[g], w[g][$k]),
                         _mm512_set1_epi32(u32::cast_signed($K)),
                     );
+                    // SAFETY: an empty assembly statement: no instruction, no memory access,
+                    // `t` in and out of one register unchanged.
+                    unsafe {
+                        std::arch::asm!(
+                            "/* {t} */",
+                            t = inout(zmm_reg) t,
+                            options(pure, nomem, nostack, preserves_flags),
+                        );
+                    }
                     let fun = _mm512_ternarylogic_epi32::<$fun>($b[g], $c[g], $d[g]);
                     let t = _mm512_rol_epi32::<$s>(_mm512_add_epi32(t, fun));
                     $a[g] = _mm512_add_epi32($b[g], t);
@@ -231,18 +252,10 @@ unsafe fn compress_groups<const GROUPS: usize>(
 
     for (word, v) in [a, b, c, d].iter().enumerate() {
         for (g, v) in v.iter().enumerate() {
-            // SAFETY: as for the gathers above: the offsets stay within the 64 words of group
-            // `g`, which `states` holds and borrows mutably.
-            unsafe { _mm512_i32scatter_epi32::<4>(base.add(64 * g).cast(), index(word), *v) };
+            // SAFETY: the words of the gathers above, in `states`, which is borrowed mutably.
+            unsafe { _mm512_i32scatter_epi32::<4>(base.add(64 * g + word).cast(), offsets, *v) };
         }
     }
-}
-
-/// 0, 4, 8, .., 60: where the states of a group's sixteen messages start, in words.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn state_offsets() -> __m512i {
-    _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60)
 }
 
 /// Transposes a 16×16 matrix of 32-bit words: row `j` in, column `j` out. Four rounds of 16
