@@ -48,6 +48,8 @@ mod manager;
 #[cfg(target_arch = "x86_64")]
 mod md5_avx2;
 #[cfg(target_arch = "x86_64")]
+mod md5_avx512;
+#[cfg(target_arch = "x86_64")]
 mod sha1_ni;
 #[cfg(target_arch = "x86_64")]
 mod sha256_ni;
@@ -56,6 +58,9 @@ mod sha512_avx2;
 #[cfg(target_arch = "x86_64")]
 mod sha512_avx512;
 
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub use md5_avx512::bench_compress_md5_avx512;
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
 pub use sha1_ni::bench_compress_sha1;
@@ -81,7 +86,7 @@ use manager::Manager;
 pub const FORCE_PORTABLE_VAR: &str = "MTSUM_FORCE_PORTABLE";
 
 /// The most lanes of any kernel: the size of the per-step arrays of a lane set.
-pub const MAX_LANES: usize = 16;
+pub const MAX_LANES: usize = 32;
 
 /// A message's place in a lane set, from [`Lanes::start`] until its digest is handed back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,0 +1,94 @@
+//! The AVX-512 MD5 kernel on one core: 16 and 32 lanes against the AVX2 lane set (16 lanes)
+//! and one OpenSSL stream.
+//!
+//! `cargo bench --bench md5_avx512`. Every contender hashes 64 KiB per message, so the figures
+//! compare throughput per core directly; run `openssl speed -evp md5 -bytes 1048576` at the
+//! same time for a reference, since on a shared machine only figures measured together mean
+//! anything. The AVX-512 rows are the bare kernel; the AVX2 row goes through
+//! `lanes::hash_many`, which adds the padding block and the lane set's scheduling (about 0.1 %
+//! more blocks, and little time at this length). x86-64 only; on a CPU without AVX-512F it
+//! prints a note and measures nothing.
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::hint::black_box;
+
+    use criterion::{Criterion, Throughput};
+    use mtsum::Algorithm;
+    use mtsum::lanes::{self, Kernel, bench_compress_md5_avx512};
+
+    /// Bytes per message.
+    const LEN: usize = 64 << 10;
+    const BLOCKS: usize = LEN / 64;
+
+    /// Whether the CPU runs the kernel.
+    pub fn supported() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+
+    /// 32 different messages of `LEN` bytes.
+    fn messages() -> Vec<Vec<u8>> {
+        (0..32u32)
+            .map(|i| {
+                (0..LEN as u32)
+                    .map(|j| (j.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8)
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The kernel with `N` lanes: `N * LEN` bytes per iteration.
+    macro_rules! kernel {
+        ($group:expr, $n:literal, $messages:expr) => {
+            $group.throughput(Throughput::Bytes(($n * LEN) as u64));
+            $group.bench_function(concat!("avx512-x", $n), |b| {
+                let data: [&[u8]; $n] = std::array::from_fn(|i| $messages[i].as_slice());
+                let mut states = [[0u32; 4]; $n];
+                b.iter(|| bench_compress_md5_avx512(&mut states, black_box(&data), BLOCKS));
+                black_box(states);
+            });
+        };
+    }
+
+    pub fn md5(c: &mut Criterion) {
+        let messages = messages();
+        let mut group = c.benchmark_group("md5 64 KiB per lane");
+        kernel!(group, 16, messages);
+        kernel!(group, 32, messages);
+        let avx2 = Kernel::available(Algorithm::Md5)
+            .into_iter()
+            .find(|k| k.name() == "md5-avx2-8x2");
+        if let Some(kernel) = avx2 {
+            let slices: Vec<&[u8]> = messages[..16].iter().map(Vec::as_slice).collect();
+            group.throughput(Throughput::Bytes((16 * LEN) as u64));
+            group.bench_function("avx2-8x2-lane-set", |b| {
+                b.iter(|| lanes::hash_many(kernel, b"", black_box(&slices)))
+            });
+        }
+        #[cfg(feature = "openssl")]
+        {
+            group.throughput(Throughput::Bytes(LEN as u64));
+            group.bench_function("openssl-x1", |b| {
+                let digest = openssl::hash::MessageDigest::md5();
+                b.iter(|| openssl::hash::hash(digest, black_box(&messages[0])).unwrap());
+            });
+        }
+        group.finish();
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn main() {
+    if !x86::supported() {
+        eprintln!("skipped: this CPU lacks AVX-512F");
+        return;
+    }
+    let mut c = criterion::Criterion::default().configure_from_args();
+    x86::md5(&mut c);
+    c.final_summary();
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn main() {
+    eprintln!("skipped: the AVX-512 kernel is x86-64 only");
+}

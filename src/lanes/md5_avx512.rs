@@ -1,0 +1,558 @@
+//! MD5 in AVX-512: sixteen messages per 512-bit register, one 32-bit word of each per lane.
+//!
+//! The same multi-buffer scheme as the AVX2 kernel ([`super::md5_avx2`]), twice as wide, with
+//! two instructions AVX2 lacks that shorten every MD5 step: `vprold` rotates a word in one
+//! instruction (AVX2 needs two shifts and an or), and `vpternlogd` computes any function of
+//! three words, so each of the round functions F, G, H and I is one instruction (two or three
+//! in AVX2). A step is then six instructions: three adds into `a`, the round function, the
+//! rotate, and the add of `b`. On CPUs that split 512-bit operations into two 256-bit halves
+//! (AMD Zen 4) the width gains nothing by itself; the win is those saved instructions.
+//!
+//! `N` is 16 (one group of sixteen lanes) or 32 (two groups interleaved step by step, as the
+//! AVX2 kernel interleaves its two groups of eight, so that one group's chain of dependent
+//! steps fills the latency of the other's).
+//!
+//! The message words arrive transposed: sixteen 64-byte rows, one per lane, loaded whole and
+//! turned into sixteen columns, one per message word, with 64 shuffles per block and group
+//! ([`transpose`]). That measured fastest of three ways: gathering each column from the
+//! sixteen lanes with `vpgatherdd` (a load per lane, with 32-bit offsets from one lane's
+//! address) ran at half the speed or less, and
+//! loading 128-bit quarters of rows into place (inserts or masked broadcasts) to leave only
+//! 32 shuffles was no faster with one group and slower with two.
+//!
+//! Written with `std::arch` intrinsics: within a `#[target_feature(enable = "avx512f")]`
+//! function the arithmetic intrinsics are safe to call, so the only `unsafe` left is reading
+//! and writing memory through pointers, entering the feature-gated code, and one empty `asm!`
+//! that keeps LLVM from reordering the adds of a step.
+
+use std::arch::x86_64::*;
+use std::array::from_fn;
+
+/// Lanes per 512-bit register.
+const WIDTH: usize = 16;
+
+/// Whether this CPU runs [`compress`].
+pub(super) fn supported() -> bool {
+    is_x86_feature_detected!("avx512f")
+}
+
+/// Runs `blocks` 64-byte blocks of `data[i]` through `states[i]`, for each of the `N` messages
+/// at once. A state is the words A, B, C, D, as RustCrypto's `md5::block_api::compress` takes
+/// it. `N` is 16 or 32 (two groups of 16 interleaved); anything else does not compile.
+///
+/// # Panics
+/// If a message has less than `blocks * 64` bytes of data.
+///
+/// # Safety
+/// The CPU must support AVX-512F ([`supported`]).
+pub(super) unsafe fn compress<const N: usize>(
+    states: &mut [[u32; 4]; N],
+    data: &[&[u8]; N],
+    blocks: usize,
+) {
+    const { assert!(N == WIDTH || N == 2 * WIDTH, "N must be 16 or 32") };
+    // The kernel reads `blocks * 64` bytes of every message through raw pointers; this check
+    // is what makes those reads sound.
+    let len = blocks.checked_mul(64).expect("block count overflows");
+    assert!(
+        data.iter().all(|d| d.len() >= len),
+        "every message needs {blocks} blocks"
+    );
+    let ptrs: [*const u8; N] = from_fn(|i| data[i].as_ptr());
+    // SAFETY: the caller guarantees AVX-512F; every pointer has `blocks * 64` readable bytes
+    // (checked above) and `data` outlives the call. `N` is 16 or 32 (checked at compile time),
+    // so the slices have the lengths `compress_groups` asks for.
+    unsafe {
+        if N == WIDTH {
+            compress_groups::<1>(states, &ptrs, blocks);
+        } else {
+            compress_groups::<2>(states, &ptrs, blocks);
+        }
+    }
+}
+
+// The round functions of RFC 1321 (3.4), on words: what the truth tables below are made of,
+// and what the tests check the vector instructions against.
+const fn f(x: u32, y: u32, z: u32) -> u32 {
+    (x & y) | (!x & z)
+}
+const fn g(x: u32, y: u32, z: u32) -> u32 {
+    (x & z) | (y & !z)
+}
+const fn h(x: u32, y: u32, z: u32) -> u32 {
+    x ^ y ^ z
+}
+const fn i(x: u32, y: u32, z: u32) -> u32 {
+    y ^ (x | !z)
+}
+
+/// The `vpternlogd` immediate of a function of three words, given the function's value on
+/// 0xf0, 0xcc, 0xaa. The instruction looks bit `4x + 2y + z` of the immediate up for each bit
+/// position (`x` the bit of the first operand), and those three words have at bit position `n`
+/// (`n < 8`) the bits of `n`, so the low byte of the value is the truth table.
+const fn truth_table(value: u32) -> i32 {
+    (value & 0xff) as i32
+}
+
+// One instruction per round function: 0xca, 0xe4, 0x96, 0x39.
+const F: i32 = truth_table(f(0xf0, 0xcc, 0xaa));
+const G: i32 = truth_table(g(0xf0, 0xcc, 0xaa));
+const H: i32 = truth_table(h(0xf0, 0xcc, 0xaa));
+const I: i32 = truth_table(i(0xf0, 0xcc, 0xaa));
+
+/// Hashes `blocks` blocks of the `16 * GROUPS` messages, the `GROUPS` groups of sixteen interleaved step
+/// by step.
+///
+/// # Safety
+/// Every pointer must have `blocks * 64` readable bytes.
+#[target_feature(enable = "avx512f")]
+unsafe fn compress_groups<const GROUPS: usize>(
+    states: &mut [[u32; 4]],
+    ptrs: &[*const u8],
+    blocks: usize,
+) {
+    assert!(states.len() == WIDTH * GROUPS && ptrs.len() == WIDTH * GROUPS);
+    let ptrs: [[*const u8; WIDTH]; GROUPS] = from_fn(|g| from_fn(|j| ptrs[WIDTH * g + j]));
+    // The states, transposed: element `j` of `abcd[word][g]` is word `word` of message
+    // `16 g + j`, `4 (16 g + j) + word` words into `states`. One gather per register, and one
+    // scatter back at the end, once per call.
+    let base = states.as_mut_ptr().cast::<u32>();
+    let offsets = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60);
+    let mut abcd = [[_mm512_setzero_si512(); GROUPS]; 4];
+    for (word, v) in abcd.iter_mut().enumerate() {
+        for (g, v) in v.iter_mut().enumerate() {
+            // SAFETY: the words read are `64 g + word + 4 j` for `j < 16`, `word < 4` and
+            // `g < GROUPS`: within the `64 * GROUPS` words of `states` (asserted above).
+            *v = unsafe { _mm512_i32gather_epi32::<4>(offsets, base.add(64 * g + word).cast()) };
+        }
+    }
+    let [mut a, mut b, mut c, mut d] = abcd;
+
+    for block in 0..blocks {
+        // The 16 message words of every lane, transposed: `w[g][k]` holds word `k` of the
+        // sixteen lanes of group `g`. Loops rather than `from_fn`: LLVM compiled that closure
+        // out of line, and the call (with a `vzeroupper` and the state spilled around it)
+        // cost a sixth of the time.
+        let mut w = [[_mm512_setzero_si512(); 16]; GROUPS];
+        for (w, ptrs) in w.iter_mut().zip(&ptrs) {
+            let mut rows = [_mm512_setzero_si512(); 16];
+            for (row, p) in rows.iter_mut().zip(ptrs) {
+                // SAFETY: `block < blocks` and the message has `blocks * 64` readable bytes,
+                // so the 64 bytes at `block * 64` are in bounds; unaligned load.
+                *row = unsafe { _mm512_loadu_si512(p.add(block * 64).cast()) };
+            }
+            *w = transpose(rows);
+        }
+        let (a0, b0, c0, d0) = (a, b, c, d);
+
+        // One MD5 step in every group: a = b + rotl(a + fun(b, c, d) + w[k] + K, s). Only
+        // `fun` waits for the previous step (for `b`), so it is added last: a step's critical
+        // path is then `vpternlogd`, one add, `vprold` and the add of `b`. LLVM would
+        // reassociate the adds and put the constant last, one add more on that path (a
+        // sixth slower with one group, measured); the empty `asm!` hides `t` from it.
+        macro_rules! step {
+            ($fun:ident, $a:ident, $b:ident, $c:ident, $d:ident, $k:literal, $K:literal, $s:literal) => {
+                for g in 0..GROUPS {
+                    let mut t = _mm512_add_epi32(
+                        _mm512_add_epi32($a[g], w[g][$k]),
+                        _mm512_set1_epi32(u32::cast_signed($K)),
+                    );
+                    // SAFETY: an empty assembly statement: no instruction, no memory access,
+                    // `t` in and out of one register unchanged.
+                    unsafe {
+                        std::arch::asm!(
+                            "/* {t} */",
+                            t = inout(zmm_reg) t,
+                            options(pure, nomem, nostack, preserves_flags),
+                        );
+                    }
+                    let fun = _mm512_ternarylogic_epi32::<$fun>($b[g], $c[g], $d[g]);
+                    let t = _mm512_rol_epi32::<$s>(_mm512_add_epi32(t, fun));
+                    $a[g] = _mm512_add_epi32($b[g], t);
+                }
+            };
+        }
+
+        // Round 1.
+        step!(F, a, b, c, d, 0, 0xd76aa478, 7);
+        step!(F, d, a, b, c, 1, 0xe8c7b756, 12);
+        step!(F, c, d, a, b, 2, 0x242070db, 17);
+        step!(F, b, c, d, a, 3, 0xc1bdceee, 22);
+        step!(F, a, b, c, d, 4, 0xf57c0faf, 7);
+        step!(F, d, a, b, c, 5, 0x4787c62a, 12);
+        step!(F, c, d, a, b, 6, 0xa8304613, 17);
+        step!(F, b, c, d, a, 7, 0xfd469501, 22);
+        step!(F, a, b, c, d, 8, 0x698098d8, 7);
+        step!(F, d, a, b, c, 9, 0x8b44f7af, 12);
+        step!(F, c, d, a, b, 10, 0xffff5bb1, 17);
+        step!(F, b, c, d, a, 11, 0x895cd7be, 22);
+        step!(F, a, b, c, d, 12, 0x6b901122, 7);
+        step!(F, d, a, b, c, 13, 0xfd987193, 12);
+        step!(F, c, d, a, b, 14, 0xa679438e, 17);
+        step!(F, b, c, d, a, 15, 0x49b40821, 22);
+        // Round 2.
+        step!(G, a, b, c, d, 1, 0xf61e2562, 5);
+        step!(G, d, a, b, c, 6, 0xc040b340, 9);
+        step!(G, c, d, a, b, 11, 0x265e5a51, 14);
+        step!(G, b, c, d, a, 0, 0xe9b6c7aa, 20);
+        step!(G, a, b, c, d, 5, 0xd62f105d, 5);
+        step!(G, d, a, b, c, 10, 0x02441453, 9);
+        step!(G, c, d, a, b, 15, 0xd8a1e681, 14);
+        step!(G, b, c, d, a, 4, 0xe7d3fbc8, 20);
+        step!(G, a, b, c, d, 9, 0x21e1cde6, 5);
+        step!(G, d, a, b, c, 14, 0xc33707d6, 9);
+        step!(G, c, d, a, b, 3, 0xf4d50d87, 14);
+        step!(G, b, c, d, a, 8, 0x455a14ed, 20);
+        step!(G, a, b, c, d, 13, 0xa9e3e905, 5);
+        step!(G, d, a, b, c, 2, 0xfcefa3f8, 9);
+        step!(G, c, d, a, b, 7, 0x676f02d9, 14);
+        step!(G, b, c, d, a, 12, 0x8d2a4c8a, 20);
+        // Round 3.
+        step!(H, a, b, c, d, 5, 0xfffa3942, 4);
+        step!(H, d, a, b, c, 8, 0x8771f681, 11);
+        step!(H, c, d, a, b, 11, 0x6d9d6122, 16);
+        step!(H, b, c, d, a, 14, 0xfde5380c, 23);
+        step!(H, a, b, c, d, 1, 0xa4beea44, 4);
+        step!(H, d, a, b, c, 4, 0x4bdecfa9, 11);
+        step!(H, c, d, a, b, 7, 0xf6bb4b60, 16);
+        step!(H, b, c, d, a, 10, 0xbebfbc70, 23);
+        step!(H, a, b, c, d, 13, 0x289b7ec6, 4);
+        step!(H, d, a, b, c, 0, 0xeaa127fa, 11);
+        step!(H, c, d, a, b, 3, 0xd4ef3085, 16);
+        step!(H, b, c, d, a, 6, 0x04881d05, 23);
+        step!(H, a, b, c, d, 9, 0xd9d4d039, 4);
+        step!(H, d, a, b, c, 12, 0xe6db99e5, 11);
+        step!(H, c, d, a, b, 15, 0x1fa27cf8, 16);
+        step!(H, b, c, d, a, 2, 0xc4ac5665, 23);
+        // Round 4.
+        step!(I, a, b, c, d, 0, 0xf4292244, 6);
+        step!(I, d, a, b, c, 7, 0x432aff97, 10);
+        step!(I, c, d, a, b, 14, 0xab9423a7, 15);
+        step!(I, b, c, d, a, 5, 0xfc93a039, 21);
+        step!(I, a, b, c, d, 12, 0x655b59c3, 6);
+        step!(I, d, a, b, c, 3, 0x8f0ccc92, 10);
+        step!(I, c, d, a, b, 10, 0xffeff47d, 15);
+        step!(I, b, c, d, a, 1, 0x85845dd1, 21);
+        step!(I, a, b, c, d, 8, 0x6fa87e4f, 6);
+        step!(I, d, a, b, c, 15, 0xfe2ce6e0, 10);
+        step!(I, c, d, a, b, 6, 0xa3014314, 15);
+        step!(I, b, c, d, a, 13, 0x4e0811a1, 21);
+        step!(I, a, b, c, d, 4, 0xf7537e82, 6);
+        step!(I, d, a, b, c, 11, 0xbd3af235, 10);
+        step!(I, c, d, a, b, 2, 0x2ad7d2bb, 15);
+        step!(I, b, c, d, a, 9, 0xeb86d391, 21);
+
+        for g in 0..GROUPS {
+            a[g] = _mm512_add_epi32(a[g], a0[g]);
+            b[g] = _mm512_add_epi32(b[g], b0[g]);
+            c[g] = _mm512_add_epi32(c[g], c0[g]);
+            d[g] = _mm512_add_epi32(d[g], d0[g]);
+        }
+    }
+
+    for (word, v) in [a, b, c, d].iter().enumerate() {
+        for (g, v) in v.iter().enumerate() {
+            // SAFETY: the words of the gathers above, in `states`, which is borrowed mutably.
+            unsafe { _mm512_i32scatter_epi32::<4>(base.add(64 * g + word).cast(), offsets, *v) };
+        }
+    }
+}
+
+/// Transposes a 16×16 matrix of 32-bit words: row `j` in, column `j` out. Four rounds of 16
+/// shuffles: 32-bit and 64-bit interleaves within 128-bit blocks, which leave a 4×4 matrix of
+/// 128-bit blocks to transpose, then two rounds of 128-bit block shuffles that do it.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn transpose(r: [__m512i; 16]) -> [__m512i; 16] {
+    // Block `q` of t[2i] holds words 4q, 4q + 1 of rows 2i and 2i + 1, interleaved; of
+    // t[2i + 1], words 4q + 2, 4q + 3.
+    let t: [__m512i; 16] = from_fn(|j| {
+        let (x, y) = (r[j & !1], r[j | 1]);
+        if j % 2 == 0 {
+            _mm512_unpacklo_epi32(x, y)
+        } else {
+            _mm512_unpackhi_epi32(x, y)
+        }
+    });
+    // Block `q` of u[4i + m] holds word 4q + m of rows 4i .. 4i + 4.
+    let u: [__m512i; 16] = from_fn(|j| {
+        let (i, m) = (j / 4, j % 4);
+        let (x, y) = (t[4 * i + m / 2], t[4 * i + 2 + m / 2]);
+        if m % 2 == 0 {
+            _mm512_unpacklo_epi64(x, y)
+        } else {
+            _mm512_unpackhi_epi64(x, y)
+        }
+    });
+    // What is left, for each `m`: a 4×4 transpose of 128-bit blocks, block `q` of u[4i + m]
+    // to block `i` of column 4q + m. `_mm512_shuffle_i32x4::<0x88>(x, y)` takes blocks 0 and 2
+    // of `x`, then of `y`; `::<0xdd>`, blocks 1 and 3. Writing (i, q) for block `q` of
+    // u[4i + m]: v[m] = (0,0) (0,2) (1,0) (1,2), v[4 + m] = (0,1) (0,3) (1,1) (1,3), and
+    // v[8 + m], v[12 + m] the same for rows 8-15 (i = 2, 3).
+    let v: [__m512i; 16] = from_fn(|j| {
+        let (s, m) = (j / 4, j % 4);
+        let (x, y) = (u[8 * (s / 2) + m], u[8 * (s / 2) + 4 + m]);
+        if s % 2 == 0 {
+            _mm512_shuffle_i32x4::<0x88>(x, y)
+        } else {
+            _mm512_shuffle_i32x4::<0xdd>(x, y)
+        }
+    });
+    // Column 4q + m: (0,q) (1,q) (2,q) (3,q), from v[m] and v[8 + m] for even `q`, from
+    // v[4 + m] and v[12 + m] for odd `q`; the lower blocks of each for q < 2, the upper ones
+    // for q >= 2.
+    from_fn(|k| {
+        let (q, m) = (k / 4, k % 4);
+        let (x, y) = (v[4 * (q % 2) + m], v[8 + 4 * (q % 2) + m]);
+        if q < 2 {
+            _mm512_shuffle_i32x4::<0x88>(x, y)
+        } else {
+            _mm512_shuffle_i32x4::<0xdd>(x, y)
+        }
+    })
+}
+
+/// The kernel for benchmarks outside the crate, which cannot call [`compress`].
+///
+/// # Panics
+/// If the CPU lacks AVX-512F, or a message has less than `blocks * 64` bytes.
+#[doc(hidden)]
+pub fn bench_compress_md5_avx512<const N: usize>(
+    states: &mut [[u32; 4]; N],
+    data: &[&[u8]; N],
+    blocks: usize,
+) {
+    assert!(supported(), "the CPU lacks AVX-512F");
+    // SAFETY: the CPU feature is checked above.
+    unsafe { compress(states, data, blocks) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 1321 (3.3).
+    const INIT: [u32; 4] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476];
+
+    /// SplitMix64: seeded, so that a failure repeats.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn skip() -> bool {
+        let skip = !supported();
+        if skip {
+            eprintln!("skipped: this CPU lacks AVX-512F");
+        }
+        skip
+    }
+
+    /// RustCrypto's scalar compression function over `blocks` blocks of `data`.
+    fn reference(state: &mut [u32; 4], data: &[u8], blocks: usize) {
+        let blocks: Vec<[u8; 64]> = data[..blocks * 64]
+            .chunks_exact(64)
+            .map(|b| b.try_into().unwrap())
+            .collect();
+        md5::block_api::compress(state, &blocks);
+    }
+
+    #[test]
+    fn truth_tables() {
+        // The immediates worked out by hand from RFC 1321's definitions.
+        assert_eq!([F, G, H, I], [0xca, 0xe4, 0x96, 0x39]);
+    }
+
+    /// `vpternlogd` with each immediate against the scalar round function, on random words.
+    #[target_feature(enable = "avx512f")]
+    fn ternary_logic(rng: &mut Rng) {
+        let random = |rng: &mut Rng| -> [u32; 16] { from_fn(|_| rng.next() as u32) };
+        let load = |v: &[u32; 16]| {
+            // SAFETY: `v` is 64 readable bytes; unaligned load.
+            unsafe { _mm512_loadu_si512(v.as_ptr().cast()) }
+        };
+        let store = |v: __m512i| {
+            let mut out = [0u32; 16];
+            // SAFETY: `out` is 64 writable bytes; unaligned store.
+            unsafe { _mm512_storeu_si512(out.as_mut_ptr().cast(), v) };
+            out
+        };
+        for _ in 0..64 {
+            let (x, y, z) = (random(rng), random(rng), random(rng));
+            let (vx, vy, vz) = (load(&x), load(&y), load(&z));
+            let scalar =
+                |fun: fn(u32, u32, u32) -> u32| -> [u32; 16] { from_fn(|j| fun(x[j], y[j], z[j])) };
+            assert_eq!(store(_mm512_ternarylogic_epi32::<F>(vx, vy, vz)), scalar(f));
+            assert_eq!(store(_mm512_ternarylogic_epi32::<G>(vx, vy, vz)), scalar(g));
+            assert_eq!(store(_mm512_ternarylogic_epi32::<H>(vx, vy, vz)), scalar(h));
+            assert_eq!(store(_mm512_ternarylogic_epi32::<I>(vx, vy, vz)), scalar(i));
+        }
+    }
+
+    #[test]
+    fn ternary_logic_is_the_round_functions() {
+        if skip() {
+            return;
+        }
+        // SAFETY: the CPU feature is checked above.
+        unsafe { ternary_logic(&mut Rng(0x7465_726e)) };
+    }
+
+    #[test]
+    fn transpose_is_a_transpose() {
+        if skip() {
+            return;
+        }
+        #[target_feature(enable = "avx512f")]
+        fn check() {
+            let rows: [[u32; 16]; 16] = from_fn(|r| from_fn(|c| (r * 16 + c) as u32));
+            // SAFETY: each row is 64 readable bytes; unaligned load.
+            let vectors = from_fn(|r| unsafe { _mm512_loadu_si512(rows[r].as_ptr().cast()) });
+            for (c, column) in transpose(vectors).into_iter().enumerate() {
+                let mut out = [0u32; 16];
+                // SAFETY: `out` is 64 writable bytes; unaligned store.
+                unsafe { _mm512_storeu_si512(out.as_mut_ptr().cast(), column) };
+                assert_eq!(out, from_fn(|r| rows[r][c]), "column {c}");
+            }
+        }
+        // SAFETY: the CPU feature is checked above.
+        unsafe { check() };
+    }
+
+    /// Random states and data (different per message, at random alignments, with bytes past
+    /// the blocks that must not count) against the scalar function.
+    fn random_messages<const N: usize>(rng: &mut Rng) {
+        for blocks in [0, 1, 2, 9] {
+            for _ in 0..4 {
+                let mut states: [[u32; 4]; N] = from_fn(|_| from_fn(|_| rng.next() as u32));
+                let offsets: [usize; N] = from_fn(|_| rng.below(64));
+                let buffers: Vec<Vec<u8>> = offsets
+                    .iter()
+                    .map(|&offset| {
+                        let len = offset + blocks * 64 + rng.below(64);
+                        (0..len).map(|_| rng.next() as u8).collect()
+                    })
+                    .collect();
+                let data: [&[u8]; N] = from_fn(|i| &buffers[i][offsets[i]..]);
+                let mut expected = states;
+                for (state, data) in expected.iter_mut().zip(data) {
+                    reference(state, data, blocks);
+                }
+                // SAFETY: the caller checked the CPU feature.
+                unsafe { compress(&mut states, &data, blocks) };
+                assert_eq!(states, expected, "{N} messages, {blocks} blocks");
+            }
+        }
+    }
+
+    #[test]
+    fn matches_the_scalar_function() {
+        if skip() {
+            return;
+        }
+        let mut rng = Rng(0x4d44_3561_7678);
+        random_messages::<16>(&mut rng);
+        random_messages::<32>(&mut rng);
+    }
+
+    /// RFC 1321's test suite (A.5) and the digests it gives.
+    const SUITE: [(&str, &str); 7] = [
+        ("", "d41d8cd98f00b204e9800998ecf8427e"),
+        ("a", "0cc175b9c0f1b6a831c399e269772661"),
+        ("abc", "900150983cd24fb0d6963f7d28e17f72"),
+        ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+        (
+            "abcdefghijklmnopqrstuvwxyz",
+            "c3fcd3d76192e4007dfb496cca67e13b",
+        ),
+        (
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+            "d174ab98d277d9f5a5611c2c9f419d9f",
+        ),
+        (
+            "12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+            "57edf4a22be3c955ac49da2e2107b67a",
+        ),
+    ];
+
+    /// `message` padded (RFC 1321, 3.1-3.2): 0x80, zeros to 56 mod 64, the length in bits,
+    /// little-endian.
+    fn pad(message: &[u8]) -> Vec<u8> {
+        let mut padded = message.to_vec();
+        padded.push(0x80);
+        while padded.len() % 64 != 56 {
+            padded.push(0);
+        }
+        padded.extend_from_slice(&(message.len() as u64 * 8).to_le_bytes());
+        padded
+    }
+
+    /// The suite, message `i % 7` in lane `i`. Its messages pad to one block or two, and a
+    /// call runs the same number of blocks in every lane, so the kernel runs one block at a
+    /// time, as the lane set does: lanes whose message is done hash another lane's block and
+    /// keep their state.
+    fn rfc_1321<const N: usize>() {
+        let padded: [Vec<u8>; N] = from_fn(|i| pad(SUITE[i % SUITE.len()].0.as_bytes()));
+        let mut states = [INIT; N];
+        for block in 0..2 {
+            let data: [&[u8]; N] = from_fn(|i| {
+                let lane = if padded[i].len() > block * 64 { i } else { 6 };
+                &padded[lane][block * 64..]
+            });
+            let before = states;
+            // SAFETY: the caller checked the CPU feature.
+            unsafe { compress(&mut states, &data, 1) };
+            for i in 0..N {
+                if padded[i].len() <= block * 64 {
+                    states[i] = before[i];
+                }
+            }
+        }
+        for (i, state) in states.iter().enumerate() {
+            let digest: String = state
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let (message, expected) = SUITE[i % SUITE.len()];
+            assert_eq!(digest, expected, "lane {i} of {N}: {message:?}");
+        }
+    }
+
+    #[test]
+    fn rfc_1321_test_suite_in_every_lane() {
+        if skip() {
+            return;
+        }
+        rfc_1321::<16>();
+        rfc_1321::<32>();
+    }
+
+    #[test]
+    fn short_data_panics() {
+        if skip() {
+            return;
+        }
+        let long = [0; 128];
+        let result = std::panic::catch_unwind(|| {
+            let mut states = [INIT; 16];
+            let mut data = [&long[..]; 16];
+            data[11] = &long[..127];
+            // SAFETY: the CPU feature is checked above; the short message must make it panic
+            // before any read.
+            unsafe { compress(&mut states, &data, 2) };
+        });
+        assert!(result.is_err());
+    }
+}
