@@ -3,15 +3,16 @@
 #
 # In one run: the one-core hash rates (`openssl speed`), the page-cache read rate (`dd`), every
 # mtsum layout/algorithm with -p 1 and -p N, the installed peers (coreutils *sum, openssl dgst,
-# rhash, b3sum, xxhsum, the C++ mtsum), peak RSS, and optionally cold-cache reads. Prints a
-# table and writes it between markers into docs/performance.md. See bench/README.md.
+# rhash, b3sum, xxhsum, the C++ mtsum), peak RSS, optionally cold-cache reads, and many small
+# files (`mtsum -r` over a directory against the peers on the same files). Prints the tables
+# and writes them between markers into docs/performance.md. See bench/README.md.
 #
-#   bench/compare.sh                    # 4 GiB file, 5 runs per command (a long run)
-#   BENCH_QUICK=1 bench/compare.sh      # 256 MiB, 2 runs, fewer commands: a smoke test
+#   bench/compare.sh                    # 4 GiB file + 10000 files of 64 KiB, 5 runs per command
+#   BENCH_QUICK=1 bench/compare.sh      # 256 MiB + 1000 files, 2 runs, fewer commands: a smoke test
 #
 # Settings (environment): BENCH_QUICK BENCH_SIZE BENCH_FILE BENCH_DIR BENCH_RUNS BENCH_WARMUP
-# BENCH_SPEED_SECONDS BENCH_THREADS BENCH_ALGS BENCH_COLD BENCH_OUT BENCH_INSTALL MTSUM
-# MTSUM_REFERENCE.
+# BENCH_SPEED_SECONDS BENCH_THREADS BENCH_ALGS BENCH_COLD BENCH_MANY_FILES BENCH_MANY_SIZE
+# BENCH_OUT BENCH_INSTALL MTSUM MTSUM_REFERENCE.
 set -euo pipefail
 export LC_ALL=C
 
@@ -29,10 +30,10 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # Settings
 quick=${BENCH_QUICK:-0}
 if [[ $quick == 1 ]]; then
-    def_size=256M def_runs=2 def_warmup=0 def_speed=1 def_cold=0
+    def_size=256M def_runs=2 def_warmup=0 def_speed=1 def_cold=0 def_many=1000
     def_algs="md5 sha256 blake3 xxh3"
 else
-    def_size=4G def_runs=5 def_warmup=1 def_speed=3 def_cold=auto
+    def_size=4G def_runs=5 def_warmup=1 def_speed=3 def_cold=auto def_many=10000
     def_algs="md5 sha1 sha256 sha512 blake3 xxh3 xxh128"
 fi
 size_arg=${BENCH_SIZE:-$def_size}
@@ -43,6 +44,8 @@ cold=${BENCH_COLD:-$def_cold}
 threads=${BENCH_THREADS:-$(nproc)}
 algs=${BENCH_ALGS:-$def_algs}
 algs=${algs//,/ }
+many_files=${BENCH_MANY_FILES:-$def_many}
+many_size_arg=${BENCH_MANY_SIZE:-64K}
 dir=${BENCH_DIR:-${TMPDIR:-/tmp}/mtsum-bench}
 if [[ -n ${BENCH_OUT:-} ]]; then
     out=$BENCH_OUT
@@ -58,6 +61,7 @@ reference=${MTSUM_REFERENCE:-}
 [[ $speed_seconds =~ ^[1-9][0-9]*$ ]] || die "BENCH_SPEED_SECONDS must be a positive integer"
 [[ $threads =~ ^[1-9][0-9]*$ ]] || die "BENCH_THREADS must be a positive integer"
 case $cold in 0 | 1 | auto | direct) ;; *) die "BENCH_COLD must be 0, 1, auto or direct, not '$cold'" ;; esac
+[[ $many_files =~ ^[0-9]+$ ]] || die "BENCH_MANY_FILES must be an integer (0: no many-files section), not '$many_files'"
 
 # "4G", "512M", "1GiB", "100k", "12345" -> bytes (binary units)
 to_bytes() {
@@ -77,12 +81,16 @@ to_bytes() {
 want_size=$(to_bytes "$size_arg")
 ((want_size > 0)) || die "BENCH_SIZE must not be 0"
 file=${BENCH_FILE:-$dir/random-$want_size.bin}
+many_size=$(to_bytes "$many_size_arg")
+((many_size > 0)) || die "BENCH_MANY_SIZE must not be 0"
+many_total=$((many_files * many_size))
+many_dir=$dir/many-${many_files}x$many_size
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/mtsum-compare.XXXXXX")
 partial=
 cleanup() {
     rm -rf -- "$work"
-    if [[ -n $partial ]]; then rm -f -- "$partial"; fi
+    if [[ -n $partial ]]; then rm -rf -- "$partial"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -173,6 +181,40 @@ if [[ $mem_avail_kib =~ ^[0-9]+$ ]] && ((mem_avail_kib > 0 && size > mem_avail_k
     say "warning: $cache_note"
 fi
 
+# The many-files directory: BENCH_MANY_FILES files of BENCH_MANY_SIZE bytes, cut from the test
+# file (from the same AES-CTR stream when the file is too small), created once and kept
+many_complete() { # the directory holds exactly the expected files, each of the expected size
+    [[ -d $many_dir ]] || return 1
+    find "$many_dir" -mindepth 1 -printf '%y %s\n' |
+        awk -v n="$many_files" -v s="$many_size" '
+            { all++; if ($1 == "f" && $2 == s) ok++ }
+            END { exit !(all == n && ok == n) }'
+}
+if ((many_files > 0)) && ! many_complete; then
+    if [[ -e $many_dir ]]; then
+        say "$many_dir is incomplete or stale: creating it again"
+        rm -rf -- "$many_dir"
+    fi
+    avail_kib=$(df -P -k -- "$dir" | awk 'NR == 2 { print $4 }')
+    if [[ $avail_kib =~ ^[0-9]+$ ]] && ((avail_kib * 1024 < many_total + many_files * 4096 + 64 * 1024 * 1024)); then
+        die "not enough space for $many_files files of $many_size bytes in $dir (set BENCH_DIR or BENCH_MANY_FILES)"
+    fi
+    say "creating $many_files files of $many_size bytes in $many_dir..."
+    partial=$many_dir.partial.$$
+    mkdir -- "$partial"
+    suffix=${#many_files}
+    ((suffix >= 5)) || suffix=5
+    if ((size >= many_total)); then
+        head -c "$many_total" -- "$file"
+    else
+        { openssl enc -aes-128-ctr -pass pass:x -nosalt -pbkdf2 </dev/zero 2>/dev/null || true; } |
+            head -c "$many_total"
+    fi | split -b "$many_size" -a "$suffix" -d - "$partial/x"
+    mv -- "$partial" "$many_dir"
+    partial=
+    many_complete || die "could not create $many_files files of $many_size bytes in $many_dir"
+fi
+
 # ---------------------------------------------------------------------------------------------
 # Measurements. Each row is recorded as one line of $records (tab-separated) for the report.
 records=$work/records.tsv
@@ -183,12 +225,15 @@ row_no=0
 failures=()
 drop_caches_cmd="sh -c 'sync; echo 3 > /proc/sys/vm/drop_caches'"
 
-# label for the table: the file becomes FILE, the binaries their short names
+# label for the table: the file becomes FILE, the many-files directory DIR, the binaries their
+# short names
 label_of() {
     local a words=()
     for a in "$@"; do
         if [[ $a == *"$file"* ]]; then
             words+=("${a//"$file"/FILE}")
+        elif [[ $a == *"$many_dir"* ]]; then
+            words+=("${a//"$many_dir"/DIR}")
         elif [[ $a == "$mtsum" ]]; then
             words+=(mtsum)
         elif [[ -n $reference && $a == "$reference" ]]; then
@@ -200,15 +245,26 @@ label_of() {
     printf '%s' "${words[*]}"
 }
 
-# measure SECTION KIND ALG DIGEST THREADS CMD...
-#   SECTION warm | cold | limit;  KIND mtsum | peer | limit;  DIGEST what the command prints
-#   (commands with equal DIGEST must print the same value; "-" for none).
+# measure [--size BYTES] [--prepare CMD] SECTION KIND ALG DIGEST THREADS CMD...
+#   SECTION warm | cold | direct | limit | many;  KIND mtsum | peer | limit;  DIGEST what the
+#   command prints (commands with equal DIGEST must print the same value; "-" for none).
+#   --size: the bytes the command reads, for GB/s (default: the test file's size);
+#   --prepare: a command hyperfine runs before every run (cold: dropping the page cache).
 # Runs CMD once under /usr/bin/time (checks that it works, takes its peak RSS and its output),
 # then with hyperfine; a command that fails is reported and left out, never fatal.
 measure() {
+    local bytes=$size prepare=()
+    while [[ $1 == --* ]]; do
+        case $1 in
+        --size) bytes=$2 ;;
+        --prepare) prepare=(--prepare "$2") ;;
+        *) die "measure: unknown option $1" ;;
+        esac
+        shift 2
+    done
     local section=$1 kind=$2 alg=$3 digest=$4 nthreads=$5
     shift 5
-    local label cmd json rss=- outf prepare=() n
+    local label cmd json rss=- outf n
     label=$(label_of "$@")
     row_no=$((row_no + 1))
     n=$row_no
@@ -238,9 +294,9 @@ measure() {
         failures+=("$label")
         return 0
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$section" "$kind" "$alg" "$digest" \
-        "$nthreads" "$label" "$json" "$rss" "$outf" >>"$records"
-    python3 - "$json" "$size" "$section" "$label" "$rss" <<'PY' >&2
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$section" "$kind" "$alg" "$digest" \
+        "$nthreads" "$label" "$json" "$rss" "$outf" "$bytes" >>"$records"
+    python3 - "$json" "$bytes" "$section" "$label" "$rss" <<'PY' >&2
 import json, statistics, sys
 path, size, section, label, rss = sys.argv[1:]
 times = json.load(open(path))["results"][0]["times"]
@@ -319,6 +375,41 @@ for alg in $algs; do
     fi
 done
 
+# Many files: mtsum -r over the directory against the peers on the same files (find -exec feeds
+# them every file, in as few processes as the argument limit allows). md5 and sha256 always (the
+# targets name them), blake3 when BENCH_ALGS has it. The files are read into the page cache
+# before every run.
+if ((many_files > 0)); then
+    # shellcheck disable=SC2016 # $0 is for that sh
+    printf -v warm_many '%q ' sh -c 'find "$0" -type f -exec cat {} + >/dev/null' "$many_dir"
+    warm_many=${warm_many% }
+    many=(--size "$many_total" --prepare "$warm_many")
+    many_algs="md5 sha256"
+    if [[ " $algs " == *" blake3 "* ]]; then many_algs+=" blake3"; fi
+    say "many files ($many_files files of $many_size bytes, cached before every run):"
+    find "$many_dir" -type f -exec cat {} + >/dev/null
+    for alg in $many_algs; do
+        if [[ $alg == blake3 ]]; then
+            if have b3sum; then
+                measure "${many[@]}" many peer blake3 blake3 1 \
+                    find "$many_dir" -type f -exec b3sum --num-threads 1 {} +
+                measure "${many[@]}" many peer blake3 blake3 "$threads" find "$many_dir" -type f -exec b3sum {} +
+            fi
+        elif have "${alg}sum"; then
+            measure "${many[@]}" many peer "$alg" "$alg" 1 find "$many_dir" -type f -exec "${alg}sum" {} +
+        fi
+        # rhash: only where it knows the algorithm (no blake3 before rhash 1.4.4)
+        if have rhash && rhash "--$alg" - </dev/null >/dev/null 2>&1; then
+            measure "${many[@]}" many peer "$alg" "$alg" 1 rhash "--$alg" -r "$many_dir"
+        fi
+        if ((threads > 1)); then
+            measure "${many[@]}" many mtsum "$alg" "$alg" 1 "$mtsum" -p 1 -r -t plain -a "$alg" "$many_dir"
+        fi
+        measure "${many[@]}" many mtsum "$alg" "$alg" "$threads" \
+            "$mtsum" -p "$threads" -r -t plain -a "$alg" "$many_dir"
+    done
+fi
+
 # Cold cache: the page cache dropped before every run, where the machine allows it; otherwise
 # (or besides) O_DIRECT reads, which bypass the cache.
 cold_mode=off
@@ -369,7 +460,8 @@ done
 # the command line, with paths shortened (the figures are published)
 cmdline=
 for v in BENCH_QUICK BENCH_SIZE BENCH_RUNS BENCH_WARMUP BENCH_SPEED_SECONDS BENCH_THREADS \
-    BENCH_ALGS BENCH_COLD BENCH_FILE BENCH_DIR BENCH_OUT MTSUM MTSUM_REFERENCE; do
+    BENCH_ALGS BENCH_COLD BENCH_MANY_FILES BENCH_MANY_SIZE BENCH_FILE BENCH_DIR BENCH_OUT MTSUM \
+    MTSUM_REFERENCE; do
     if [[ -n ${!v:-} ]]; then
         val=${!v}
         case $v in BENCH_FILE | BENCH_DIR | BENCH_OUT | MTSUM | MTSUM_REFERENCE) val=".../$(basename -- "$val")" ;; esac
@@ -398,7 +490,7 @@ B_KERNEL=$(uname -sr)
 B_MTSUM_VERSION=$(tool_version "$mtsum" --version)
 export B_FLAGS=${flags% } B_NPROC B_KERNEL B_CMDLINE=$cmdline B_MTSUM_VERSION B_BUILT=$built B_FS=$fs_type
 export B_COLD_MODE=$cold_mode B_CACHE_NOTE=$cache_note B_QUICK=$quick B_OUT=$out
-export B_TOOLS B_FAILED
+export B_TOOLS B_FAILED B_MANY_FILES=$many_files B_MANY_SIZE=$many_size
 B_TOOLS=$(printf '%s\n' "${tools[@]}")
 B_FAILED=$(printf '%s\n' "${failures[@]+"${failures[@]}"}")
 
@@ -412,16 +504,22 @@ threads = int(E["B_THREADS"])
 
 rows = []
 for line in open(records_path):
-    section, kind, alg, digest, nthreads, label, jpath, rss, outp = line.rstrip("\n").split("\t")
+    section, kind, alg, digest, nthreads, label, jpath, rss, outp, nbytes = line.rstrip("\n").split("\t")
     times = json.load(open(jpath))["results"][0]["times"]
     med = statistics.median(times)
     with open(outp, errors="replace") as f:
         text = f.read()
-    hexes = re.findall(r"(?<![0-9a-fA-F])[0-9a-fA-F]{16,128}(?![0-9a-fA-F])", text)
-    rows.append(dict(section=section, kind=kind, alg=alg, digest=digest, threads=int(nthreads),
-                     label=label, seconds=med, gbps=size / med / 1e9,
-                     rss=int(rss) / 1024 if rss.isdigit() else None,
-                     value=max(hexes, key=len).lower() if hexes else None))
+    row = dict(section=section, kind=kind, alg=alg, digest=digest, threads=int(nthreads),
+               label=label, seconds=med, bytes=int(nbytes), gbps=int(nbytes) / med / 1e9,
+               rss=int(rss) / 1024 if rss.isdigit() else None, value=None)
+    if section == "many":
+        # one "DIGEST  NAME" line per file, in any order: (file name, digest) pairs
+        row["files"] = [(os.path.basename(m.group(2)), m.group(1).lower()) for m in
+                        re.finditer(r"^\\?([0-9a-fA-F]{16,128})\s+\*?(.+)$", text, re.M)]
+    else:
+        hexes = re.findall(r"(?<![0-9a-fA-F])[0-9a-fA-F]{16,128}(?![0-9a-fA-F])", text)
+        row["value"] = max(hexes, key=len).lower() if hexes else None
+    rows.append(row)
 
 # one-core limits: openssl speed, else the best one-thread peer of the algorithm
 one_core = {}
@@ -556,6 +654,57 @@ elif mode == "off":
     w("")
     w("Cold-cache figures were not measured (`BENCH_COLD=0`).")
 
+many = [r for r in rows if r["section"] == "many"]
+many_files, many_size = int(E["B_MANY_FILES"]), int(E["B_MANY_SIZE"])
+
+def human_bytes(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 2**shift:
+            return f"{n / 2**shift:.4g} {unit}"
+    return f"{n} bytes"
+
+# many files: every command prints one digest per file, and the commands of an algorithm agree
+# file by file (outputs differ in order, so the (file, digest) pairs are compared)
+many_bad = []
+by_alg = {}
+for r in many:
+    names = {n for n, _ in r["files"]}
+    if len(r["files"]) != many_files or len(names) != many_files:
+        many_bad.append(f"`{r['label']}` printed {len(r['files'])} digests for {len(names)} distinct "
+                        f"files, not {many_files}")
+    by_alg.setdefault(r["alg"], []).append(r)
+for alg, same in by_alg.items():
+    ref = dict(same[0]["files"])  # the first measured: a peer when one is installed
+    for r in same[1:]:
+        got = dict(r["files"])
+        diff = sorted(n for n in set(ref) | set(got) if ref.get(n) != got.get(n))
+        if diff:
+            many_bad.append(f"{alg}: `{r['label']}` and `{same[0]['label']}` disagree on "
+                            f"{len(diff)} of {many_files} files (e.g. `{diff[0]}`)")
+
+if many:
+    total = many[0]["bytes"]
+    w("")
+    w(f"### Many files ({many_files} files of {human_bytes(many_size)}, in the page cache)")
+    w("")
+    w(f"`DIR` holds {many_files} files of {many_size} bytes ({total} bytes in all) of AES-CTR output "
+      "(cut from the test file); they are read into the page cache (`find DIR -type f -exec cat {} +`) before every run. "
+      "mtsum walks `DIR` itself (`-r`); the peers get the same files from `find DIR -type f -exec "
+      "… {} +` or their own `-r`. GB/s = the bytes of the directory / median time.")
+    w("")
+    w("| command | seconds | GB/s | × best peer | best peer | peak RSS MiB |")
+    w("|---|---:|---:|---:|---|---:|")
+    for r in many:
+        peers = [p for p in many if p["kind"] == "peer" and p["alg"] == r["alg"]]
+        peer = max(peers, key=lambda p: p["gbps"]) if peers else None
+        w("| `{}` | {:.3f} | {:.2f} | {} | {} | {} |".format(
+            r["label"], r["seconds"], r["gbps"], f2(r["gbps"] / peer["gbps"]) if peer else "",
+            f"`{peer['label']}`" if peer else "none installed", mib(r["rss"])))
+    w("")
+    w("- *× best peer*: against the fastest installed peer of the same algorithm on the same files "
+      "(every command here prints the plain digest of each file, as `md5sum` does). The peers hash on "
+      "one thread, except `b3sum` without `--num-threads 1`.")
+
 # the same digest must be the same value
 groups = {}
 for r in rows:
@@ -569,6 +718,13 @@ if bad:
         for d, vs in bad.items()))
 else:
     w(f"Digests checked: the commands of each digest ({len(groups)} digests) printed the same value.")
+if many_bad:
+    w("")
+    w("**Digest mismatch (many files):** " + "; ".join(many_bad) + ".")
+elif many:
+    w("")
+    w(f"Digests checked (many files): every command printed {many_files} digests, one per file, and "
+      f"the commands of each algorithm ({', '.join(by_alg)}) agree file by file.")
 failed = [l for l in E["B_FAILED"].splitlines() if l]
 if failed:
     w("")
@@ -599,6 +755,8 @@ if path != "-":
     with open(path, "w") as f:
         f.write(text)
     print(f"written to {path}", file=sys.stderr)
-if bad:
+for m in many_bad:
+    print(f"compare.sh: DIGEST MISMATCH (many files): {m}", file=sys.stderr)
+if bad or many_bad:
     sys.exit(3)
 PY
