@@ -11,6 +11,11 @@
 //! One queue serves all inputs: a huge file spreads its jobs over every worker, small files
 //! are hashed side by side, and the root never depends on which worker hashed what, because
 //! [`Combiner`] folds by job index.
+//!
+//! Jobs that are one message each (the leaves of `mtsum`, whole files with `plain`) go into
+//! SIMD lanes when others wait behind them ([`crate::lanes`]): the reader takes as many jobs
+//! as its kernel has lanes and reads in rounds, one chunk of each, which its hasher runs
+//! through one lane set, so that one core hashes 2 to 32 messages at once.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
