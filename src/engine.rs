@@ -35,6 +35,11 @@ use crate::source::{
     Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
 };
 
+/// The shortest fixed leaf that is a job of its own when its algorithm has lanes: a 1 MiB
+/// read holds fewer than four such leaves whole, too few for `JobHasher` to hash them in lanes
+/// within the read, so they would each be one stream.
+const LANE_JOB_MIN_LEAF: u64 = (Engine::DEFAULT_CHUNK_SIZE / 4) as u64 + 1;
+
 /// The most jobs queued for the workers: each holds an open file.
 const MAX_QUEUED_JOBS: usize = 256;
 
@@ -245,6 +250,7 @@ impl Engine {
 
             let mut coordinator = Coordinator {
                 read_mode: self.read_mode,
+                multi_buffer: self.multi_buffer,
                 pending: HashMap::new(),
                 ready: BTreeMap::new(),
                 next_out: 0,
@@ -288,6 +294,8 @@ impl Engine {
             multi_buffer: self.multi_buffer,
             free: free_rx,
             spare: (0..buffers).map(|_| Buffer::new()).collect(),
+            buffers,
+            lanes_in_use: 0,
             out: chunk_tx,
             done: done.clone(),
             progress: self.progress.clone(),
@@ -431,6 +439,10 @@ struct Reader {
     /// Buffers to read into, reused last in, first out: a worker allocates only as many
     /// buffers as it keeps in flight (a few one at a time, two rounds of its lanes).
     spare: Vec<Buffer>,
+    /// Buffers of the worker, in `spare` or away.
+    buffers: usize,
+    /// Lanes of the kernel being fed, while reading lanes.
+    lanes_in_use: usize,
     out: Sender<Msg>,
     done: Sender<Vec<Done>>,
     progress: Option<Arc<AtomicU64>>,
@@ -457,9 +469,16 @@ impl Reader {
 
     /// The next free buffer, the most recently returned first; `None` when the hasher is gone.
     fn next_buffer(&mut self) -> Option<Buffer> {
+        self.next_buffer_within(self.buffers)
+    }
+
+    /// The next free buffer once fewer than `limit` are away (in chunks in flight or in the
+    /// hasher's lanes): lanes keep two rounds away, whatever the depth of the channel, so
+    /// that their memory stays within [`LANE_BUFFER_BUDGET`].
+    fn next_buffer_within(&mut self, limit: usize) -> Option<Buffer> {
         self.spare.extend(self.free.try_iter().flatten());
-        if self.spare.is_empty() {
-            self.spare = self.free.recv().ok()?;
+        while self.spare.is_empty() || self.buffers - self.spare.len() >= limit {
+            self.spare.extend(self.free.recv().ok()?);
         }
         self.spare.pop()
     }
@@ -582,6 +601,7 @@ impl Reader {
     /// `None` when the pipeline shut down.
     fn read_lanes(&mut self, kernel: Kernel, first: Job) -> Option<Option<Job>> {
         let chunk = lane_chunk_size(kernel, self.chunk_size);
+        self.lanes_in_use = kernel.lanes();
         let mut slots: Vec<Option<LaneRead>> = (0..kernel.lanes()).map(|_| None).collect();
         let mut waiting = Some(first);
         let mut other = None;
@@ -656,7 +676,8 @@ impl Reader {
     ) -> Option<Option<Result<u64, InputError>>> {
         if read.pos < read.end && !read.shared.failed.load(Ordering::Relaxed) {
             let mut reader = read.shared.file.range_reader(read.pos..read.end, chunk);
-            match reader.next_chunk(self.next_buffer()?) {
+            let buffer = self.next_buffer_within(2 * self.lanes_in_use)?;
+            match reader.next_chunk(buffer) {
                 Ok(part) => {
                     read.pos = reader.position();
                     round.push(LaneOp::Part { slot, chunk: part });
@@ -918,6 +939,8 @@ type Outcome = Option<Result<FileDigest, InputError>>;
 /// Plans inputs into jobs, folds finished jobs, and hands results out in input order.
 struct Coordinator<T, F> {
     read_mode: ReadMode,
+    /// Whether the workers hash one-message jobs in lanes.
+    multi_buffer: bool,
     pending: HashMap<usize, Pending<T>>,
     /// Finished tasks waiting for an earlier one.
     ready: BTreeMap<usize, (T, Outcome)>,
@@ -957,7 +980,14 @@ where
             }
             Ok(Input::Stream(reader)) => (None, vec![job(0, 0, JobSource::Stream(reader))]),
             Ok(Input::Sized(file)) => {
-                let ranges = layout.jobs(file.len(), request.keep_leaves);
+                // Leaves too long for `JobHasher`'s lanes within one read are jobs of their
+                // own where the algorithm has lanes: then the workers' lanes take them.
+                let lanes_take_leaves = self.multi_buffer
+                    && layout
+                        .leaf_size()
+                        .is_some_and(|l| l.get() >= LANE_JOB_MIN_LEAF)
+                    && Kernel::multi_buffer(alg).is_some();
+                let ranges = layout.jobs(file.len(), request.keep_leaves || lanes_take_leaves);
                 if request.keep_leaves && ranges.len() > MAX_KEPT_LEAVES {
                     let e = InputError::TooManyLeaves {
                         leaves: ranges.len(),
