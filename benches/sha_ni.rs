@@ -1,32 +1,41 @@
-//! Multi-stream SHA-NI kernels on one core: N messages interleaved against one stream at a time.
+//! Multi-stream SHA-NI kernels on one core: N messages interleaved against one stream at a time;
+//! and the AVX2 kernels of eight lanes, which CPUs without SHA-NI run instead.
 //!
 //! `cargo bench --bench sha_ni`; `-- sha256` or `-- sha1` for one algorithm. Every contender
 //! hashes 64 KiB per stream, so the figures compare throughput per core directly; run
 //! `openssl speed -evp sha256 -bytes 1048576` (and `-evp sha1`) at the same time for a
 //! reference, since on a shared machine only figures measured together mean anything. x86-64
-//! only; on a CPU without SHA-NI it prints a note and measures nothing.
+//! only; a kernel the CPU lacks (SHA-NI, AVX2) is left out with a note.
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::hint::black_box;
 
     use criterion::{Criterion, Throughput};
-    use mtsum::lanes::{bench_compress_sha1, bench_compress_sha256};
+    use mtsum::lanes::{
+        bench_compress_sha1, bench_compress_sha1_avx2, bench_compress_sha256,
+        bench_compress_sha256_avx2,
+    };
 
     /// Bytes per stream.
     const LEN: usize = 64 << 10;
     const BLOCKS: usize = LEN / 64;
 
-    /// Whether the CPU runs the kernels.
+    /// Whether the CPU runs the SHA-NI kernels.
     pub fn supported() -> bool {
         std::arch::is_x86_feature_detected!("sha")
             && std::arch::is_x86_feature_detected!("ssse3")
             && std::arch::is_x86_feature_detected!("sse4.1")
     }
 
-    /// Four different streams of `LEN` bytes.
+    /// Whether the CPU runs the AVX2 kernels.
+    pub fn avx2() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+
+    /// Eight different streams of `LEN` bytes.
     fn streams() -> Vec<Vec<u8>> {
-        (0..4u32)
+        (0..8u32)
             .map(|i| {
                 (0..LEN as u32)
                     .map(|j| (j.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8)
@@ -45,8 +54,11 @@ mod x86 {
     /// The kernel with `N` streams: `N * LEN` bytes per iteration.
     macro_rules! kernel {
         ($group:expr, $f:ident, $words:literal, $n:literal, $streams:expr) => {
+            kernel!($group, $f, $words, $n, $streams, concat!("ni-x", $n))
+        };
+        ($group:expr, $f:ident, $words:literal, $n:literal, $streams:expr, $name:expr) => {
             $group.throughput(Throughput::Bytes(($n * LEN) as u64));
-            $group.bench_function(concat!("ni-x", $n), |b| {
+            $group.bench_function($name, |b| {
                 let data: [&[u8]; $n] = std::array::from_fn(|i| $streams[i].as_slice());
                 let mut states = [[0u32; $words]; $n];
                 b.iter(|| $f(&mut states, black_box(&data), BLOCKS));
@@ -58,10 +70,15 @@ mod x86 {
     pub fn sha256(c: &mut Criterion) {
         let streams = streams();
         let mut group = c.benchmark_group("sha256 64 KiB per stream");
-        kernel!(group, bench_compress_sha256, 8, 1, streams);
-        kernel!(group, bench_compress_sha256, 8, 2, streams);
-        kernel!(group, bench_compress_sha256, 8, 3, streams);
-        kernel!(group, bench_compress_sha256, 8, 4, streams);
+        if supported() {
+            kernel!(group, bench_compress_sha256, 8, 1, streams);
+            kernel!(group, bench_compress_sha256, 8, 2, streams);
+            kernel!(group, bench_compress_sha256, 8, 3, streams);
+            kernel!(group, bench_compress_sha256, 8, 4, streams);
+        }
+        if avx2() {
+            kernel!(group, bench_compress_sha256_avx2, 8, 8, streams, "avx2-x8");
+        }
         group.throughput(Throughput::Bytes(LEN as u64));
         group.bench_function("sha2-crate-x1", |b| {
             let blocks = blocks(&streams[0]);
@@ -80,10 +97,15 @@ mod x86 {
     pub fn sha1(c: &mut Criterion) {
         let streams = streams();
         let mut group = c.benchmark_group("sha1 64 KiB per stream");
-        kernel!(group, bench_compress_sha1, 5, 1, streams);
-        kernel!(group, bench_compress_sha1, 5, 2, streams);
-        kernel!(group, bench_compress_sha1, 5, 3, streams);
-        kernel!(group, bench_compress_sha1, 5, 4, streams);
+        if supported() {
+            kernel!(group, bench_compress_sha1, 5, 1, streams);
+            kernel!(group, bench_compress_sha1, 5, 2, streams);
+            kernel!(group, bench_compress_sha1, 5, 3, streams);
+            kernel!(group, bench_compress_sha1, 5, 4, streams);
+        }
+        if avx2() {
+            kernel!(group, bench_compress_sha1_avx2, 5, 8, streams, "avx2-x8");
+        }
         group.throughput(Throughput::Bytes(LEN as u64));
         group.bench_function("sha1-crate-x1", |b| {
             let blocks = blocks(&streams[0]);
@@ -103,8 +125,10 @@ mod x86 {
 #[cfg(target_arch = "x86_64")]
 fn main() {
     if !x86::supported() {
-        eprintln!("skipped: this CPU lacks SHA-NI, SSSE3 or SSE4.1");
-        return;
+        eprintln!("this CPU lacks SHA-NI, SSSE3 or SSE4.1: the SHA-NI kernels are not measured");
+    }
+    if !x86::avx2() {
+        eprintln!("this CPU lacks AVX2: the AVX2 kernels are not measured");
     }
     let mut c = criterion::Criterion::default().configure_from_args();
     x86::sha256(&mut c);

@@ -83,9 +83,9 @@ fn drain<B: AsRef<[u8]>>(set: &mut Lanes<usize, B>, count: usize, pushed: usize)
 fn kernels_exist_for_the_merkle_damgard_algorithms_with_their_lane_counts() {
     for (alg, lanes) in [
         (Algorithm::Md5, 32),
-        (Algorithm::Sha1, 4),
-        (Algorithm::Sha224, 2),
-        (Algorithm::Sha256, 2),
+        (Algorithm::Sha1, 8),
+        (Algorithm::Sha224, 8),
+        (Algorithm::Sha256, 8),
         (Algorithm::Sha384, 8),
         (Algorithm::Sha512, 8),
     ] {
@@ -106,8 +106,9 @@ fn kernels_exist_for_the_merkle_damgard_algorithms_with_their_lane_counts() {
                 "the portable kernel is no faster than one stream"
             );
             assert!(Kernel::available(alg).contains(&chosen), "{chosen}");
-            // Scheduling is the same on every CPU.
-            assert_eq!(chosen.lanes(), lanes, "{chosen}");
+            // The portable kernel has the lanes of the widest kernel any CPU may choose, and
+            // every choice a whole fraction of them (SHA-NI's 4 SHA-1 lanes where AVX2 has 8).
+            assert!(lanes.is_multiple_of(chosen.lanes()), "{chosen}");
         }
     }
     for alg in [Algorithm::Blake3, Algorithm::Xxh3, Algorithm::Xxh128] {

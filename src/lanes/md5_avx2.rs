@@ -266,10 +266,12 @@ fn store_states(states: &mut [[u32; 4]; LANES], first: usize, [a, b, c, d]: [__m
     }
 }
 
-/// Transposes an 8×8 matrix of 32-bit words: row `j` in, column `j` out. Three rounds of
-/// shuffles (32-bit, 64-bit, 128-bit interleaves), 24 instructions.
+/// Transposes an 8×8 matrix of 32-bit words: row `j` in, column `j` out (its own inverse).
+/// Three rounds of shuffles (32-bit, 64-bit, 128-bit interleaves), 24 instructions. The
+/// SHA-1 and SHA-256 kernels of eight lanes load their blocks and states with it too.
+#[inline]
 #[target_feature(enable = "avx2")]
-fn transpose(r: [__m256i; WIDTH]) -> [__m256i; WIDTH] {
+pub(super) fn transpose(r: [__m256i; WIDTH]) -> [__m256i; WIDTH] {
     // t0 = r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5], and so on.
     let t0 = _mm256_unpacklo_epi32(r[0], r[1]);
     let t1 = _mm256_unpackhi_epi32(r[0], r[1]);

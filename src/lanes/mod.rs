@@ -50,7 +50,11 @@ mod md5_avx2;
 #[cfg(target_arch = "x86_64")]
 mod md5_avx512;
 #[cfg(target_arch = "x86_64")]
+mod sha1_avx2;
+#[cfg(target_arch = "x86_64")]
 mod sha1_ni;
+#[cfg(target_arch = "x86_64")]
+mod sha256_avx2;
 #[cfg(target_arch = "x86_64")]
 mod sha256_ni;
 #[cfg(target_arch = "x86_64")]
@@ -63,7 +67,13 @@ mod sha512_avx512;
 pub use md5_avx512::bench_compress_md5_avx512;
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
+pub use sha1_avx2::bench_compress_sha1_avx2;
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
 pub use sha1_ni::bench_compress_sha1;
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub use sha256_avx2::bench_compress_sha256_avx2;
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
 pub use sha256_ni::bench_compress_sha256;

@@ -19,8 +19,9 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-/// The 64 round constants of FIPS 180-4 (4.2.2), four per group of four rounds.
-const K: [[u32; 4]; 16] = [
+/// The 64 round constants of FIPS 180-4 (4.2.2), four per group of four rounds (the AVX2
+/// kernel takes them one by one).
+pub(super) const K: [[u32; 4]; 16] = [
     [0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5],
     [0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5],
     [0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3],

@@ -173,13 +173,19 @@ pub(super) const K: [u64; 80] = [
 /// The right shifts and left shifts of `x` by the literal pairs given, all xored: a rotation
 /// right by `s` is `x >> s ^ x << (64 - s)` (the two halves never overlap, so xor is or), and
 /// xoring every shift at once rather than rotation by rotation lets the compiler build a
-/// balanced tree.
+/// balanced tree. Shifts 64-bit lanes; `xor_shifts!(u32: x; …)` shifts 32-bit lanes (the
+/// SHA-256 kernel of eight lanes).
 macro_rules! xor_shifts {
+    (u32: $x:expr; $($dir:ident $s:literal),+) => {
+        xor_shifts!(@tree $(xor_shifts!(@one32 $x, $dir $s)),+)
+    };
     ($x:expr; $($dir:ident $s:literal),+) => {
         xor_shifts!(@tree $(xor_shifts!(@one $x, $dir $s)),+)
     };
     (@one $x:expr, r $s:literal) => { _mm256_srli_epi64::<$s>($x) };
     (@one $x:expr, l $s:literal) => { _mm256_slli_epi64::<$s>($x) };
+    (@one32 $x:expr, r $s:literal) => { _mm256_srli_epi32::<$s>($x) };
+    (@one32 $x:expr, l $s:literal) => { _mm256_slli_epi32::<$s>($x) };
     (@tree $a:expr) => { $a };
     (@tree $a:expr, $b:expr) => { _mm256_xor_si256($a, $b) };
     (@tree $a:expr, $b:expr, $c:expr) => { _mm256_xor_si256(_mm256_xor_si256($a, $b), $c) };
@@ -193,6 +199,7 @@ macro_rules! xor_shifts {
         _mm256_xor_si256(xor_shifts!(@tree $a, $b, $c, $d), _mm256_xor_si256($e, $f))
     };
 }
+pub(super) use xor_shifts;
 
 /// Σ0 (FIPS 180-4, 4.1.3): rotr 28 ^ rotr 34 ^ rotr 39.
 #[inline]
