@@ -329,43 +329,14 @@ pub fn bench_compress_md5_avx512<const N: usize>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::kernel_tests::{Rng, check_against_scalar, lacks, one_message_short, padded};
     use super::*;
 
     /// RFC 1321 (3.3).
     const INIT: [u32; 4] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476];
 
-    /// SplitMix64: seeded, so that a failure repeats.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     fn skip() -> bool {
-        let skip = !supported();
-        if skip {
-            eprintln!("skipped: this CPU lacks AVX-512F");
-        }
-        skip
-    }
-
-    /// RustCrypto's scalar compression function over `blocks` blocks of `data`.
-    fn reference(state: &mut [u32; 4], data: &[u8], blocks: usize) {
-        let blocks: Vec<[u8; 64]> = data[..blocks * 64]
-            .chunks_exact(64)
-            .map(|b| b.try_into().unwrap())
-            .collect();
-        md5::block_api::compress(state, &blocks);
+        lacks(supported(), "AVX-512F")
     }
 
     #[test]
@@ -430,30 +401,16 @@ mod tests {
         unsafe { check() };
     }
 
-    /// Random states and data (different per message, at random alignments, with bytes past
-    /// the blocks that must not count) against the scalar function.
+    /// Random states and data against the scalar function, for 0, 1, 2 and 9 blocks.
     fn random_messages<const N: usize>(rng: &mut Rng) {
-        for blocks in [0, 1, 2, 9] {
-            for _ in 0..4 {
-                let mut states: [[u32; 4]; N] = from_fn(|_| from_fn(|_| rng.next() as u32));
-                let offsets: [usize; N] = from_fn(|_| rng.below(64));
-                let buffers: Vec<Vec<u8>> = offsets
-                    .iter()
-                    .map(|&offset| {
-                        let len = offset + blocks * 64 + rng.below(64);
-                        (0..len).map(|_| rng.next() as u8).collect()
-                    })
-                    .collect();
-                let data: [&[u8]; N] = from_fn(|i| &buffers[i][offsets[i]..]);
-                let mut expected = states;
-                for (state, data) in expected.iter_mut().zip(data) {
-                    reference(state, data, blocks);
-                }
-                // SAFETY: the caller checked the CPU feature.
-                unsafe { compress(&mut states, &data, blocks) };
-                assert_eq!(states, expected, "{N} messages, {blocks} blocks");
-            }
-        }
+        check_against_scalar::<N, _, _>(
+            rng,
+            &[0, 1, 2, 9],
+            Rng::u32s,
+            // SAFETY: the caller checked the CPU feature.
+            |states, data, blocks| unsafe { compress(states, data, blocks) },
+            md5::block_api::compress,
+        );
     }
 
     #[test]
@@ -486,24 +443,13 @@ mod tests {
         ),
     ];
 
-    /// `message` padded (RFC 1321, 3.1-3.2): 0x80, zeros to 56 mod 64, the length in bits,
-    /// little-endian.
-    fn pad(message: &[u8]) -> Vec<u8> {
-        let mut padded = message.to_vec();
-        padded.push(0x80);
-        while padded.len() % 64 != 56 {
-            padded.push(0);
-        }
-        padded.extend_from_slice(&(message.len() as u64 * 8).to_le_bytes());
-        padded
-    }
-
     /// The suite, message `i % 7` in lane `i`. Its messages pad to one block or two, and a
     /// call runs the same number of blocks in every lane, so the kernel runs one block at a
     /// time, as the lane set does: lanes whose message is done hash another lane's block and
     /// keep their state.
     fn rfc_1321<const N: usize>() {
-        let padded: [Vec<u8>; N] = from_fn(|i| pad(SUITE[i % SUITE.len()].0.as_bytes()));
+        let padded: [Vec<u8>; N] =
+            from_fn(|i| padded(SUITE[i % SUITE.len()].0.as_bytes(), 64, false));
         let mut states = [INIT; N];
         for block in 0..2 {
             let data: [&[u8]; N] = from_fn(|i| {
@@ -544,14 +490,15 @@ mod tests {
         if skip() {
             return;
         }
-        let long = [0; 128];
         let result = std::panic::catch_unwind(|| {
-            let mut states = [INIT; 16];
-            let mut data = [&long[..]; 16];
-            data[11] = &long[..127];
-            // SAFETY: the CPU feature is checked above; the short message must make it panic
-            // before any read.
-            unsafe { compress(&mut states, &data, 2) };
+            one_message_short::<16, _>(
+                // SAFETY: the CPU feature is checked above; the short message must make it
+                // panic before any read.
+                |states, data, blocks| unsafe { compress(states, data, blocks) },
+                64,
+                INIT,
+                11,
+            );
         });
         assert!(result.is_err());
     }

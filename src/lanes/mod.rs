@@ -44,6 +44,8 @@
 
 mod family;
 mod kernel;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod kernel_tests;
 mod manager;
 #[cfg(target_arch = "x86_64")]
 mod md5_avx2;

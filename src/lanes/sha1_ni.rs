@@ -215,69 +215,28 @@ pub fn bench_compress_sha1<const N: usize>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::kernel_tests::{
+        Rng, check_against_scalar, known_answer_in_every_lane, lacks, one_message_short,
+    };
     use super::*;
 
     /// FIPS 180-4 (5.3.1).
     const H0: [u32; 5] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
 
-    /// SplitMix64: seeded, so that a failure repeats.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     fn skip() -> bool {
-        let skip = !supported();
-        if skip {
-            eprintln!("skipped: this CPU lacks SHA-NI, SSSE3 or SSE4.1");
-        }
-        skip
+        lacks(supported(), "SHA-NI, SSSE3 or SSE4.1")
     }
 
-    /// RustCrypto's scalar compression function over `blocks` blocks of `data`.
-    fn reference(state: &mut [u32; 5], data: &[u8], blocks: usize) {
-        let blocks: Vec<[u8; 64]> = data[..blocks * 64]
-            .chunks_exact(64)
-            .map(|b| b.try_into().unwrap())
-            .collect();
-        sha1::block_api::compress(state, &blocks);
-    }
-
-    /// Random states and data (different per stream, at random alignments, with bytes past
-    /// the blocks that must not count) against the scalar function.
+    /// Random states and data against the scalar function, for 0, 1, 2 and 17 blocks.
     fn random_streams<const N: usize>(rng: &mut Rng) {
-        for blocks in [0, 1, 2, 17] {
-            for _ in 0..8 {
-                let mut states: [[u32; 5]; N] = from_fn(|_| from_fn(|_| rng.next() as u32));
-                let offsets: [usize; N] = from_fn(|_| rng.below(16));
-                let buffers: Vec<Vec<u8>> = offsets
-                    .iter()
-                    .map(|&offset| {
-                        let len = offset + blocks * 64 + rng.below(64);
-                        (0..len).map(|_| rng.next() as u8).collect()
-                    })
-                    .collect();
-                let data: [&[u8]; N] = from_fn(|i| &buffers[i][offsets[i]..]);
-                let mut expected = states;
-                for (state, data) in expected.iter_mut().zip(data) {
-                    reference(state, data, blocks);
-                }
-                // SAFETY: the caller checked the CPU features.
-                unsafe { compress(&mut states, &data, blocks) };
-                assert_eq!(states, expected, "{N} streams, {blocks} blocks");
-            }
-        }
+        check_against_scalar::<N, _, _>(
+            rng,
+            &[0, 1, 2, 17],
+            Rng::u32s,
+            // SAFETY: the caller checked the CPU features.
+            |states, data, blocks| unsafe { compress(states, data, blocks) },
+            sha1::block_api::compress,
+        );
     }
 
     #[test]
@@ -294,17 +253,14 @@ mod tests {
 
     /// The padded one-block message "abc" through every stream (FIPS 180-2, appendix A.1).
     fn abc<const N: usize>() {
-        let mut block = [0; 64];
-        block[..3].copy_from_slice(b"abc");
-        block[3] = 0x80;
-        block[56..].copy_from_slice(&(3u64 * 8).to_be_bytes());
-        let mut states = [H0; N];
-        // SAFETY: the caller checked the CPU features.
-        unsafe { compress(&mut states, &[&block[..]; N], 1) };
-        for state in states {
-            let digest: String = state.iter().map(|w| format!("{w:08x}")).collect();
-            assert_eq!(digest, "a9993e364706816aba3e25717850c26c9cd0d89d");
-        }
+        known_answer_in_every_lane::<N, _, _>(
+            // SAFETY: the caller checked the CPU features.
+            |states, data, blocks| unsafe { compress(states, data, blocks) },
+            64,
+            H0,
+            b"abc",
+            "a9993e364706816aba3e25717850c26c9cd0d89d",
+        );
     }
 
     #[test]
@@ -323,12 +279,15 @@ mod tests {
         if skip() {
             return;
         }
-        let long = [0; 128];
         let result = std::panic::catch_unwind(|| {
-            let mut states = [H0; 2];
-            // SAFETY: the CPU features are checked above; the short stream must make it panic
-            // before any read.
-            unsafe { compress(&mut states, &[&long[..], &long[..127]], 2) };
+            one_message_short::<2, _>(
+                // SAFETY: the CPU features are checked above; the short stream must make it
+                // panic before any read.
+                |states, data, blocks| unsafe { compress(states, data, blocks) },
+                64,
+                H0,
+                1,
+            );
         });
         assert!(result.is_err());
     }

@@ -251,11 +251,10 @@ unsafe fn compress_lanes(states: &mut [[u32; 8]; LANES], ptrs: &[*const u8; LANE
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    //! The checks of an eight-lane kernel of 64-byte blocks and 32-bit words, given as a
-    //! closure that calls it and the scalar compression it must match (the SHA-1 kernel runs
-    //! the same ones).
-
+mod tests {
+    use super::super::kernel_tests::{
+        Rng, check_against_scalar, known_answer_in_every_lane, lacks, one_message_short,
+    };
     use super::*;
 
     /// FIPS 180-4 (5.3.3).
@@ -264,94 +263,8 @@ pub(super) mod tests {
         0x5be0cd19,
     ];
 
-    pub(in super::super) fn has_avx2() -> bool {
-        let yes = supported();
-        if !yes {
-            eprintln!("no AVX2 on this CPU: the eight-lane kernel is not tested");
-        }
-        yes
-    }
-
-    /// SplitMix64: seeded, so that a failure repeats.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
-    /// `kernel` against `reference` (RustCrypto's scalar compression over whole blocks) on
-    /// random states and different random data per lane, at random alignments and with bytes
-    /// past the blocks that must not count, for 0, 1, 2 and 9 blocks.
-    pub(in super::super) fn random_messages<const S: usize>(
-        kernel: impl Fn(&mut [[u32; S]; LANES], &[&[u8]; LANES], usize),
-        reference: impl Fn(&mut [u32; S], &[[u8; BLOCK]]),
-    ) {
-        let mut rng = Rng(S as u64);
-        for blocks in [0, 1, 2, 9] {
-            for _ in 0..4 {
-                let mut states: [[u32; S]; LANES] = from_fn(|_| from_fn(|_| rng.next() as u32));
-                let offsets: [usize; LANES] = from_fn(|_| rng.below(32));
-                let buffers: Vec<Vec<u8>> = offsets
-                    .iter()
-                    .map(|&offset| {
-                        let len = offset + blocks * BLOCK + rng.below(BLOCK);
-                        (0..len).map(|_| rng.next() as u8).collect()
-                    })
-                    .collect();
-                let data: [&[u8]; LANES] = from_fn(|i| &buffers[i][offsets[i]..]);
-                let mut expected = states;
-                for (state, data) in expected.iter_mut().zip(data) {
-                    let whole: Vec<[u8; BLOCK]> = data[..blocks * BLOCK]
-                        .chunks_exact(BLOCK)
-                        .map(|b| b.try_into().unwrap())
-                        .collect();
-                    reference(state, &whole);
-                }
-                kernel(&mut states, &data, blocks);
-                assert_eq!(states, expected, "{blocks} blocks");
-            }
-        }
-    }
-
-    /// The padded one-block message "abc" through every lane from `init`: the digest is
-    /// `expected` in every lane.
-    pub(in super::super) fn abc_in_every_lane<const S: usize>(
-        kernel: impl Fn(&mut [[u32; S]; LANES], &[&[u8]; LANES], usize),
-        init: [u32; S],
-        expected: &str,
-    ) {
-        let mut block = [0; BLOCK];
-        block[..3].copy_from_slice(b"abc");
-        block[3] = 0x80;
-        block[56..].copy_from_slice(&(3u64 * 8).to_be_bytes());
-        let mut states = [init; LANES];
-        kernel(&mut states, &[&block[..]; LANES], 1);
-        for state in states {
-            let digest: String = state.iter().map(|w| format!("{w:08x}")).collect();
-            assert_eq!(digest, expected);
-        }
-    }
-
-    /// `kernel` on eight messages of two blocks, one a byte short: it must panic with "every
-    /// message needs 2 blocks" before reading anything.
-    pub(in super::super) fn short_data_panics<const S: usize>(
-        kernel: impl Fn(&mut [[u32; S]; LANES], &[&[u8]; LANES], usize),
-    ) {
-        let long = [0; 2 * BLOCK];
-        let short = [0; 2 * BLOCK - 1];
-        let mut data = [&long[..]; LANES];
-        data[5] = &short;
-        kernel(&mut [[0; S]; LANES], &data, 2);
+    fn has_avx2() -> bool {
+        !lacks(supported(), "AVX2")
     }
 
     fn kernel(states: &mut [[u32; 8]; LANES], data: &[&[u8]; LANES], blocks: usize) {
@@ -362,16 +275,24 @@ pub(super) mod tests {
     #[test]
     fn random_messages_match_the_scalar_compression() {
         if has_avx2() {
-            random_messages(kernel, sha2::block_api::compress256);
+            check_against_scalar(
+                &mut Rng(8),
+                &[0, 1, 2, 9],
+                Rng::u32s,
+                kernel,
+                sha2::block_api::compress256,
+            );
         }
     }
 
     #[test]
     fn abc_gives_the_fips_digest_in_every_lane() {
         if has_avx2() {
-            abc_in_every_lane(
+            known_answer_in_every_lane(
                 kernel,
+                BLOCK,
                 H0,
+                b"abc",
                 "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
             );
         }
@@ -383,6 +304,6 @@ pub(super) mod tests {
         if !has_avx2() {
             panic!("every message needs 2 blocks (skipped: no AVX2)");
         }
-        short_data_panics(kernel);
+        one_message_short(kernel, BLOCK, [0; 8], 5);
     }
 }

@@ -457,9 +457,12 @@ unsafe fn compress_groups<const G: usize>(
 
 #[cfg(test)]
 pub(super) mod tests {
-    //! The checks of a SHA-512 lanes kernel, given as a closure that calls it (the kernels of
-    //! other instruction sets run the same ones).
+    //! SHA-512's test vectors and how its lanes kernels are checked, given as a closure that
+    //! calls one (the kernels of other instruction sets run the same ones).
 
+    use super::super::kernel_tests::{
+        Rng, check_against_scalar, known_answer_in_every_lane, lacks, one_message_short, padded,
+    };
     use super::*;
 
     /// SHA-512's initial state (FIPS 180-4, 5.3.5).
@@ -475,37 +478,7 @@ pub(super) mod tests {
     ];
 
     fn has_avx2() -> bool {
-        let yes = std::arch::is_x86_feature_detected!("avx2");
-        if !yes {
-            eprintln!("no AVX2 on this CPU: SHA-512 lanes kernel not tested");
-        }
-        yes
-    }
-
-    /// SplitMix64: reproducible test data without a dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn bytes(&mut self, len: usize) -> Vec<u8> {
-            (0..len).map(|_| self.next() as u8).collect()
-        }
-    }
-
-    /// The scalar reference: RustCrypto's compression, one message at a time.
-    fn reference(state: &mut [u64; 8], data: &[u8], blocks: usize) {
-        let blocks: Vec<[u8; 128]> = data[..blocks * BLOCK]
-            .chunks_exact(BLOCK)
-            .map(|b| b.try_into().unwrap())
-            .collect();
-        sha2::block_api::compress512(state, &blocks);
+        !lacks(std::arch::is_x86_feature_detected!("avx2"), "AVX2")
     }
 
     /// `kernel` against the scalar compression on `N` random states and messages, for 0, 1,
@@ -513,22 +486,13 @@ pub(super) mod tests {
     pub(in super::super) fn random_messages<const N: usize>(
         kernel: impl Fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
     ) {
-        let mut rng = Rng(N as u64);
-        for blocks in [0, 1, 2, 9] {
-            let mut states: [[u64; 8]; N] =
-                std::array::from_fn(|_| std::array::from_fn(|_| rng.next()));
-            // Every message a different length beyond the blocks hashed, so that reading
-            // past `blocks * 128` would not go unnoticed by Miri-like tools and a mixed-up
-            // lane gives a different result.
-            let owned: Vec<Vec<u8>> = (0..N).map(|i| rng.bytes(blocks * BLOCK + i)).collect();
-            let data: [&[u8]; N] = std::array::from_fn(|i| owned[i].as_slice());
-            let mut expected = states;
-            for (state, m) in expected.iter_mut().zip(&owned) {
-                reference(state, m, blocks);
-            }
-            kernel(&mut states, &data, blocks);
-            assert_eq!(states, expected, "N = {N}, {blocks} blocks");
-        }
+        check_against_scalar(
+            &mut Rng(N as u64),
+            &[0, 1, 2, 9],
+            Rng::u64s,
+            kernel,
+            sha2::block_api::compress512,
+        );
     }
 
     #[test]
@@ -547,44 +511,6 @@ pub(super) mod tests {
         }
     }
 
-    /// `message` padded to whole blocks (FIPS 180-4, 5.1.2: 0x80, zeros to 112 mod 128, the
-    /// length in bits as a 128-bit big-endian number).
-    fn padded(message: &[u8]) -> Vec<u8> {
-        let mut v = message.to_vec();
-        v.push(0x80);
-        while v.len() % BLOCK != 112 {
-            v.push(0);
-        }
-        v.extend_from_slice(&(message.len() as u128 * 8).to_be_bytes());
-        v
-    }
-
-    fn digest(state: &[u64; 8]) -> Vec<u8> {
-        state.iter().flat_map(|w| w.to_be_bytes()).collect()
-    }
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// A FIPS 180-4 example (the NIST "SHA-512" example document) in every lane.
-    fn known_answer<const N: usize>(
-        kernel: &impl Fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
-        message: &[u8],
-        expected: &str,
-    ) {
-        let block = padded(message);
-        let blocks = block.len() / BLOCK;
-        let mut states = [SHA512_INIT; N];
-        kernel(&mut states, &[&block[..]; N], blocks);
-        for state in &states {
-            assert_eq!(digest(state), hex(expected), "N = {N}, {blocks} blocks");
-        }
-    }
-
     const ABC: &str = "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a\
                        2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f";
     const TWO_BLOCKS: &[u8] = b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmn\
@@ -592,14 +518,15 @@ pub(super) mod tests {
     const TWO_BLOCKS_DIGEST: &str = "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018\
          501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909";
 
-    /// The FIPS examples "abc" (one block) and the 112-byte message (two blocks) in every lane.
+    /// The FIPS examples (the NIST "SHA-512" example document) "abc" (one block) and the
+    /// 112-byte message (two blocks) in every lane.
     pub(in super::super) fn known_answers<const N: usize>(
         kernel: impl Fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
     ) {
-        assert_eq!(padded(b"abc").len(), BLOCK);
-        known_answer(&kernel, b"abc", ABC);
-        assert_eq!(padded(TWO_BLOCKS).len(), 2 * BLOCK);
-        known_answer(&kernel, TWO_BLOCKS, TWO_BLOCKS_DIGEST);
+        assert_eq!(padded(b"abc", BLOCK, true).len(), BLOCK);
+        known_answer_in_every_lane(&kernel, BLOCK, SHA512_INIT, b"abc", ABC);
+        assert_eq!(padded(TWO_BLOCKS, BLOCK, true).len(), 2 * BLOCK);
+        known_answer_in_every_lane(&kernel, BLOCK, SHA512_INIT, TWO_BLOCKS, TWO_BLOCKS_DIGEST);
     }
 
     #[test]
@@ -617,10 +544,7 @@ pub(super) mod tests {
     pub(in super::super) fn short_data_panics(
         kernel: impl Fn(&mut [[u64; 8]; 4], &[&[u8]; 4], usize),
     ) {
-        let long = [0; 2 * BLOCK];
-        let short = [0; 2 * BLOCK - 1];
-        let mut states = [[0; 8]; 4];
-        kernel(&mut states, &[&long, &long, &short, &long], 2);
+        one_message_short(kernel, BLOCK, [0; 8], 2);
     }
 
     #[test]

@@ -191,15 +191,12 @@ unsafe fn compress_groups<const G: usize>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::kernel_tests::lacks;
     use super::super::sha512_avx2::tests::{known_answers, random_messages, short_data_panics};
     use super::*;
 
     fn has_avx512() -> bool {
-        let yes = supported();
-        if !yes {
-            eprintln!("no AVX-512F/VL on this CPU: AVX-512 SHA-512 lanes kernel not tested");
-        }
-        yes
+        !lacks(supported(), "AVX-512F or AVX-512VL")
     }
 
     #[test]
