@@ -295,7 +295,6 @@ impl Engine {
             free: free_rx,
             spare: (0..buffers).map(|_| Buffer::new()).collect(),
             buffers,
-            lanes_in_use: 0,
             out: chunk_tx,
             done: done.clone(),
             progress: self.progress.clone(),
@@ -441,8 +440,6 @@ struct Reader {
     spare: Vec<Buffer>,
     /// Buffers of the worker, in `spare` or away.
     buffers: usize,
-    /// Lanes of the kernel being fed, while reading lanes.
-    lanes_in_use: usize,
     out: Sender<Msg>,
     done: Sender<Vec<Done>>,
     progress: Option<Arc<AtomicU64>>,
@@ -601,7 +598,6 @@ impl Reader {
     /// `None` when the pipeline shut down.
     fn read_lanes(&mut self, kernel: Kernel, first: Job) -> Option<Option<Job>> {
         let chunk = lane_chunk_size(kernel, self.chunk_size);
-        self.lanes_in_use = kernel.lanes();
         let mut slots: Vec<Option<LaneRead>> = (0..kernel.lanes()).map(|_| None).collect();
         let mut waiting = Some(first);
         let mut other = None;
@@ -654,7 +650,7 @@ impl Reader {
             }
             for (slot, entry) in slots.iter_mut().enumerate() {
                 let Some(read) = entry else { continue };
-                if let Some(result) = self.read_lane(slot, read, chunk, &mut round)? {
+                if let Some(result) = self.read_lane(slot, read, kernel, &mut round)? {
                     round.push(LaneOp::Close { slot, result });
                     *entry = None;
                 }
@@ -671,12 +667,13 @@ impl Reader {
         &mut self,
         slot: usize,
         read: &mut LaneRead,
-        chunk: usize,
+        kernel: Kernel,
         round: &mut Vec<LaneOp>,
     ) -> Option<Option<Result<u64, InputError>>> {
         if read.pos < read.end && !read.shared.failed.load(Ordering::Relaxed) {
+            let chunk = lane_chunk_size(kernel, self.chunk_size);
             let mut reader = read.shared.file.range_reader(read.pos..read.end, chunk);
-            let buffer = self.next_buffer_within(2 * self.lanes_in_use)?;
+            let buffer = self.next_buffer_within(2 * kernel.lanes())?;
             match reader.next_chunk(buffer) {
                 Ok(part) => {
                     read.pos = reader.position();

@@ -64,27 +64,15 @@ mod sha512_avx2;
 #[cfg(target_arch = "x86_64")]
 mod sha512_avx512;
 
+/// The kernels themselves, for their benchmarks only.
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
-pub use md5_avx512::bench_compress_md5_avx512;
-#[cfg(target_arch = "x86_64")]
-#[doc(hidden)]
-pub use sha1_avx2::bench_compress_sha1_avx2;
-#[cfg(target_arch = "x86_64")]
-#[doc(hidden)]
-pub use sha1_ni::bench_compress_sha1;
-#[cfg(target_arch = "x86_64")]
-#[doc(hidden)]
-pub use sha256_avx2::bench_compress_sha256_avx2;
-#[cfg(target_arch = "x86_64")]
-#[doc(hidden)]
-pub use sha256_ni::bench_compress_sha256;
-#[cfg(target_arch = "x86_64")]
-#[doc(hidden)]
-pub use sha512_avx2::bench_compress_sha512;
-#[cfg(target_arch = "x86_64")]
-#[doc(hidden)]
-pub use sha512_avx512::bench_compress_sha512_avx512;
+pub use self::{
+    md5_avx512::bench_compress_md5_avx512, sha1_avx2::bench_compress_sha1_avx2,
+    sha1_ni::bench_compress_sha1, sha256_avx2::bench_compress_sha256_avx2,
+    sha256_ni::bench_compress_sha256, sha512_avx2::bench_compress_sha512,
+    sha512_avx512::bench_compress_sha512_avx512,
+};
 
 pub use kernel::Kernel;
 
