@@ -362,7 +362,7 @@ for alg in $algs; do
     if ((threads > 1)); then
         measure warm mtsum "$alg" "$alg mtsum" "$threads" "$mtsum" -p "$threads" -a "$alg" "$file"
     fi
-    # plain is one stream (one job) whatever -p is
+    # plain is one stream (one job) whatever -p is, but for blake3 (4 MiB subtrees, every worker)
     measure warm mtsum "$alg" "$alg" "$threads" "$mtsum" -p "$threads" -a "$alg" -t plain "$file"
     if [[ $quick != 1 || $alg == sha256 ]]; then
         measure warm mtsum "$alg" "$alg rfc6962 1M" "$threads" "$mtsum" -p "$threads" -a "$alg" -t rfc6962 "$file"

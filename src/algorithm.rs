@@ -14,6 +14,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use blake3::hazmat::{HasherExt as _, Mode};
 use sha2::Digest as _;
 
 /// A hash function mtsum can compute.
@@ -123,6 +124,33 @@ impl Algorithm {
     pub fn hash(self, data: &[u8]) -> Digest {
         self.hash_parts(&[data])
     }
+
+    /// Whether the digest of a long message is itself the root of a Merkle tree whose
+    /// subtrees can be hashed apart and joined ([`Hasher::subtree`], [`join_subtrees`]).
+    /// BLAKE3's is (a tree of 1 KiB chunks): its plain digest can use every worker, as
+    /// `b3sum` does, and still be exactly `b3sum`'s.
+    pub fn is_tree(self) -> bool {
+        self == Algorithm::Blake3
+    }
+}
+
+/// The parent of two subtrees of a tree algorithm ([`Algorithm::is_tree`]): the root digest
+/// with `is_root`, else the chaining value to join further. The left subtree must cover the
+/// largest power of two of 1 KiB chunks strictly less than both together (BLAKE3's shape,
+/// which is RFC 6962's over chunks).
+///
+/// # Panics
+/// If `alg` is not a tree algorithm.
+pub fn join_subtrees(alg: Algorithm, left: &Digest, right: &Digest, is_root: bool) -> Digest {
+    assert!(alg.is_tree(), "{alg} is not a tree algorithm");
+    let cv =
+        |d: &Digest| -> [u8; 32] { d.as_bytes().try_into().expect("a 32-byte chaining value") };
+    let (l, r) = (cv(left), cv(right));
+    if is_root {
+        Digest::from_slice(blake3::hazmat::merge_subtrees_root(&l, &r, Mode::Hash).as_bytes())
+    } else {
+        Digest::from_slice(&blake3::hazmat::merge_subtrees_non_root(&l, &r, Mode::Hash))
+    }
 }
 
 impl fmt::Display for Algorithm {
@@ -175,11 +203,27 @@ enum State {
     #[cfg(feature = "openssl")]
     EvpMd5(openssl::hash::Hasher),
     Blake3(Box<blake3::Hasher>),
+    /// A BLAKE3 subtree that is not the whole message; finalizes to its chaining value.
+    Blake3Subtree(Box<blake3::Hasher>),
     Xxh3(Box<xxhash_rust::xxh3::Xxh3Default>),
     Xxh128(Box<xxhash_rust::xxh3::Xxh3Default>),
 }
 
 impl Hasher {
+    /// A hasher for the subtree of a tree algorithm's own tree ([`Algorithm::is_tree`]) that
+    /// starts at byte `offset` of a longer message; its digest is the subtree's chaining
+    /// value, for [`join_subtrees`]. The subtree must be a power of two of 1 KiB chunks long
+    /// (the last one of the message may be shorter) and start at a multiple of that length.
+    ///
+    /// # Panics
+    /// If `alg` is not a tree algorithm or `offset` is not a multiple of 1 KiB.
+    pub fn subtree(alg: Algorithm, offset: u64) -> Hasher {
+        assert!(alg.is_tree(), "{alg} is not a tree algorithm");
+        let mut h = Box::new(blake3::Hasher::new());
+        h.set_input_offset(offset);
+        Hasher(State::Blake3Subtree(h))
+    }
+
     /// Absorbs `data`.
     pub fn update(&mut self, data: &[u8]) {
         match &mut self.0 {
@@ -197,7 +241,7 @@ impl Hasher {
             State::OsslSha512(h) => h.update(data),
             #[cfg(feature = "openssl")]
             State::EvpMd5(h) => h.update(data).expect("MD5 update cannot fail"),
-            State::Blake3(h) => {
+            State::Blake3(h) | State::Blake3Subtree(h) => {
                 h.update(data);
             }
             State::Xxh3(h) | State::Xxh128(h) => h.update(data),
@@ -222,6 +266,10 @@ impl Hasher {
             #[cfg(feature = "openssl")]
             State::EvpMd5(mut h) => Digest::from_slice(&h.finish().expect("MD5 final cannot fail")),
             State::Blake3(h) => Digest::from_slice(h.finalize().as_bytes()),
+            // An empty subtree has no chaining value; it only arises when the file shrank
+            // while it was read, which the engine reports instead of the digest.
+            State::Blake3Subtree(h) if h.count() == 0 => Digest::from_slice(&[0; 32]),
+            State::Blake3Subtree(h) => Digest::from_slice(&h.finalize_non_root()),
             State::Xxh3(h) => Digest::from_slice(&h.digest().to_be_bytes()),
             State::Xxh128(h) => Digest::from_slice(&h.digest128().to_be_bytes()),
         }

@@ -30,7 +30,7 @@ use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::{self, Event, Kernel, Lane, Lanes};
-use crate::layout::{Combiner, JobHasher, Layout};
+use crate::layout::{Combiner, JobHasher, JobKind, Layout};
 use crate::source::{
     Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
 };
@@ -370,6 +370,9 @@ struct Job {
     start: u64,
     layout: Layout,
     alg: Algorithm,
+    /// How the job is hashed as one stream ([`Layout::plan`]); lanes hash it from its layout
+    /// and algorithm instead.
+    kind: JobKind,
     source: JobSource,
 }
 
@@ -389,7 +392,7 @@ struct SharedFile {
 /// From a reader to its hasher.
 enum Msg {
     /// The chunks that follow, up to `End`, are one job.
-    Begin(Layout, Algorithm),
+    Begin(Layout, Algorithm, JobKind),
     Chunk(Chunk),
     End {
         input: usize,
@@ -498,7 +501,8 @@ impl Reader {
             && *len <= self.chunk_size as u64
         {
             let range = job.start..job.start + len;
-            let result = self.hash_small(shared, range, job.layout.job_hasher(job.alg))?;
+            let hasher = job.layout.hasher_for(job.alg, job.kind);
+            let result = self.hash_small(shared, range, hasher)?;
             let (input, index) = (job.input, job.index);
             return self
                 .done
@@ -509,7 +513,9 @@ impl Reader {
                 }])
                 .ok();
         }
-        self.out.send(Msg::Begin(job.layout, job.alg)).ok()?;
+        self.out
+            .send(Msg::Begin(job.layout, job.alg, job.kind))
+            .ok()?;
         let result = match job.source {
             JobSource::At(shared, len) => {
                 let range = job.start..job.start + len;
@@ -737,7 +743,7 @@ fn hash_jobs(
     let mut lanes: Option<LaneHasher> = None;
     for msg in chunks {
         match msg {
-            Msg::Begin(layout, alg) => hasher = Some(layout.job_hasher(alg)),
+            Msg::Begin(layout, alg, kind) => hasher = Some(layout.hasher_for(alg, kind)),
             Msg::Chunk(chunk) => {
                 let h = hasher.as_mut().expect("Begin comes first");
                 let (buf, ok) = absorb(h, chunk, out.progress);
@@ -959,12 +965,13 @@ where
         };
         let context = task.context;
         let (layout, alg) = (request.layout, request.algorithm);
-        let job = |index_in_input: usize, start: u64, source: JobSource| Job {
+        let job = |index_in_input: usize, start: u64, kind, source| Job {
             input: index,
             index: index_in_input,
             start,
             layout,
             alg,
+            kind,
             source,
         };
         let (file, jobs) = match Input::open_with(&target, self.read_mode) {
@@ -975,7 +982,10 @@ where
             Ok(Input::Stream(_)) if request.keep_leaves && layout.leaf_size().is_some() => {
                 return self.fail_now(index, context, InputError::GraphOfStream);
             }
-            Ok(Input::Stream(reader)) => (None, vec![job(0, 0, JobSource::Stream(reader))]),
+            Ok(Input::Stream(reader)) => (
+                None,
+                vec![job(0, 0, JobKind::Layout, JobSource::Stream(reader))],
+            ),
             Ok(Input::Sized(file)) => {
                 // Leaves too long for `JobHasher`'s lanes within one read are jobs of their
                 // own where the algorithm has lanes: then the workers' lanes take them.
@@ -984,22 +994,30 @@ where
                         .leaf_size()
                         .is_some_and(|l| l.get() >= LANE_JOB_MIN_LEAF)
                     && Kernel::multi_buffer(alg).is_some();
-                let ranges = layout.jobs(file.len(), request.keep_leaves || lanes_take_leaves);
-                if request.keep_leaves && ranges.len() > MAX_KEPT_LEAVES {
+                // Counted before planning: a plan of billions of leaves would not fit in memory.
+                let leaves = match layout.leaf_size() {
+                    Some(leaf) => file.len().div_ceil(leaf.get()),
+                    None => 0,
+                };
+                if request.keep_leaves && leaves > MAX_KEPT_LEAVES as u64 {
                     let e = InputError::TooManyLeaves {
-                        leaves: ranges.len(),
+                        leaves: usize::try_from(leaves).unwrap_or(usize::MAX),
                         max: MAX_KEPT_LEAVES,
                     };
                     return self.fail_now(index, context, e);
                 }
+                let plan = layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
                 let shared = Arc::new(SharedFile {
                     file,
                     failed: AtomicBool::new(false),
                 });
-                let jobs = ranges
+                let jobs = plan
                     .into_iter()
                     .enumerate()
-                    .map(|(i, r)| job(i, r.start, JobSource::At(shared.clone(), r.end - r.start)))
+                    .map(|(i, (r, kind))| {
+                        let source = JobSource::At(shared.clone(), r.end - r.start);
+                        job(i, r.start, kind, source)
+                    })
                     .collect();
                 (Some(shared), jobs)
             }

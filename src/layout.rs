@@ -12,7 +12,7 @@ use std::num::NonZeroU64;
 use std::ops::Range;
 use std::str::FromStr;
 
-use crate::algorithm::{Algorithm, Digest, Hasher};
+use crate::algorithm::{self, Algorithm, Digest, Hasher};
 use crate::lanes::{self, Kernel};
 
 /// The largest leaf of the `mtsum` layout: 128 MiB, as in C++ mtsum 1.1.0.
@@ -21,7 +21,10 @@ pub const MTSUM_MAX_LEAF: u64 = 128 << 20;
 /// Roughly how many bytes one job of a fixed-leaf layout covers: large enough that the
 /// per-job overhead (a channel message, a few syscalls) vanishes, small enough that two
 /// workers share a file of a few MiB.
+/// It is also the length of the subtrees a plain stream of a tree algorithm is cut into, which
+/// must be a power of two of BLAKE3's 1 KiB chunks.
 const TARGET_JOB_BYTES: u64 = 4 << 20;
+const _: () = assert!(TARGET_JOB_BYTES.is_power_of_two() && TARGET_JOB_BYTES >= 1024);
 
 /// The fewest whole leaves in one chunk worth hashing in MD5 lanes: with fewer, most of the
 /// 16 lanes idle and one stream of OpenSSL (about a sixth of the lanes' throughput) is as fast.
@@ -280,6 +283,42 @@ impl Layout {
         }
     }
 
+    /// The jobs of a stream of `n` bytes as the engine hashes them, with how each is hashed:
+    /// those of [`Layout::jobs`], except that a `plain` stream of a tree algorithm
+    /// ([`Algorithm::is_tree`]) longer than one job is cut into whole subtrees of the
+    /// algorithm's own tree, so that plain BLAKE3 keeps every worker busy as `b3sum` does;
+    /// [`Combiner`] joins them into the plain digest.
+    pub fn plan(
+        self,
+        alg: Algorithm,
+        n: u64,
+        one_leaf_per_job: bool,
+    ) -> Vec<(Range<u64>, JobKind)> {
+        let subtrees = self == Layout::Plain && alg.is_tree() && !one_leaf_per_job;
+        if subtrees && n > TARGET_JOB_BYTES {
+            return (0..n.div_ceil(TARGET_JOB_BYTES))
+                .map(|i| i * TARGET_JOB_BYTES..n.min((i + 1) * TARGET_JOB_BYTES))
+                .map(|r| (r.clone(), JobKind::Subtree { offset: r.start }))
+                .collect();
+        }
+        self.jobs(n, one_leaf_per_job)
+            .into_iter()
+            .map(|r| (r, JobKind::Layout))
+            .collect()
+    }
+
+    /// A hasher for a job of [`Layout::plan`] of the given kind.
+    pub fn hasher_for(self, alg: Algorithm, kind: JobKind) -> JobHasher {
+        let job = self.job_hasher(alg);
+        match kind {
+            JobKind::Layout => job,
+            JobKind::Subtree { offset } => JobHasher {
+                current: Hasher::subtree(alg, offset),
+                ..job
+            },
+        }
+    }
+
     /// A hasher for one job of [`Layout::jobs`], or for a whole stream of unknown length
     /// (where the layout allows it).
     ///
@@ -401,6 +440,24 @@ fn prev_power_of_two(x: u64) -> u64 {
     1 << (63 - x.leading_zeros())
 }
 
+/// The root (`is_root`) or chaining value of consecutive subtrees of a tree algorithm, all
+/// of one power-of-two length but the last: BLAKE3's shape, where the left side takes the
+/// largest power of two of them strictly less than their count.
+fn join_subtree_digests(alg: Algorithm, subtrees: &[Digest], is_root: bool) -> Digest {
+    match subtrees {
+        [one] => *one,
+        _ => {
+            let (left, right) =
+                subtrees.split_at(prev_power_of_two(subtrees.len() as u64 - 1) as usize);
+            let (l, r) = (
+                join_subtree_digests(alg, left, false),
+                join_subtree_digests(alg, right, false),
+            );
+            algorithm::join_subtrees(alg, &l, &r, is_root)
+        }
+    }
+}
+
 /// Collects the leaf ranges of a walk.
 struct LeafRanges(Vec<Range<u64>>);
 
@@ -459,6 +516,16 @@ impl MerkleStack {
             .map(|(_, d)| d)
             .reduce(|right, left| layout.hash_node(alg, &left, &right, false))
     }
+}
+
+/// How the hasher of a job of [`Layout::plan`] starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    /// A job of [`Layout::jobs`], or a whole stream: [`Layout::job_hasher`].
+    Layout,
+    /// The subtree of a tree algorithm's own tree that starts at byte `offset`, whose digest
+    /// is a chaining value for [`Combiner`] to join.
+    Subtree { offset: u64 },
 }
 
 /// Hashes one job (or a whole stream) fed as chunks of any size.
@@ -581,7 +648,10 @@ impl Combiner {
                     .iter()
                     .map(|d| d.expect("every job was hashed").1)
                     .collect();
-                self.layout.root_from_leaves(self.alg, n, &leaves)
+                match (self.layout, &leaves[..]) {
+                    (Layout::Plain, [_, _, ..]) => join_subtree_digests(self.alg, &leaves, true),
+                    _ => self.layout.root_from_leaves(self.alg, n, &leaves),
+                }
             }
             Layout::Merkle(_) | Layout::Rfc6962(_) => {
                 assert!(

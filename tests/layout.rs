@@ -14,7 +14,7 @@ use common::{
 use std::collections::HashSet;
 use std::ops::Range;
 
-use mtsum::layout::{MTSUM_MAX_LEAF, TreeBuilder};
+use mtsum::layout::{JobKind, MTSUM_MAX_LEAF, TreeBuilder};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 
@@ -539,6 +539,63 @@ proptest! {
             combiner.add(i, r.clone(), hash_job(layout, alg, &slice(&data, &r), &[65_537]));
         }
         prop_assert_eq!(combiner.finish(n), reference::root(layout, alg, &data));
+    }
+
+    #[test]
+    fn plain_blake3_cut_into_subtree_jobs_is_the_ordinary_digest(
+        jobs in 0u64..=5,
+        rest in prop::sample::select(vec![0u64, 1, 1023, 1024, 1025, 65_536, (4 << 20) - 1]),
+        one_leaf: bool,
+        chunks in chunking(),
+        seed: u64,
+        order_seed: u64,
+    ) {
+        let (layout, alg) = (Layout::Plain, Algorithm::Blake3);
+        let n = jobs * (4 << 20) + rest;
+        let data = pattern(n as usize, seed);
+        let plan = layout.plan(alg, n, one_leaf);
+        // The jobs tile the stream; all but the last are one power of two of 1 KiB chunks
+        // long, so that each is a whole subtree of BLAKE3's tree; drawing the tree (one leaf
+        // per job) keeps the one leaf of `plain`.
+        let ranges: Vec<Range<u64>> = plan.iter().map(|(r, _)| r.clone()).collect();
+        prop_assert_eq!(ranges.first().map_or(0, |r| r.start), 0);
+        prop_assert_eq!(ranges.last().map_or(0, |r| r.end), n);
+        prop_assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+        let len = ranges[0].end - ranges[0].start;
+        prop_assert!(ranges[..ranges.len() - 1].iter().all(|r| r.end - r.start == len));
+        prop_assert!(ranges.len() == 1 || (len.is_power_of_two() && len >= 1024));
+        prop_assert_eq!(ranges.len() > 1, !one_leaf && n > 4 << 20);
+
+        let digests: Vec<Digest> = plan
+            .into_iter()
+            .map(|(r, kind)| {
+                let mut h = layout.hasher_for(alg, kind);
+                feed(|c| h.update(c), &slice(&data, &r), &chunks);
+                h.finalize()
+            })
+            .collect();
+        let mut combiner = layout.combiner(alg);
+        for i in permutation(ranges.len(), order_seed) {
+            combiner.add(i, ranges[i].clone(), digests[i]);
+        }
+        let root = combiner.finish(n);
+        let ordinary = blake3::hash(&data);
+        prop_assert_eq!(root.as_bytes(), ordinary.as_bytes());
+        prop_assert_eq!(root, reference::root(layout, alg, &data));
+    }
+
+    #[test]
+    fn plan_is_the_layout_jobs_except_for_plain_blake3(
+        (layout, n) in layout_and_any_length(),
+        alg in algorithm(),
+        one_leaf: bool,
+    ) {
+        let plan = layout.plan(alg, n, one_leaf);
+        if layout != Layout::Plain || alg != Algorithm::Blake3 {
+            let ranges: Vec<Range<u64>> = plan.iter().map(|(r, _)| r.clone()).collect();
+            prop_assert_eq!(ranges, layout.jobs(n, one_leaf));
+            prop_assert!(plan.iter().all(|(_, kind)| *kind == JobKind::Layout));
+        }
     }
 
     #[test]

@@ -484,6 +484,8 @@ fn random_files(dir: &Path, rng: &mut Rng) -> Vec<(PathBuf, Vec<u8>)> {
         0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129, 1024, 1025,
     ];
     sizes.extend((0..4).map(|_| rng.below(3 << 20) as usize));
+    // Past one and three 4 MiB jobs: plain BLAKE3 is hashed as subtrees of that length.
+    sizes.extend([(4 << 20) + 1, (12 << 20) + 1025]);
     sizes.push(rng.below(5000) as usize);
     sizes
         .into_iter()
