@@ -294,6 +294,31 @@ fn engine_matches_reference_around_chunk_and_job_boundaries() {
 }
 
 #[test]
+fn engine_defaults_match_reference_around_their_read_sizes() {
+    // No chunk size given: a reader alone reads XXH3 in chunks of SOLO_FAST_CHUNK_SIZE, others
+    // in DEFAULT_CHUNK_SIZE, and plain BLAKE3 is cut into 4 MiB subtrees.
+    let (chunk, solo) = (Engine::DEFAULT_CHUNK_SIZE, Engine::SOLO_FAST_CHUNK_SIZE);
+    let sizes = [solo - 1, solo + 1, 2 * solo + chunk + 1, (12 << 20) + 1025];
+    let data = pattern(sizes[3], 7);
+    let dir = TempDir::new().unwrap();
+    for threads in [1, 2] {
+        let engine = Engine::new(NonZeroUsize::new(threads).unwrap());
+        for (i, &n) in sizes.iter().enumerate() {
+            let bytes = &data[..n];
+            let path = write_file(dir.path(), &format!("f{threads}-{i}"), bytes);
+            for alg in [Algorithm::Xxh3, Algorithm::Xxh128, Algorithm::Blake3] {
+                for layout in [Layout::Plain, Layout::Mtsum] {
+                    let target = Target::Path(path.clone());
+                    let got = engine.hash(&Request::new(layout, alg), target).unwrap();
+                    let want = reference::root(layout, alg, bytes);
+                    assert_eq!(got.root, want, "{layout} {alg} -p {threads} n={n}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn chunk_size_and_read_ahead_of_zero_mean_one() {
     let data = pattern(3000, 5);
     let dir = TempDir::new().unwrap();
