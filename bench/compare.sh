@@ -333,8 +333,13 @@ cat -- "$file" >/dev/null
 say "measuring (median of $runs runs, $warmup warm-up):"
 measure limit limit mem - 1 dd if="$file" of=/dev/null bs=16M
 
-# Warm cache: every algorithm; peers first, then mtsum
+# Warm cache: every algorithm; peers first, then mtsum. The page-cache read is measured again
+# before each algorithm: the machine's speed can drift over the minutes of a run, and each row's
+# "× page-cache read" is taken against the read measured just before it.
+first_alg=1
 for alg in $algs; do
+    if ((!first_alg)); then measure limit limit mem - 1 dd if="$file" of=/dev/null bs=16M; fi
+    first_alg=0
     case $alg in
     md5 | sha1 | sha224 | sha256 | sha384 | sha512)
         if have "${alg}sum"; then measure warm peer "$alg" "$alg" 1 "${alg}sum" "$file"; fi
@@ -537,7 +542,15 @@ for r in rows:
 def find(section, alg):
     return next((r for r in rows if r["section"] == section and r["alg"] == alg), None)
 
-mem = find("limit", "mem")
+mems = [r for r in rows if r["section"] == "limit" and r["alg"] == "mem"]
+mem = mems[0] if mems else None
+# every row's page-cache read: the one measured last before it
+mem_before = {}
+last_mem = mem
+for r in rows:
+    if r["section"] == "limit" and r["alg"] == "mem":
+        last_mem = r
+    mem_before[id(r)] = last_mem
 disk = find("cold", "disk") or find("direct", "disk")
 warm = [r for r in rows if r["section"] == "warm"]
 
@@ -592,7 +605,11 @@ for alg in ("md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake3", "xx
     elif alg in run_algs:
         w(f"| {alg}, one core | | not measured: no `openssl speed` figure and no one-thread peer ({hint.get(alg, 'none known')}) |")
 if mem:
-    w(f"| page-cache read (memory bandwidth) | {mem['gbps']:.2f} | `{mem['label']}`, file cached |")
+    spread = ""
+    if len(mems) > 1:
+        g = sorted(m["gbps"] for m in mems)
+        spread = f"; measured {len(mems)} times (before each algorithm), {g[0]:.2f}–{g[-1]:.2f}, this is the first"
+    w(f"| page-cache read (memory bandwidth) | {mem['gbps']:.2f} | `{mem['label']}`, file cached{spread} |")
 if disk:
     w(f"| disk, O_DIRECT | {disk['gbps']:.2f} | `{disk['label']}` |")
 w("")
@@ -608,12 +625,14 @@ for r in warm:
         f2(r["gbps"] / lim[0]) if lim else "",
         f2(r["gbps"] / peer["gbps"]) if peer else "",
         f"`{peer['label']}`{note}" if peer else "none installed",
-        f2(r["gbps"] / mem["gbps"]) if mem else "",
+        f2(r["gbps"] / mem_before[id(r)]["gbps"]) if mem else "",
         mib(r["rss"])))
 w("")
 w("- *× one core*: against the one-core limit of the algorithm in the table above (for blake3 and "
   "xxh3/xxh128, which `openssl speed` lacks, the best one-thread peer, which includes reading the file; "
   "blank when no such peer is installed).")
+w("- *× page-cache read*: against the cached `dd` read measured last before the row (once before "
+  "each algorithm's rows), so that a drift of the machine's speed during the run does not skew it.")
 w("- *× best peer*: against the fastest installed peer that prints the same digest; where none does "
   "(the tree layouts, unless the C++ mtsum is given), against the fastest peer of the same algorithm, "
   "marked *other digest*.")
