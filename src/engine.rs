@@ -6,8 +6,8 @@
 //! workers never share a file offset; or `O_DIRECT` reads, or mapped windows: see
 //! [`ReadMode`]), and a *hasher* that only hashes. Reading therefore never stalls hashing,
 //! and memory is bounded by `threads × read_ahead × chunk_size` whatever the file or leaf
-//! size: a 128 MiB leaf is hashed as a stream of chunks. (A reader alone reads XXH3 in larger
-//! chunks: see [`Engine::SOLO_FAST_CHUNK_SIZE`].)
+//! size: a 128 MiB leaf is hashed as a stream of chunks. (A reader alone reads larger chunks:
+//! see [`Engine::SOLO_CHUNK_SIZE`].)
 //!
 //! One queue serves all inputs: a huge file spreads its jobs over every worker, small files
 //! are hashed side by side, and the root never depends on which worker hashed what, because
@@ -122,13 +122,14 @@ impl Engine {
     /// six interleaved rounds: 4 MiB reads reach 1.13 × `dd iflag=direct bs=16M`, 1 MiB reads
     /// 0.95 × (and `dd bs=1M` 0.83 ×).
     pub const DEFAULT_UNCACHED_CHUNK: usize = 4 << 20;
-    /// Bytes per read of a file hashed with a function that outruns the copy out of the page
-    /// cache (XXH3, XXH128), when no other reader is busy: the reader is then what limits
-    /// the speed, and larger reads cut its system time. Measured on a cached 4 GiB file (2-core
-    /// EPYC, pairs of runs in turn): `-t plain -a xxh3` and `-p 1 -a xxh3` 8–12 % faster
-    /// with 2 MiB than with 1 MiB reads, while with two readers busy (`-p 2` tree) 2 MiB reads
-    /// were 7 % slower, and BLAKE3 (which the copy outruns) lost 20 % with them.
-    pub const SOLO_FAST_CHUNK_SIZE: usize = 2 << 20;
+    /// Bytes per read of a file when no other reader is busy (one big file with `plain`,
+    /// `-p 1`): half as many hand-offs between reader and hasher, whose cache misses at the
+    /// start of each chunk show in the hasher's own time. Measured on a cached 4 GiB file
+    /// (2-core EPYC, pairs of runs in turn, 2 MiB against 1 MiB reads): `-t plain` xxh3 and
+    /// xxh128 8–12 % faster (the copy out of the page cache limits them), sha1 4 % (its
+    /// hasher's user time 3 % lower), blake3 `-p 1` 3 %, md5 and sha256 the same; with two
+    /// readers busy (`-p 2` tree) 2 MiB reads were 7 % slower for xxh3.
+    pub const SOLO_CHUNK_SIZE: usize = 2 << 20;
     /// Chunks each reader may have read ahead of its hasher.
     pub const DEFAULT_READ_AHEAD: usize = 4;
 
@@ -160,11 +161,11 @@ impl Engine {
         })
     }
 
-    /// Bytes per read for a reader alone with a hash faster than the copy: see
-    /// [`Engine::SOLO_FAST_CHUNK_SIZE`]; a chunk size set by the caller holds for every read.
-    fn solo_fast_chunk_size(&self) -> usize {
+    /// Bytes per read for a reader alone: see [`Engine::SOLO_CHUNK_SIZE`]; a chunk size set
+    /// by the caller holds for every read.
+    fn solo_chunk_size(&self) -> usize {
         match (self.chunk_size, self.read_mode) {
-            (None, ReadMode::Pread) => Self::SOLO_FAST_CHUNK_SIZE,
+            (None, ReadMode::Pread) => Self::SOLO_CHUNK_SIZE,
             _ => self.chunk_size(),
         }
     }
@@ -310,7 +311,7 @@ impl Engine {
         let reader = Reader {
             jobs: jobs.clone(),
             chunk_size: self.chunk_size(),
-            solo_fast_chunk_size: self.solo_fast_chunk_size(),
+            solo_chunk_size: self.solo_chunk_size(),
             busy: busy.clone(),
             multi_buffer: self.multi_buffer,
             free: free_rx,
@@ -455,8 +456,8 @@ struct Done {
 struct Reader {
     jobs: Receiver<Job>,
     chunk_size: usize,
-    /// Bytes per read of a file when this reader is alone and the hash outruns the copy.
-    solo_fast_chunk_size: usize,
+    /// Bytes per read of a file when this reader is the only one busy.
+    solo_chunk_size: usize,
     /// Readers with a job in hand, this one included while it has one.
     busy: Arc<AtomicUsize>,
     /// Whether jobs that are one message each may be hashed in SIMD lanes.
@@ -546,7 +547,7 @@ impl Reader {
         let result = match job.source {
             JobSource::At(shared, len) => {
                 let range = job.start..job.start + len;
-                let chunk = self.file_chunk_size(job.alg);
+                let chunk = self.file_chunk_size();
                 self.read_range(&shared, range, chunk)?
             }
             JobSource::Stream(reader) => self.read_stream(reader)?,
@@ -583,11 +584,10 @@ impl Reader {
         Some(Ok((start..reader.position(), hasher.finalize())))
     }
 
-    /// Bytes per read of a job of a file hashed with `alg` as one stream.
-    fn file_chunk_size(&self, alg: Algorithm) -> usize {
-        let fast = matches!(alg, Algorithm::Xxh3 | Algorithm::Xxh128);
-        if fast && self.busy.load(Ordering::Relaxed) == 1 {
-            self.solo_fast_chunk_size
+    /// Bytes per read of a job of a file hashed as one stream.
+    fn file_chunk_size(&self) -> usize {
+        if self.busy.load(Ordering::Relaxed) == 1 {
+            self.solo_chunk_size
         } else {
             self.chunk_size
         }
