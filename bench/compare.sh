@@ -367,8 +367,12 @@ for alg in $algs; do
     if ((threads > 1)); then
         measure warm mtsum "$alg" "$alg mtsum" "$threads" "$mtsum" -p "$threads" -a "$alg" "$file"
     fi
-    # plain is one stream (one job) whatever -p is, but for blake3 (4 MiB subtrees, every worker)
+    # plain is one stream (one job) whatever -p is, but for blake3 (4 MiB subtrees, every worker:
+    # so it is measured with one worker too, beside b3sum --num-threads 1)
     measure warm mtsum "$alg" "$alg" "$threads" "$mtsum" -p "$threads" -a "$alg" -t plain "$file"
+    if [[ $alg == blake3 ]] && ((threads > 1)); then
+        measure warm mtsum "$alg" "$alg" 1 "$mtsum" -p 1 -a "$alg" -t plain "$file"
+    fi
     if [[ $quick != 1 || $alg == sha256 ]]; then
         measure warm mtsum "$alg" "$alg rfc6962 1M" "$threads" "$mtsum" -p "$threads" -a "$alg" -t rfc6962 "$file"
     fi

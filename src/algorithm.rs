@@ -379,6 +379,41 @@ mod tests {
     }
 
     #[test]
+    fn two_blake3_subtrees_joined_at_the_root_are_the_ordinary_digest() {
+        // 3 KiB + 1: the left subtree takes 2 KiB (the largest power of two of 1 KiB chunks
+        // below 4 chunks), the right the rest.
+        let data: Vec<u8> = (0..3073u32).map(|i| (i % 251) as u8).collect();
+        let alg = Algorithm::Blake3;
+        let (left, right) = data.split_at(2048);
+        let mut l = Hasher::subtree(alg, 0);
+        l.update(left);
+        let mut r = Hasher::subtree(alg, 2048);
+        r.update(right);
+        let root = join_subtrees(alg, &l.finalize(), &r.finalize(), true);
+        assert_eq!(root, alg.hash(&data));
+        assert_eq!(root.as_bytes(), blake3::hash(&data).as_bytes());
+    }
+
+    #[test]
+    fn an_empty_subtree_finalizes_without_panicking() {
+        // A file that shrank while it was read leaves a subtree job without bytes; the engine
+        // reports the change, but the hasher must not panic first.
+        assert_eq!(
+            Hasher::subtree(Algorithm::Blake3, 4 << 20)
+                .finalize()
+                .as_bytes()
+                .len(),
+            32
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "not a tree algorithm")]
+    fn only_tree_algorithms_have_subtrees() {
+        Hasher::subtree(Algorithm::Sha256, 0);
+    }
+
+    #[test]
     fn hex_round_trips() {
         let d = Algorithm::Sha256.hash(b"");
         assert_eq!(
