@@ -2,8 +2,9 @@
 //! into one root.
 //!
 //! A layout is a pure function of `n` and its parameters, which is what lets the engine hash
-//! leaves on any thread in any order: [`Layout::jobs`] says up front which byte ranges exist,
-//! [`JobHasher`] hashes one range as a stream of chunks, and [`Combiner`] folds the job
+//! leaves on any thread in any order: [`Layout::jobs`] says up front which byte ranges exist
+//! ([`Layout::plan`] adds how each is hashed, and cuts plain BLAKE3 into subtrees of its own
+//! tree), [`JobHasher`] hashes one range as a stream of chunks, and [`Combiner`] folds the job
 //! digests in tree order. [`Layout::walk`] is the definition itself (a recursion over byte
 //! ranges); the reference path, the DOT graph and the `mtsum` combiner are all built on it.
 
