@@ -3,7 +3,7 @@
 //! The library is organised by concept:
 //! - [`algorithm`]: the hash functions and the [`Digest`] value;
 //! - [`layout`]: how a stream is cut into leaves and folded into a root;
-//! - [`reference`]: every layout by its definition, the oracle of the tests;
+//! - [`reference`](mod@reference): every layout by its definition, the oracle of the tests;
 //! - [`source`]: where bytes come from (files, block devices, pipes) and how they are read;
 //! - [`walk`]: the command line's paths expanded into inputs (`-r`, symbolic links);
 //! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `--json`, `-c`);
