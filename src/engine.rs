@@ -1033,19 +1033,14 @@ where
                         .leaf_size()
                         .is_some_and(|l| l.get() >= LANE_JOB_MIN_LEAF)
                     && Kernel::multi_buffer(alg).is_some();
-                // Counted before planning: a plan of billions of leaves would not fit in memory.
-                let leaves = match layout.leaf_size() {
-                    Some(leaf) => file.len().div_ceil(leaf.get()),
-                    None => 0,
-                };
-                if request.keep_leaves && leaves > MAX_KEPT_LEAVES as u64 {
+                let plan = layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
+                if request.keep_leaves && plan.len() > MAX_KEPT_LEAVES {
                     let e = InputError::TooManyLeaves {
-                        leaves: usize::try_from(leaves).unwrap_or(usize::MAX),
+                        leaves: plan.len(),
                         max: MAX_KEPT_LEAVES,
                     };
                     return self.fail_now(index, context, e);
                 }
-                let plan = layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
                 let shared = Arc::new(SharedFile {
                     file,
                     failed: AtomicBool::new(false),
