@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use assert_cmd::Command;
 use mtsum::audit::manifest::Manifest;
-use mtsum::audit::{self, Action, Event, Mtime, Options, Prior, Record, Status, Store};
+use mtsum::audit::{self, Action, Event, Mtime, Options, Prior, Record, Stamp, Status, Store};
 use mtsum::engine::Engine;
 use mtsum::source::Target;
 use mtsum::walk::Recursion;
@@ -358,8 +358,7 @@ fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
         Record {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
-            size: 5,
-            mtime: Mtime::of(&meta),
+            stamp: Stamp::of(&meta),
             digest: reference::root(Layout::Plain, Algorithm::Blake3, b"alpha"),
         }
     );
@@ -607,7 +606,7 @@ fn a_cshatag_tree_is_audited_and_converted() {
         (record.layout, record.algorithm),
         (Layout::Plain, Algorithm::Sha256)
     );
-    assert_eq!(record.mtime, "1600000000.000000005".parse().unwrap());
+    assert_eq!(record.stamp.mtime, "1600000000.000000005".parse().unwrap());
     assert!(xattr::get(&good, "user.shatag.sha256").unwrap().is_some());
     assert_eq!(
         xattr_record(&rotten),
@@ -633,8 +632,7 @@ fn kill_9_during_a_manifest_update_leaves_the_previous_manifest_intact() {
     let record = Record {
         layout: Layout::Plain,
         algorithm: Algorithm::Blake3,
-        size: 1,
-        mtime: Mtime::new(1, 0).unwrap(),
+        stamp: Stamp::new(1, Mtime::new(1, 0).unwrap()),
         digest: Algorithm::Blake3.hash(b"x"),
     };
     for i in 0..400_000 {

@@ -175,9 +175,9 @@ fn line(status: &str, name: &[u8]) -> Vec<u8> {
 fn verdict_json(name: &[u8], v: &audit::Verdict) -> Vec<u8> {
     let mut o = sumfile::json_path(name);
     o.insert("status".into(), v.status.name().into());
-    if let Some((size, mtime)) = v.state {
-        o.insert("size".into(), size.into());
-        o.insert("mtime".into(), mtime.to_string().into());
+    if let Some(stamp) = v.state {
+        o.insert("size".into(), stamp.len.into());
+        o.insert("mtime".into(), stamp.mtime.to_string().into());
     }
     if let Some(r) = &v.current {
         o.insert("layout".into(), r.layout.name().into());
@@ -191,8 +191,8 @@ fn verdict_json(name: &[u8], v: &audit::Verdict) -> Vec<u8> {
         Prior::Record(r) => {
             o.insert("record".into(), r.tag().into());
             o.insert("expected".into(), r.digest.to_hex().into());
-            o.insert("recorded_size".into(), r.size.into());
-            o.insert("recorded_mtime".into(), r.mtime.to_string().into());
+            o.insert("recorded_size".into(), r.stamp.len.into());
+            o.insert("recorded_mtime".into(), r.stamp.mtime.to_string().into());
         }
         Prior::Cshatag { mtime, digest } => {
             o.insert("record".into(), "cshatag".into());

@@ -35,8 +35,10 @@ use std::path::Path;
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Layout, LeafSize};
+use crate::source::{InputError, Mtime, Stamp};
 
-use super::{Mtime, Prior, Record};
+use super::{Prior, Record, RecordStore, StoreError};
+use crate::audit::AuditError;
 
 /// The attribute holding mtsum's record.
 pub const ATTR: &str = "user.mtsum";
@@ -77,9 +79,9 @@ pub fn encode(record: &Record) -> Vec<u8> {
     };
     let mut out = Vec::with_capacity(FIXED_LEN + 8 + record.digest.as_bytes().len());
     out.extend_from_slice(&[VERSION, alg, layout]);
-    out.extend_from_slice(&record.size.to_le_bytes());
-    out.extend_from_slice(&record.mtime.sec.to_le_bytes());
-    out.extend_from_slice(&record.mtime.nsec.to_le_bytes());
+    out.extend_from_slice(&record.stamp.len.to_le_bytes());
+    out.extend_from_slice(&record.stamp.mtime.sec.to_le_bytes());
+    out.extend_from_slice(&record.stamp.mtime.nsec.to_le_bytes());
     if let Some(leaf) = leaf {
         out.extend_from_slice(&leaf.get().to_le_bytes());
     }
@@ -134,8 +136,7 @@ pub fn decode(bytes: &[u8]) -> Result<Record, String> {
     Ok(Record {
         layout,
         algorithm,
-        size,
-        mtime,
+        stamp: Stamp::new(size, mtime),
         digest: Digest::from_slice(rest),
     })
 }
@@ -192,6 +193,42 @@ pub fn is_unsupported(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EOPNOTSUPP)
 }
 
+/// The records of the files themselves: read and written at once, nothing to finish.
+pub struct XattrStore;
+
+impl XattrStore {
+    /// An I/O error of `path`'s attributes: the whole audit's when the file system has none.
+    fn error(path: &Path, e: io::Error) -> StoreError {
+        if is_unsupported(&e) {
+            let path = path.to_path_buf();
+            return StoreError::Fatal(AuditError::XattrUnsupported { path });
+        }
+        StoreError::File(InputError::Io(e))
+    }
+}
+
+impl RecordStore for XattrStore {
+    fn describe(&self) -> String {
+        "extended attributes".into()
+    }
+
+    fn lookup(&mut self, path: &Path) -> Result<Prior, StoreError> {
+        read(path).map_err(|e| XattrStore::error(path, e))
+    }
+
+    fn set(&mut self, path: &Path, record: Option<&Record>) -> Result<(), StoreError> {
+        let result = match record {
+            Some(record) => write(path, record),
+            None => remove(path).map(|_| ()),
+        };
+        result.map_err(|e| XattrStore::error(path, e))
+    }
+
+    fn finish(&mut self) -> Result<bool, AuditError> {
+        Ok(false)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,8 +237,7 @@ mod tests {
         Record {
             layout,
             algorithm,
-            size: 0x0102_0304_0506_0708,
-            mtime: Mtime::new(-2, 999_999_999).unwrap(),
+            stamp: Stamp::new(0x0102_0304_0506_0708, Mtime::new(-2, 999_999_999).unwrap()),
             digest: algorithm.hash(b"x"),
         }
     }
@@ -235,8 +271,7 @@ mod tests {
         let r = Record {
             layout: Layout::Plain,
             algorithm: Algorithm::Xxh3,
-            size: 3,
-            mtime: Mtime::new(1, 2).unwrap(),
+            stamp: Stamp::new(3, Mtime::new(1, 2).unwrap()),
             digest: Digest::from_slice(&[0xaa; 8]),
         };
         let mut want = vec![

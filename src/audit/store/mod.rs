@@ -1,0 +1,143 @@
+//! Where records live: one extended attribute per file ([`xattr`]) or one manifest file
+//! ([`manifest`]), each behind [`RecordStore`], the only face of a store the run sees.
+//!
+//! A store answers "what was recorded about this file?" while the audit walks, takes the
+//! records the verdicts call for, and makes them durable when asked ([`RecordStore::finish`]).
+//! Lookups always see the store as it was before the audit: records set during a run are not
+//! read back by the same run, so an argument named twice gets the same verdict twice whatever
+//! the order in which files finish.
+
+pub mod manifest;
+pub mod xattr;
+
+use std::fs::Metadata;
+use std::path::{Path, PathBuf};
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::layout::Layout;
+use crate::source::{InputError, Mtime, Stamp};
+use crate::sumfile;
+
+use super::AuditError;
+
+/// What an audit remembers about one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub layout: Layout,
+    pub algorithm: Algorithm,
+    /// Size and mtime of the version of the file that `digest` belongs to.
+    pub stamp: Stamp,
+    pub digest: Digest,
+}
+
+impl Record {
+    /// The tag naming layout and algorithm, as in sum files: `BLAKE3`, `MTSUM-SHA256`.
+    pub fn tag(&self) -> String {
+        sumfile::tag(self.layout, self.algorithm)
+    }
+}
+
+/// What the store knew about a file before the audit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prior {
+    /// Nothing: the file is new.
+    None,
+    Record(Record),
+    /// cshatag's attributes: the plain SHA-256 of the file at `mtime` (cshatag keeps no size).
+    Cshatag {
+        mtime: Mtime,
+        digest: Digest,
+    },
+    /// A record that cannot be used (damaged, or from a newer mtsum), and why.
+    Unusable(String),
+}
+
+impl Prior {
+    /// The layout and algorithm to recompute the recorded digest with.
+    pub fn spec(&self) -> Option<(Layout, Algorithm)> {
+        match self {
+            Prior::Record(r) => Some((r.layout, r.algorithm)),
+            Prior::Cshatag { .. } => Some((Layout::Plain, Algorithm::Sha256)),
+            Prior::None | Prior::Unusable(_) => None,
+        }
+    }
+
+    /// The recorded digest.
+    pub fn digest(&self) -> Option<&Digest> {
+        match self {
+            Prior::Record(r) => Some(&r.digest),
+            Prior::Cshatag { digest, .. } => Some(digest),
+            Prior::None | Prior::Unusable(_) => None,
+        }
+    }
+
+    /// Whether this is a record of mtsum's own (usable or not), as opposed to none or
+    /// another program's: what forgetting a file removes.
+    pub fn is_ours(&self) -> bool {
+        matches!(self, Prior::Record(_) | Prior::Unusable(_))
+    }
+}
+
+/// Which store to use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// The extended attribute `user.mtsum` of each file ([`xattr`]).
+    Xattr,
+    /// One manifest file ([`manifest`]).
+    Manifest(PathBuf),
+}
+
+impl Store {
+    /// Opens the store for one audit.
+    pub fn open(&self) -> Result<Box<dyn RecordStore>, AuditError> {
+        Ok(match self {
+            Store::Xattr => Box::new(xattr::XattrStore),
+            Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path)?),
+        })
+    }
+}
+
+/// Why a store could not read or write one file's record.
+#[derive(Debug)]
+pub enum StoreError {
+    /// This file's record only: the audit goes on.
+    File(InputError),
+    /// The store as a whole (no extended attributes on this file system, say): the audit
+    /// stops.
+    Fatal(AuditError),
+}
+
+/// A place records live in, as one audit uses it.
+pub trait RecordStore {
+    /// What the summary calls it: `extended attributes`, `manifest FILE`.
+    fn describe(&self) -> String;
+
+    /// Whether `path` (with metadata `meta`) is the store's own file, or one of its temporary
+    /// files, which an audit of the tree holding it must skip.
+    fn is_own(&self, _path: &Path, _meta: &Metadata) -> bool {
+        false
+    }
+
+    /// The record of the regular file `path`, as the store held it before the audit.
+    fn lookup(&mut self, path: &Path) -> Result<Prior, StoreError>;
+
+    /// Whether the store holds records of files at or below `path` (which does not exist):
+    /// they are reported `missing` rather than the path being unreadable.
+    fn has_records_below(&self, _path: &Path) -> bool {
+        false
+    }
+
+    /// The records at or below the argument `arg` that no [`lookup`](Self::lookup) asked
+    /// for, each only once per audit, in name order: the files gone since they were
+    /// recorded. Stores kept with the files themselves have none.
+    fn unseen_below(&mut self, _arg: &Path) -> Vec<(PathBuf, Record)> {
+        Vec::new()
+    }
+
+    /// Sets (`Some`) or removes (`None`) the record of `path`. The change may be held back
+    /// until [`finish`](Self::finish).
+    fn set(&mut self, path: &Path, record: Option<&Record>) -> Result<(), StoreError>;
+
+    /// Makes every change durable; `Ok(true)` when the store's file was rewritten.
+    fn finish(&mut self) -> Result<bool, AuditError>;
+}
