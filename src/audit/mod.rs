@@ -74,8 +74,9 @@ use crate::walk::Recursion;
 
 pub use crate::source::{Mtime, Stamp};
 pub use report::{Event, Summary};
+pub use store::database::{self, DatabaseError};
 pub use store::manifest::{self, ManifestError};
-pub use store::{Prior, Record, RecordStore, Store, StoreError, xattr};
+pub use store::{Change, Entry, Prior, Record, RecordStore, Store, StoreError, xattr};
 pub use verdict::{Action, FileError, Resolution, Status, Verdict};
 
 /// What to do with the files.
@@ -147,15 +148,23 @@ pub enum AuditError {
     /// The manifest could not be written; the old one is intact.
     #[error("cannot write the manifest (the previous one is intact): {error}")]
     ManifestWrite { path: PathBuf, error: InputError },
+    /// The database cannot be used, or failed; what was committed stands.
+    #[error("{error}")]
+    Database { path: PathBuf, error: DatabaseError },
+    /// The store cannot do what was asked of it.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl AuditError {
-    /// The file the error is about.
-    pub fn path(&self) -> &Path {
+    /// The file the error is about, if it is about one.
+    pub fn path(&self) -> Option<&Path> {
         match self {
             AuditError::XattrUnsupported { path }
             | AuditError::ManifestRead { path, .. }
-            | AuditError::ManifestWrite { path, .. } => path,
+            | AuditError::ManifestWrite { path, .. }
+            | AuditError::Database { path, .. } => Some(path),
+            AuditError::Unsupported(_) => None,
         }
     }
 }
@@ -170,7 +179,7 @@ pub fn audit(
     options: &Options,
     on: &mut dyn FnMut(Event),
 ) -> Result<Summary, AuditError> {
-    let store = options.store.open()?;
+    let store = options.store.open(!options.dry_run)?;
     run::run(engine, targets, options, store, on)
 }
 
@@ -187,6 +196,6 @@ mod tests {
             e.to_string(),
             "the file system does not support user extended attributes (Operation not supported); keep the records in a manifest instead: --manifest FILE"
         );
-        assert_eq!(e.path(), Path::new("/mnt/x"));
+        assert_eq!(e.path(), Some(Path::new("/mnt/x")));
     }
 }

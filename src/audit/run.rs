@@ -16,7 +16,7 @@ use crate::source::{InputError, Stamp, Target};
 use crate::walk::{SkipReason, Walk, Walked, walk};
 
 use super::report::{Event, Summary};
-use super::store::{Prior, Record, RecordStore, StoreError};
+use super::store::{Change, Prior, Record, RecordStore, StoreError};
 use super::verdict::{Action, FileError, Status, Verdict, decide, judge};
 use super::{AuditError, Operation, Options};
 
@@ -181,7 +181,7 @@ impl Planner<'_> {
             return;
         }
         let prior = match shared.store.lookup(&path) {
-            Ok(prior) => prior,
+            Ok(entry) => entry.prior,
             Err(StoreError::Fatal(e)) => {
                 shared.fatal.get_or_insert(e);
                 return;
@@ -298,32 +298,36 @@ impl Sink<'_> {
     }
 
     fn forget(&mut self, path: &Path) {
-        let error = self.store(path, None);
+        let error = self.store(path, Change::Remove);
         self.summary.note(Action::Forgotten, error.is_some());
         let error = error.as_ref();
         (self.on)(Event::Forgotten { path, error });
     }
 
-    /// Carries out `verdict.action` on the store; the error if the store refused.
+    /// Carries out `verdict.action` on the store (a file read whose record stays is noted
+    /// as checked); the error if the store refused.
     fn act(&mut self, verdict: &Verdict) -> Option<InputError> {
-        let record = match verdict.action {
-            Action::Kept => return None,
-            Action::Recorded | Action::Updated | Action::Fixed | Action::Converted => {
-                Some(verdict.current.expect("a record to write"))
+        let status = verdict.status;
+        let change = match (verdict.action, &verdict.current) {
+            (Action::Kept, Some(_)) => Change::Checked { status },
+            (Action::Kept, None) => return None,
+            (Action::Recorded | Action::Updated | Action::Fixed | Action::Converted, current) => {
+                let record = current.as_ref().expect("a record to write");
+                Change::Set { record, status }
             }
-            Action::Removed | Action::Forgotten => None,
+            (Action::Removed | Action::Forgotten, _) => Change::Remove,
         };
-        self.store(&verdict.path, record.as_ref())
+        self.store(&verdict.path, change)
     }
 
-    /// Sets (`Some`) or removes the record of `path`, unless this is a dry run; the error if
+    /// Carries out `change` on the entry of `path`, unless this is a dry run; the error if
     /// the store refused. An error of the whole store stops the audit after this file.
-    fn store(&mut self, path: &Path, record: Option<&Record>) -> Option<InputError> {
+    fn store(&mut self, path: &Path, change: Change) -> Option<InputError> {
         if self.options.dry_run {
             return None;
         }
         let mut shared = self.shared.borrow_mut();
-        match shared.store.set(path, record) {
+        match shared.store.set(path, change) {
             Ok(()) => None,
             Err(StoreError::File(e)) => Some(e),
             Err(StoreError::Fatal(e)) => {

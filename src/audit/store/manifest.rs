@@ -42,7 +42,7 @@ use crate::audit::AuditError;
 use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile::{self, Format, Terminator};
 
-use super::{Prior, Record, RecordStore, StoreError};
+use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
 
 /// The first line, up to the version.
 const HEADER: &str = "# mtsum audit manifest ";
@@ -365,14 +365,14 @@ impl RecordStore for ManifestStore {
         self.id == Some((meta.dev(), meta.ino())) || is_temporary_of(path, &self.path)
     }
 
-    fn lookup(&mut self, path: &Path) -> Result<Prior, StoreError> {
+    fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
         let key = key(path);
         let prior = self
             .old
             .get(&key)
             .map_or(Prior::None, |r| Prior::Record(*r));
         self.seen.insert(key);
-        Ok(prior)
+        Ok(Entry::of(prior))
     }
 
     fn has_records_below(&self, path: &Path) -> bool {
@@ -391,8 +391,13 @@ impl RecordStore for ManifestStore {
         unseen
     }
 
-    fn set(&mut self, path: &Path, record: Option<&Record>) -> Result<(), StoreError> {
-        self.edits.push((key(path), record.copied()));
+    fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
+        let record = match change {
+            Change::Set { record, .. } => Some(*record),
+            Change::Checked { .. } => return Ok(()),
+            Change::Remove => None,
+        };
+        self.edits.push((key(path), record));
         Ok(())
     }
 
@@ -416,6 +421,14 @@ impl RecordStore for ManifestStore {
                 path: self.path.clone(),
                 error: InputError::Io(e),
             })
+    }
+
+    fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError> {
+        Ok(self
+            .old
+            .iter()
+            .map(|(name, record)| (PathBuf::from(OsString::from_vec(name.to_vec())), *record))
+            .collect())
     }
 }
 

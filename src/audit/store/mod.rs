@@ -7,11 +7,13 @@
 //! read back by the same run, so an argument named twice gets the same verdict twice whatever
 //! the order in which files finish.
 
+pub mod database;
 pub mod manifest;
 pub mod xattr;
 
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::layout::Layout;
@@ -19,6 +21,7 @@ use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile;
 
 use super::AuditError;
+use super::verdict::Status;
 
 /// What an audit remembers about one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +81,37 @@ impl Prior {
     }
 }
 
+/// What a store holds about one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub prior: Prior,
+    /// When the file last matched its record (it was audited `ok`, or the record was
+    /// written), where the store keeps it: `--max-age` and `--time-budget` go by it.
+    pub verified: Option<SystemTime>,
+}
+
+impl Entry {
+    /// What a store that keeps no times knows.
+    pub fn of(prior: Prior) -> Entry {
+        Entry {
+            prior,
+            verified: None,
+        }
+    }
+}
+
+/// What the audit asks a store to do with one file's entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// Write `record`: the file as it is now, judged `status` (new, modified, corrupt under
+    /// `--fix`, ok for a converted record).
+    Set { record: &'a Record, status: Status },
+    /// The file was read and judged `status`; its record stays.
+    Checked { status: Status },
+    /// Remove the record.
+    Remove,
+}
+
 /// Which store to use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Store {
@@ -85,15 +119,27 @@ pub enum Store {
     Xattr,
     /// One manifest file ([`manifest`]).
     Manifest(PathBuf),
+    /// One SQLite database ([`database`]).
+    Database(PathBuf),
 }
 
 impl Store {
-    /// Opens the store for one audit.
-    pub fn open(&self) -> Result<Box<dyn RecordStore>, AuditError> {
+    /// Opens the store for one audit, or for reading only (`writable` false: a dry run,
+    /// an export), which takes no lock and writes nothing.
+    pub fn open(&self, writable: bool) -> Result<Box<dyn RecordStore>, AuditError> {
         Ok(match self {
             Store::Xattr => Box::new(xattr::XattrStore),
             Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path)?),
+            Store::Database(path) => Box::new(database::DatabaseStore::open(path, writable)?),
         })
+    }
+
+    /// The file the store lives in, if it is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Store::Xattr => None,
+            Store::Manifest(path) | Store::Database(path) => Some(path),
+        }
     }
 }
 
@@ -118,8 +164,8 @@ pub trait RecordStore {
         false
     }
 
-    /// The record of the regular file `path`, as the store held it before the audit.
-    fn lookup(&mut self, path: &Path) -> Result<Prior, StoreError>;
+    /// The entry of the regular file `path`, as the store held it before the audit.
+    fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError>;
 
     /// Whether the store holds records of files at or below `path` (which does not exist):
     /// they are reported `missing` rather than the path being unreadable.
@@ -134,10 +180,13 @@ pub trait RecordStore {
         Vec::new()
     }
 
-    /// Sets (`Some`) or removes (`None`) the record of `path`. The change may be held back
-    /// until [`finish`](Self::finish).
-    fn set(&mut self, path: &Path, record: Option<&Record>) -> Result<(), StoreError>;
+    /// Carries out `change` on the entry of `path`. It may be held back until
+    /// [`finish`](Self::finish).
+    fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError>;
 
     /// Makes every change durable; `Ok(true)` when the store's file was rewritten.
     fn finish(&mut self) -> Result<bool, AuditError>;
+
+    /// Every record, in name order (for `--export`).
+    fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError>;
 }

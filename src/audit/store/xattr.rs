@@ -37,7 +37,7 @@ use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Layout, LeafSize};
 use crate::source::{InputError, Mtime, Stamp};
 
-use super::{Prior, Record, RecordStore, StoreError};
+use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
 use crate::audit::AuditError;
 
 /// The attribute holding mtsum's record.
@@ -212,20 +212,29 @@ impl RecordStore for XattrStore {
         "extended attributes".into()
     }
 
-    fn lookup(&mut self, path: &Path) -> Result<Prior, StoreError> {
-        read(path).map_err(|e| XattrStore::error(path, e))
+    fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
+        read(path)
+            .map(Entry::of)
+            .map_err(|e| XattrStore::error(path, e))
     }
 
-    fn set(&mut self, path: &Path, record: Option<&Record>) -> Result<(), StoreError> {
-        let result = match record {
-            Some(record) => write(path, record),
-            None => remove(path).map(|_| ()),
+    fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
+        let result = match change {
+            Change::Set { record, .. } => write(path, record),
+            Change::Checked { .. } => Ok(()),
+            Change::Remove => remove(path).map(|_| ()),
         };
         result.map_err(|e| XattrStore::error(path, e))
     }
 
     fn finish(&mut self) -> Result<bool, AuditError> {
         Ok(false)
+    }
+
+    fn records(&mut self) -> Result<Vec<(std::path::PathBuf, Record)>, AuditError> {
+        Err(AuditError::Unsupported(
+            "records in extended attributes cannot be listed without walking the files; audit with --manifest or --db to export them".into(),
+        ))
     }
 }
 

@@ -147,6 +147,16 @@ pub struct Args {
     #[arg(long, value_name = "FILE", requires = "audit")]
     manifest: Option<PathBuf>,
 
+    /// With --audit: keep the records in this SQLite database (any number of trees; progress
+    /// committed as the audit goes; two audits of one database are refused).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "audit",
+        conflicts_with = "manifest"
+    )]
+    db: Option<PathBuf>,
+
     /// With --audit: refresh the records of modified files, drop those of missing files.
     #[arg(long, requires = "audit")]
     update: bool,
@@ -244,9 +254,10 @@ impl Config {
             targets.push(Target::Stdin);
         }
         let mode = if args.audit {
-            let store = match args.manifest {
-                Some(path) => Store::Manifest(path),
-                None => Store::Xattr,
+            let store = match (args.manifest, args.db) {
+                (Some(path), _) => Store::Manifest(path),
+                (None, Some(path)) => Store::Database(path),
+                (None, None) => Store::Xattr,
             };
             let mut options = audit::Options::new(store);
             options.operation = match args.forget {

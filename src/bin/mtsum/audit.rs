@@ -67,8 +67,13 @@ pub fn run(config: &Config, settings: &Settings) -> Exit {
             }
         }
         Err(e) => {
-            let name = report::name_bytes(&Target::Path(e.path().to_path_buf())).to_vec();
-            let _ = io::stderr().write_all(&report::error_line(&name, &e));
+            match e.path() {
+                Some(path) => {
+                    let name = report::name_bytes(&Target::Path(path.to_path_buf())).to_vec();
+                    let _ = io::stderr().write_all(&report::error_line(&name, &e));
+                }
+                None => eprintln!("mtsum: {e}"),
+            }
             Exit::Usage
         }
     }
@@ -239,6 +244,7 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
     let store = match &options.store {
         Store::Xattr => "extended attributes".to_string(),
         Store::Manifest(p) => format!("manifest {}", p.display()),
+        Store::Database(p) => format!("database {}", p.display()),
     };
     let dry_run = match options.dry_run {
         true => " (dry run: nothing was written)",
