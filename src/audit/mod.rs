@@ -61,6 +61,7 @@
 pub mod report;
 mod run;
 pub mod store;
+pub mod transfer;
 pub mod verdict;
 
 use std::io;

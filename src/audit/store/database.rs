@@ -193,15 +193,36 @@ impl DatabaseStore {
         if sync {
             self.conn.pragma_update(None, "synchronous", "FULL")?;
         }
-        match change {
-            Change::Set { record, status } => {
-                let (sec, nsec) = (record.stamp.mtime.sec, record.stamp.mtime.nsec);
+        let (record, status) = match change {
+            Change::Set { record, status } => (record, Some(status)),
+            Change::Import { record } => (record, None),
+            Change::Checked { status } => {
+                let verified = (status == Status::Ok).then_some(now);
                 self.conn
                     .prepare_cached(
-                        "INSERT OR REPLACE INTO records (path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, checked, verdict)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
+                        "UPDATE records SET checked = ?2, verdict = ?3, verified = coalesce(?4, verified)
+                         WHERE path = ?1",
                     )?
-                    .execute(params![
+                    .execute(params![name, now, status.name(), verified])?;
+                return self.synced(sync);
+            }
+            Change::Remove => {
+                self.conn
+                    .prepare_cached("DELETE FROM records WHERE path = ?1")?
+                    .execute([name])?;
+                return self.synced(sync);
+            }
+        };
+        // A record written by an audit matched the file just now; an imported one has never
+        // been verified.
+        let now = status.map(|_| now);
+        let (sec, nsec) = (record.stamp.mtime.sec, record.stamp.mtime.nsec);
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO records (path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, checked, verdict)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
+            )?
+            .execute(params![
                         name,
                         record.stamp.len as i64,
                         sec,
@@ -211,24 +232,13 @@ impl DatabaseStore {
                         record.algorithm.name(),
                         record.digest.as_bytes(),
                         now,
-                        status.name(),
+                        status.map(Status::name),
                     ])?;
-            }
-            Change::Checked { status } => {
-                let verified = (status == Status::Ok).then_some(now);
-                self.conn
-                    .prepare_cached(
-                        "UPDATE records SET checked = ?2, verdict = ?3, verified = coalesce(?4, verified)
-                         WHERE path = ?1",
-                    )?
-                    .execute(params![name, now, status.name(), verified])?;
-            }
-            Change::Remove => {
-                self.conn
-                    .prepare_cached("DELETE FROM records WHERE path = ?1")?
-                    .execute([name])?;
-            }
-        }
+        self.synced(sync)
+    }
+
+    /// After a change: back to commits that do not wait for the disk, if this one did.
+    fn synced(&mut self, sync: bool) -> Result<(), DatabaseError> {
         if sync {
             self.conn.pragma_update(None, "synchronous", "NORMAL")?;
             self.last_sync = Instant::now();

@@ -393,7 +393,7 @@ impl RecordStore for ManifestStore {
 
     fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
         let record = match change {
-            Change::Set { record, .. } => Some(*record),
+            Change::Set { record, .. } | Change::Import { record } => Some(*record),
             Change::Checked { .. } => return Ok(()),
             Change::Remove => None,
         };

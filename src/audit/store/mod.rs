@@ -108,6 +108,8 @@ pub enum Change<'a> {
     Set { record: &'a Record, status: Status },
     /// The file was read and judged `status`; its record stays.
     Checked { status: Status },
+    /// Write `record`, brought from elsewhere (`--import`): never verified by an audit.
+    Import { record: &'a Record },
     /// Remove the record.
     Remove,
 }

@@ -220,7 +220,7 @@ impl RecordStore for XattrStore {
 
     fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
         let result = match change {
-            Change::Set { record, .. } => write(path, record),
+            Change::Set { record, .. } | Change::Import { record } => write(path, record),
             Change::Checked { .. } => Ok(()),
             Change::Remove => remove(path).map(|_| ()),
         };

@@ -6,6 +6,7 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use clap::Parser;
+use mtsum::audit::transfer::TransferFormat;
 use mtsum::audit::{self, Operation, Resolution, Store};
 use mtsum::check::{CheckOptions, Untagged, Verbosity};
 use mtsum::engine::{Engine, Request};
@@ -171,6 +172,22 @@ pub struct Args {
     #[arg(long, requires = "audit", conflicts_with_all = ["update", "fix"])]
     forget: bool,
 
+    /// With --audit: write the records of the --db or --manifest store to FILE (- for
+    /// standard output) as a manifest, or with --export-as sums as tagged checksum lines
+    /// for -c; audit nothing.
+    #[arg(long, value_name = "FILE", requires = "audit", conflicts_with_all = ["update", "fix", "forget", "import"])]
+    export: Option<PathBuf>,
+
+    /// With --export: manifest [default] or sums.
+    #[arg(long = "export-as", value_name = "FORMAT", requires = "export", value_parser = ["manifest", "sums"])]
+    export_as: Option<String>,
+
+    /// With --audit: read the records of a manifest or of a sum file (whose files get the
+    /// size and mtime they have now; untagged lines as -c reads them, -t/-a) into the store;
+    /// audit nothing.
+    #[arg(long, value_name = "FILE", requires = "audit", conflicts_with_all = ["update", "fix", "forget"])]
+    import: Option<PathBuf>,
+
     /// With --audit: report what would be done, write no record.
     #[arg(long = "dry-run", requires = "audit")]
     dry_run: bool,
@@ -274,7 +291,25 @@ impl Config {
             options.algorithm = args.algorithm.unwrap_or(options.algorithm);
             options.resolution = args.mtime_resolution.unwrap_or_default();
             options.dry_run = args.dry_run;
+            let transfer = match (args.export, args.import) {
+                (Some(file), _) => Some(crate::audit::Transfer::Export {
+                    file,
+                    format: match args.export_as.as_deref() {
+                        Some("sums") => TransferFormat::SumFile,
+                        _ => TransferFormat::Manifest,
+                    },
+                }),
+                (None, Some(file)) => Some(crate::audit::Transfer::Import {
+                    file,
+                    untagged: Untagged {
+                        layout,
+                        algorithm: args.algorithm,
+                    },
+                }),
+                (None, None) => None,
+            };
             Mode::Audit(crate::audit::Settings {
+                transfer,
                 options,
                 quiet: args.quiet,
                 json: args.json,

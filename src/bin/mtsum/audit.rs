@@ -6,7 +6,13 @@
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
-use mtsum::audit::{self, Action, Event, Operation, Options, Prior, Status, Store, Summary};
+use std::path::PathBuf;
+
+use mtsum::audit::transfer::{self, TransferFormat};
+use mtsum::audit::{
+    self, Action, AuditError, Event, Operation, Options, Prior, Status, Store, Summary,
+};
+use mtsum::check::Untagged;
 use mtsum::source::Target;
 use mtsum::walk::walk;
 use mtsum::{report, sumfile};
@@ -15,8 +21,22 @@ use crate::Status as Exit;
 use crate::args::Config;
 use crate::progress::{Progress, totals};
 
+/// `--export` or `--import` instead of an audit.
+pub enum Transfer {
+    Export {
+        file: PathBuf,
+        format: TransferFormat,
+    },
+    Import {
+        file: PathBuf,
+        untagged: Untagged,
+    },
+}
+
 /// What `--audit` was asked to do, validated.
 pub struct Settings {
+    /// Move records instead of auditing.
+    pub transfer: Option<Transfer>,
     pub options: Options,
     /// `--quiet`: no `ok` lines.
     pub quiet: bool,
@@ -25,6 +45,9 @@ pub struct Settings {
 }
 
 pub fn run(config: &Config, settings: &Settings) -> Exit {
+    if let Some(t) = &settings.transfer {
+        return run_transfer(&settings.options.store, t);
+    }
     if config.targets.contains(&Target::Stdin) {
         eprintln!("mtsum: --audit needs files or directories, not standard input");
         return Exit::Usage;
@@ -66,16 +89,66 @@ pub fn run(config: &Config, settings: &Settings) -> Exit {
                 Exit::InputFailed
             }
         }
-        Err(e) => {
-            match e.path() {
-                Some(path) => {
-                    let name = report::name_bytes(&Target::Path(path.to_path_buf())).to_vec();
-                    let _ = io::stderr().write_all(&report::error_line(&name, &e));
-                }
-                None => eprintln!("mtsum: {e}"),
-            }
-            Exit::Usage
+        Err(e) => fatal(&e),
+    }
+}
+
+/// Reports an error that stopped the run: status 2.
+fn fatal(e: &AuditError) -> Exit {
+    match e.path() {
+        Some(path) => {
+            let name = report::name_bytes(&Target::Path(path.to_path_buf())).to_vec();
+            let _ = io::stderr().write_all(&report::error_line(&name, e));
         }
+        None => eprintln!("mtsum: {e}"),
+    }
+    Exit::Usage
+}
+
+/// `--export` and `--import`: status 0, 1 when lines or files were left out of an import, 2
+/// when the store or the file cannot be used.
+fn run_transfer(store: &Store, t: &Transfer) -> Exit {
+    match t {
+        Transfer::Export { file, format } => {
+            let result = if file.as_os_str() == "-" {
+                transfer::export(store, *format, &mut io::stdout().lock())
+            } else {
+                let mut buffer = Vec::new();
+                transfer::export(store, *format, &mut buffer).and_then(|n| {
+                    audit::manifest::write_atomically(file, |out| out.write_all(&buffer))
+                        .map(|()| n)
+                        .map_err(|e| {
+                            let e = mtsum::source::InputError::Io(e);
+                            AuditError::Unsupported(format!("{}: {e}", file.display()))
+                        })
+                })
+            };
+            match result {
+                Ok(n) => {
+                    eprintln!("mtsum: {n} records exported");
+                    Exit::Ok
+                }
+                Err(e) => fatal(&e),
+            }
+        }
+        Transfer::Import { file, untagged } => match transfer::import(store, file, untagged) {
+            Ok(imported) => {
+                for (name, why) in &imported.skipped {
+                    eprintln!("mtsum: {}: {name}: {why}", file.display());
+                }
+                eprintln!(
+                    "mtsum: {} records imported, {} left out",
+                    imported.records,
+                    imported.skipped.len()
+                );
+                if imported.skipped.is_empty() {
+                    Exit::Ok
+                } else {
+                    Exit::InputFailed
+                }
+            }
+            Err(e) => fatal(&e),
+        },
     }
 }
 
