@@ -20,7 +20,6 @@ use std::time::{Duration, Instant, SystemTime};
 use assert_cmd::Command;
 use mtsum::audit::manifest::Manifest;
 use mtsum::audit::{self, Action, Event, Mtime, Options, Prior, Record, Stamp, Status, Store};
-use mtsum::engine::Engine;
 use mtsum::source::Target;
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, reference};
@@ -173,7 +172,7 @@ fn library_audit(targets: &[PathBuf], options: &Options) -> Vec<(Status, Action,
             out.push((v.status, v.action, v.path.clone()));
         }
     };
-    audit::audit(&Engine::default(), &targets, options, &mut on).expect("no fatal error");
+    audit::audit(&targets, options, &mut on).expect("no fatal error");
     out
 }
 
@@ -861,14 +860,15 @@ fn the_library_audits_in_walk_order_whatever_the_thread_count() {
     flip_byte_keeping_mtime(&dir.path().join("t/150"), 10);
     for threads in [1, 2, 7] {
         let targets: Vec<Target> = targets.iter().map(|p| Target::Path(p.clone())).collect();
-        let engine = Engine::new(threads.try_into().unwrap());
+        let mut options = options.clone();
+        options.io.readers = Some(threads.try_into().unwrap());
         let mut statuses = Vec::new();
         let mut on = |e: Event| {
             if let Event::Verdict(v) = e {
                 statuses.push((v.path.clone(), v.status));
             }
         };
-        let summary = audit::audit(&engine, &targets, &options, &mut on).unwrap();
+        let summary = audit::audit(&targets, &options, &mut on).unwrap();
         assert_eq!(summary.count(Status::Corrupt), 1);
         assert_eq!(summary.count(Status::Ok), 199);
         assert!(!summary.is_clean());
@@ -892,7 +892,7 @@ fn the_library_reports_the_record_and_the_current_digest() {
             seen = Some((v.status, v.prior.clone(), v.current));
         }
     };
-    audit::audit(&Engine::default(), &targets, &options, &mut on).unwrap();
+    audit::audit(&targets, &options, &mut on).unwrap();
     let (status, prior, current) = seen.unwrap();
     assert_eq!(status, Status::Corrupt);
     let Prior::Record(recorded) = prior else {

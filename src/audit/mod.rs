@@ -9,7 +9,7 @@
 //! | `corrupt` | same size and mtime, **different digest**: the alarm | kept, unless [`Operation::Audit`]`{ fix }` |
 //! | `modified` | size or mtime differs from the record | refreshed with `update`, else kept |
 //! | `new` | no record yet | recorded |
-//! | `missing` | a record but no file (manifest store only) | dropped with `update`, else kept |
+//! | `missing` | a record but no file (manifest and database stores) | dropped with `update`, else kept |
 //! | `changed` | size or mtime moved while the file was read, or it vanished | kept |
 //! | `unreadable` | an I/O or permission error, a damaged record | kept |
 //!
@@ -23,24 +23,28 @@
 //! Timestamps are compared at a [`Resolution`], nanoseconds by default: file systems such as
 //! SMB keep 100 ns, FAT 2 s, and a copy to one of them must not make every file `modified`.
 //!
-//! Records live in a [`Store`]: one extended attribute per file ([`xattr`], the default), or
-//! one manifest file ([`manifest`]).
+//! Records live in a [`Store`]: one extended attribute per file ([`xattr`], the default), one
+//! manifest file ([`manifest`]), or one SQLite database ([`database`]) for file servers: it
+//! commits as the audit goes, remembers when each file was last verified (`--max-age`,
+//! `--time-budget`), and keeps records of any number of trees.
 //!
-//! Files are hashed on the [`Engine`], in parallel, and verdicts come back in walk order. The
-//! stamp (size and mtime) is taken before a file is handed to the engine and again after its
-//! digest is known; if they differ, or the engine saw the file change, the file is `changed`:
-//! its digest belongs to no version of the file and proves nothing.
+//! Each file is read once ([`read`]), by a few readers side by side, and every digest the
+//! audit needs of it comes from that read; verdicts come back in walk order (with a time
+//! budget, least recently verified first). The stamp (size and mtime) is taken before a file
+//! is read and again after its digest is known; if they differ, or the read saw the file
+//! change, the file is `changed`: its digest belongs to no version of the file and proves
+//! nothing.
 //!
 //! # The parts
 //! - [`store`]: where records live, each store behind the one trait [`RecordStore`]
-//!   ([`xattr`], [`manifest`]);
+//!   ([`xattr`], [`manifest`], [`database`]), and [`transfer`] between stores and formats;
 //! - [`verdict`]: the rules that classify a file and decide what happens to its record;
-//! - `run`: the walk, the lookups, the hashing and the order of the verdicts;
+//! - `run`: the walk, the lookups, which files are due, their order, the verdicts in order;
+//! - [`read`]: how files are read (readers, rate limit) and hashed, once each;
 //! - [`report`]: what the caller is told ([`Event`], [`Summary`]).
 //!
 //! ```
 //! use mtsum::audit::{self, Event, Options, Status, Store};
-//! use mtsum::engine::Engine;
 //! use mtsum::source::Target;
 //! use mtsum::walk::Recursion;
 //!
@@ -52,12 +56,13 @@
 //!
 //! let mut seen = Vec::new();
 //! let mut on = |e: Event| if let Event::Verdict(v) = e { seen.push(v.status) };
-//! audit::audit(&Engine::default(), &targets, &options, &mut on)?;
-//! audit::audit(&Engine::default(), &targets, &options, &mut on)?;
+//! audit::audit(&targets, &options, &mut on)?;
+//! audit::audit(&targets, &options, &mut on)?;
 //! assert_eq!(seen, [Status::New, Status::Ok]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod read;
 pub mod report;
 mod run;
 pub mod store;
@@ -66,14 +71,15 @@ pub mod verdict;
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::algorithm::Algorithm;
-use crate::engine::Engine;
 use crate::layout::Layout;
 use crate::source::{InputError, Target};
 use crate::walk::Recursion;
 
 pub use crate::source::{Mtime, Stamp};
+pub use read::Io;
 pub use report::{Event, Summary};
 pub use store::database::{self, DatabaseError};
 pub use store::manifest::{self, ManifestError};
@@ -108,6 +114,17 @@ pub struct Options {
     pub resolution: Resolution,
     /// Decide everything, write nothing.
     pub dry_run: bool,
+    /// Audit only files whose record was not verified within this time (stores that keep
+    /// the time: the database); the others are counted as not due.
+    pub max_age: Option<Duration>,
+    /// Stop handing out files once this much time has passed, the least recently verified
+    /// files first, so that the next audit goes on where this one stopped.
+    pub time_budget: Option<Duration>,
+    /// Record files that check out with [`Options::layout`] and [`Options::algorithm`] when
+    /// their record has another, computed from the same read that verified them.
+    pub migrate: bool,
+    /// How files are read.
+    pub io: Io,
 }
 
 impl Options {
@@ -130,8 +147,44 @@ impl Options {
             algorithm: Self::DEFAULT_ALGORITHM,
             resolution: Resolution::NANOSECOND,
             dry_run: false,
+            max_age: None,
+            time_budget: None,
+            migrate: false,
+            io: Io::default(),
         }
     }
+}
+
+/// Parses a duration for `--max-age` and `--time-budget`: a count and a unit, `s`, `m`, `h`
+/// or `d` (`90s`, `45m`, `12h`, `30d`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("'{s}' is not a duration such as 90s, 45m, 12h or 30d");
+    let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (count, unit) = s.split_at(split);
+    let count: u64 = count.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" | "min" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    count
+        .checked_mul(seconds)
+        .map(Duration::from_secs)
+        .ok_or_else(bad)
+}
+
+/// Parses a rate for `--limit-rate`: bytes per second, with the binary suffixes of `-l`
+/// (`100M` is 100 MiB/s).
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    s.parse::<crate::layout::LeafSize>()
+        .map(|r| r.get())
+        .map_err(|_| {
+            format!(
+                "'{s}' is not a rate such as 20M or 100M (bytes per second; K, M, G: binary units)"
+            )
+        })
 }
 
 /// An error that stops the audit.
@@ -175,18 +228,38 @@ impl AuditError {
 /// a verdict and the audit goes on; an [`AuditError`] stops it (verdicts already reported
 /// stand, a manifest is left as it was).
 pub fn audit(
-    engine: &Engine,
     targets: &[Target],
     options: &Options,
     on: &mut dyn FnMut(Event),
 ) -> Result<Summary, AuditError> {
+    let timed = options.max_age.is_some() || options.time_budget.is_some();
+    if timed && !matches!(options.store, Store::Database(_)) {
+        return Err(AuditError::Unsupported(
+            "--max-age and --time-budget need the verification times that only a database keeps: --db FILE".into(),
+        ));
+    }
     let store = options.store.open(!options.dry_run)?;
-    run::run(engine, targets, options, store, on)
+    run::run(targets, options, store, on)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_and_rates_read_as_the_options_document_them() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("12h"), Ok(Duration::from_secs(12 * 3600)));
+        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        for bad in ["", "h", "12", "1.5h", "-1d", "3w", "99999999999999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_rate("20M"), Ok(20 << 20));
+        assert_eq!(parse_rate("512"), Ok(512));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("fast").is_err());
+    }
 
     #[test]
     fn the_unsupported_error_points_to_the_manifest() {

@@ -2,6 +2,7 @@
 //! [`Summary`] of counts at the end. How these are printed is the caller's business.
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::source::InputError;
 use crate::walk::SkipReason;
@@ -31,13 +32,19 @@ pub struct Summary {
     /// Files per [`Status`], indexed as [`Status::ALL`].
     pub statuses: [u64; 7],
     /// Files per [`Action`], indexed as [`Action::ALL`].
-    pub actions: [u64; 7],
+    pub actions: [u64; 8],
     /// Actions the store refused.
     pub action_errors: u64,
     /// Bytes hashed.
     pub bytes: u64,
     /// Whether the store's file (a manifest) was rewritten.
     pub store_written: bool,
+    /// Files verified within `--max-age`, not read.
+    pub not_due: u64,
+    /// Files not read because the time budget ran out: the next run starts with them.
+    pub deferred: u64,
+    /// From the start of the audit to its end.
+    pub elapsed: Duration,
 }
 
 impl Summary {

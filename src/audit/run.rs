@@ -1,47 +1,63 @@
-//! The run: walks the arguments, looks up each file's record, hands the files to the engine,
-//! and turns each result into a verdict, in walk order.
+//! The run: walks the arguments, looks up each file's record, decides which files are due,
+//! hands them to the readers ([`super::read`]), and turns each result into a verdict, in walk
+//! order (with a time budget: least recently verified first).
 //!
-//! The stamp (size and mtime) of a file is taken before it is handed to the engine and again
-//! after its digest is known; [`judge`](super::verdict::judge) compares them. Records below an
-//! argument that its walk did not meet are reported `missing` once the argument is done.
+//! The stamp (size and mtime) of a file is taken before it is read and again after its
+//! digest is known; [`judge`] compares them. Records below an argument that its walk did not
+//! meet are reported `missing` once the argument is done.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
 
-use crate::engine::{Engine, FileDigest, Request, Task};
+use crate::algorithm::{Algorithm, Digest};
+use crate::layout::Layout;
 use crate::source::{InputError, Stamp, Target};
 use crate::walk::{SkipReason, Walk, Walked, walk};
 
+use super::read::{self, Hashed, Want, Work};
 use super::report::{Event, Summary};
 use super::store::{Change, Prior, Record, RecordStore, StoreError};
 use super::verdict::{Action, FileError, Status, Verdict, decide, judge};
 use super::{AuditError, Operation, Options};
 
-/// State shared by the planner and the sink, which the engine calls in turn on one thread.
+/// State shared by the planner and the sink, which run in turn on one thread.
 struct Shared {
     store: Box<dyn RecordStore>,
     /// The first error that stops the audit.
     fatal: Option<AuditError>,
+    /// Files verified within `--max-age`, not read.
+    not_due: u64,
+    /// Files left for the next run when the time budget ran out.
+    deferred: u64,
 }
 
 /// Audits `targets` with `store` (see [`super::audit`]).
 pub(super) fn run(
-    engine: &Engine,
     targets: &[Target],
     options: &Options,
     store: Box<dyn RecordStore>,
     on: &mut dyn FnMut(Event),
 ) -> Result<Summary, AuditError> {
-    let shared = RefCell::new(Shared { store, fatal: None });
+    let started = Instant::now();
+    let shared = RefCell::new(Shared {
+        store,
+        fatal: None,
+        not_due: 0,
+        deferred: 0,
+    });
     let mut planner = Planner {
         options,
         args: targets.iter(),
         current: None,
         queue: VecDeque::new(),
         shared: &shared,
+        now: SystemTime::now(),
+        deadline: options.time_budget.map(|budget| started + budget),
+        ordered: None,
     };
     let mut sink = Sink {
         options,
@@ -49,25 +65,32 @@ pub(super) fn run(
         summary: Summary::default(),
         shared: &shared,
     };
-    engine.run(&mut planner, |item, result| sink.on(item, result));
+    read::in_order(&options.io, &mut planner, |item, result| {
+        sink.on(item, result)
+    });
     let mut summary = sink.summary;
     let mut shared = shared.into_inner();
     if let Some(e) = shared.fatal {
         return Err(e);
     }
+    summary.not_due = shared.not_due;
+    summary.deferred = shared.deferred;
     summary.store_written = shared.store.finish()?;
+    summary.elapsed = started.elapsed();
     Ok(summary)
 }
 
-/// What travels through the engine with each file.
+/// What travels through the readers with each file.
 enum Item {
-    /// A regular file hashed with its prior's layout and algorithm (or the defaults).
+    /// A regular file read for its prior's layout and algorithm (or the defaults), and
+    /// with `migrate_to` for that one too.
     File {
         path: PathBuf,
         before: Stamp,
         prior: Prior,
+        migrate_to: Option<(Layout, Algorithm)>,
     },
-    /// Decided without hashing.
+    /// Decided without reading.
     Done(Verdict),
     /// A record below an argument that the walk did not meet.
     Missing {
@@ -85,27 +108,61 @@ enum Item {
     },
 }
 
-/// Turns the arguments into tasks, one argument's walk at a time, looking up each file's
+/// Turns the arguments into work, one argument's walk at a time, looking up each file's
 /// record on the way.
 struct Planner<'a> {
     options: &'a Options,
     args: std::slice::Iter<'a, Target>,
     /// The argument being walked, and its walk.
     current: Option<(Target, Walk<std::iter::Once<Target>>)>,
-    queue: VecDeque<Task<Item>>,
+    queue: VecDeque<(Option<SystemTime>, Work<Item>)>,
     shared: &'a RefCell<Shared>,
+    /// When the audit started, for `--max-age`.
+    now: SystemTime,
+    /// When the time budget runs out.
+    deadline: Option<Instant>,
+    /// With a time budget, all the work, planned before anything is read, in the order it
+    /// is handed out.
+    ordered: Option<VecDeque<Work<Item>>>,
 }
 
 impl Iterator for Planner<'_> {
-    type Item = Task<Item>;
+    type Item = Work<Item>;
 
-    fn next(&mut self) -> Option<Task<Item>> {
+    fn next(&mut self) -> Option<Work<Item>> {
+        if self.deadline.is_none() {
+            return self.next_planned().map(|(_, work)| work);
+        }
+        if self.ordered.is_none() {
+            // Everything first, then the files least recently verified (never, first); the
+            // sort is stable, so ties keep the walk's order.
+            let mut all: Vec<(Option<SystemTime>, Work<Item>)> =
+                std::iter::from_fn(|| self.next_planned()).collect();
+            all.sort_by_key(|(verified, work)| (work.read.is_some(), *verified));
+            self.ordered = Some(all.into_iter().map(|(_, work)| work).collect());
+        }
+        let ordered = self.ordered.as_mut().expect("planned");
+        loop {
+            let work = ordered.pop_front()?;
+            let late = self.deadline.is_some_and(|d| Instant::now() >= d);
+            if work.read.is_some() && late {
+                self.shared.borrow_mut().deferred += 1;
+                continue;
+            }
+            return Some(work);
+        }
+    }
+}
+
+impl Planner<'_> {
+    /// The next piece of work in walk order, with when its file was last verified.
+    fn next_planned(&mut self) -> Option<(Option<SystemTime>, Work<Item>)> {
         loop {
             if self.shared.borrow().fatal.is_some() {
                 return None;
             }
-            if let Some(task) = self.queue.pop_front() {
-                return Some(task);
+            if let Some(work) = self.queue.pop_front() {
+                return Some(work);
             }
             if let Some((arg, walk)) = &mut self.current {
                 match walk.next() {
@@ -125,11 +182,17 @@ impl Iterator for Planner<'_> {
             self.current = Some((arg, walk));
         }
     }
-}
 
-impl Planner<'_> {
+    fn pass(&mut self, item: Item) {
+        let work = Work {
+            read: None,
+            context: item,
+        };
+        self.queue.push_back((None, work));
+    }
+
     fn done(&mut self, path: PathBuf, status: Status, error: FileError) {
-        self.queue.push_back(Task::pass(Item::Done(Verdict {
+        self.pass(Item::Done(Verdict {
             path,
             status,
             prior: Prior::None,
@@ -138,7 +201,7 @@ impl Planner<'_> {
             error: Some(error),
             action: Action::Kept,
             action_error: None,
-        })));
+        }));
     }
 
     fn unreadable(&mut self, path: PathBuf, error: impl Into<FileError>) {
@@ -149,10 +212,7 @@ impl Planner<'_> {
         let path = match walked {
             Walked::Input(Target::Path(path)) => path,
             Walked::Input(Target::Stdin) => return self.unreadable("-".into(), FileError::Stdin),
-            Walked::Skipped { path, reason } => {
-                let item = Item::Skipped { path, reason };
-                return self.queue.push_back(Task::pass(item));
-            }
+            Walked::Skipped { path, reason } => return self.pass(Item::Skipped { path, reason }),
             Walked::Error { path, error } => return self.unreadable(path, error),
         };
         let named = matches!(arg, Target::Path(a) if *a == path);
@@ -180,8 +240,8 @@ impl Planner<'_> {
         if shared.store.is_own(&path, &meta) {
             return;
         }
-        let prior = match shared.store.lookup(&path) {
-            Ok(entry) => entry.prior,
+        let entry = match shared.store.lookup(&path) {
+            Ok(entry) => entry,
             Err(StoreError::Fatal(e)) => {
                 shared.fatal.get_or_insert(e);
                 return;
@@ -191,23 +251,51 @@ impl Planner<'_> {
                 return self.unreadable(path, e);
             }
         };
-        drop(shared);
-        if self.options.operation == Operation::Forget {
-            let item = Item::Forget { path, prior };
-            return self.queue.push_back(Task::pass(item));
-        }
-        let (layout, algorithm) = prior
-            .spec()
-            .unwrap_or((self.options.layout, self.options.algorithm));
-        let request = Request::new(layout, algorithm);
-        let target = Target::Path(path.clone());
         let before = Stamp::of(&meta);
-        let item = Item::File {
-            path,
-            before,
-            prior,
+        if self.options.operation == Operation::Forget {
+            drop(shared);
+            return self.pass(Item::Forget {
+                path,
+                prior: entry.prior,
+            });
+        }
+        // Not due: verified recently, and not edited since (an edit is always worth a line).
+        let recent = |verified: SystemTime| {
+            self.options.max_age.is_some_and(|age| {
+                self.now
+                    .duration_since(verified)
+                    .is_ok_and(|since| since < age)
+            })
         };
-        self.queue.push_back(Task::hash(target, request, item));
+        if let (Some(verified), Prior::Record(r)) = (entry.verified, &entry.prior)
+            && recent(verified)
+            && r.stamp.len == before.len
+            && self.options.resolution.matches(r.stamp.mtime, before.mtime)
+        {
+            shared.not_due += 1;
+            return;
+        }
+        drop(shared);
+        let new = (self.options.layout, self.options.algorithm);
+        let spec = entry.prior.spec().unwrap_or(new);
+        let migrate_to = (self.options.migrate && matches!(entry.prior, Prior::Record(_)))
+            .then_some(new)
+            .filter(|&new| new != spec);
+        let want = Want {
+            digests: std::iter::once(spec).chain(migrate_to).collect(),
+            leaves: None,
+        };
+        let item = Item::File {
+            path: path.clone(),
+            before,
+            prior: entry.prior,
+            migrate_to,
+        };
+        let work = Work {
+            read: Some((path, want)),
+            context: item,
+        };
+        self.queue.push_back((entry.verified, work));
     }
 
     /// Queues the records below `arg` that its walk did not meet.
@@ -217,13 +305,12 @@ impl Planner<'_> {
         };
         let unseen = self.shared.borrow_mut().store.unseen_below(arg);
         for (path, record) in unseen {
-            let item = Item::Missing { path, record };
-            self.queue.push_back(Task::pass(item));
+            self.pass(Item::Missing { path, record });
         }
     }
 }
 
-/// Receives the engine's results in order, classifies, acts on the store and reports.
+/// Receives the readers' results in order, classifies, acts on the store and reports.
 struct Sink<'a> {
     options: &'a Options,
     on: &'a mut dyn FnMut(Event),
@@ -232,7 +319,7 @@ struct Sink<'a> {
 }
 
 impl Sink<'_> {
-    fn on(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) {
+    fn on(&mut self, item: Item, result: Option<Result<Hashed, InputError>>) {
         let verdict = match item {
             Item::Done(verdict) => verdict,
             Item::Skipped { path, reason } => {
@@ -245,28 +332,10 @@ impl Sink<'_> {
                 path,
                 before,
                 prior,
+                migrate_to,
             } => {
-                let hashed = result.expect("files are hashed").map(|d| (d.root, d.size));
-                let after = fs::metadata(&path).map(|m| Stamp::of(&m));
-                let spec = prior
-                    .spec()
-                    .unwrap_or((self.options.layout, self.options.algorithm));
-                let resolution = self.options.resolution;
-                let (status, current, error) =
-                    judge(&prior, before, hashed, after, resolution, spec);
-                let action = decide(status, &prior, self.options.operation);
-                let mut verdict = Verdict {
-                    path,
-                    status,
-                    prior,
-                    state: Some(before),
-                    current,
-                    error,
-                    action,
-                    action_error: None,
-                };
-                verdict.action_error = self.act(&verdict);
-                verdict
+                let hashed = result.expect("files are read");
+                self.file(path, before, prior, migrate_to, hashed)
             }
             Item::Missing { path, record } => {
                 if self.options.operation == Operation::Forget {
@@ -297,6 +366,57 @@ impl Sink<'_> {
         (self.on)(Event::Verdict(&verdict));
     }
 
+    /// The verdict on a file that was read.
+    fn file(
+        &mut self,
+        path: PathBuf,
+        before: Stamp,
+        prior: Prior,
+        migrate_to: Option<(Layout, Algorithm)>,
+        hashed: Result<Hashed, InputError>,
+    ) -> Verdict {
+        let (hashed, migrated): (Result<(Digest, u64), InputError>, Option<Digest>) = match hashed {
+            Ok(h) => ((Ok((h.digests[0], h.size))), h.digests.get(1).copied()),
+            Err(e) => (Err(e), None),
+        };
+        let after = fs::metadata(&path).map(|m| Stamp::of(&m));
+        let spec = prior
+            .spec()
+            .unwrap_or((self.options.layout, self.options.algorithm));
+        let resolution = self.options.resolution;
+        let (status, mut current, error) = judge(&prior, before, hashed, after, resolution, spec);
+        let mut action = decide(status, &prior, self.options.operation);
+        // A migration records the new algorithm's digest, from the same read, wherever a
+        // record is written, and for a file that checks out.
+        if let (Some((layout, algorithm)), Some(digest), Some(now)) =
+            (migrate_to, migrated, current.as_mut())
+        {
+            if action == Action::Kept && status == Status::Ok {
+                action = Action::Migrated;
+            }
+            if action != Action::Kept {
+                *now = Record {
+                    layout,
+                    algorithm,
+                    stamp: now.stamp,
+                    digest,
+                };
+            }
+        }
+        let mut verdict = Verdict {
+            path,
+            status,
+            prior,
+            state: Some(before),
+            current,
+            error,
+            action,
+            action_error: None,
+        };
+        verdict.action_error = self.act(&verdict);
+        verdict
+    }
+
     fn forget(&mut self, path: &Path) {
         let error = self.store(path, Change::Remove);
         self.summary.note(Action::Forgotten, error.is_some());
@@ -311,7 +431,14 @@ impl Sink<'_> {
         let change = match (verdict.action, &verdict.current) {
             (Action::Kept, Some(_)) => Change::Checked { status },
             (Action::Kept, None) => return None,
-            (Action::Recorded | Action::Updated | Action::Fixed | Action::Converted, current) => {
+            (
+                Action::Recorded
+                | Action::Updated
+                | Action::Fixed
+                | Action::Converted
+                | Action::Migrated,
+                current,
+            ) => {
                 let record = current.as_ref().expect("a record to write");
                 Change::Set { record, status }
             }

@@ -166,6 +166,8 @@ pub enum Action {
     Fixed,
     /// A cshatag record that checked out was copied into an mtsum record.
     Converted,
+    /// A file that checked out was recorded with the new algorithm (`--migrate`).
+    Migrated,
     /// A missing file's record was dropped (`update`).
     Removed,
     /// The record was removed ([`Operation::Forget`]).
@@ -180,18 +182,20 @@ impl Action {
             Action::Updated => "updated",
             Action::Fixed => "fixed",
             Action::Converted => "converted",
+            Action::Migrated => "migrated",
             Action::Removed => "removed",
             Action::Forgotten => "forgotten",
         }
     }
 
     /// Every action, in the order summaries list them.
-    pub const ALL: [Action; 7] = [
+    pub const ALL: [Action; 8] = [
         Action::Kept,
         Action::Recorded,
         Action::Updated,
         Action::Fixed,
         Action::Converted,
+        Action::Migrated,
         Action::Removed,
         Action::Forgotten,
     ];

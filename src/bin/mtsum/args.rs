@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
 use mtsum::audit::transfer::TransferFormat;
@@ -188,6 +189,30 @@ pub struct Args {
     #[arg(long, value_name = "FILE", requires = "audit", conflicts_with_all = ["update", "fix", "forget"])]
     import: Option<PathBuf>,
 
+    /// With --audit: audit only files not verified within DURATION (90s, 12h, 30d); needs
+    /// --db. The others get no line; the summary counts them as not due.
+    #[arg(long = "max-age", value_name = "DURATION", requires = "audit", value_parser = audit::parse_duration)]
+    max_age: Option<Duration>,
+
+    /// With --audit: stop handing out files after DURATION, least recently verified first,
+    /// so that the next run goes on where this one stopped; needs --db.
+    #[arg(long = "time-budget", value_name = "DURATION", requires = "audit", value_parser = audit::parse_duration)]
+    time_budget: Option<Duration>,
+
+    /// With --audit: files that check out and whose record has another algorithm or layout
+    /// than -a/-t get a new record with those, computed from the same read.
+    #[arg(long, requires = "audit")]
+    migrate: bool,
+
+    /// With --audit: files read at once [default: -p, else the number of cores].
+    #[arg(long, value_name = "N", requires = "audit", value_parser = parse_processors)]
+    readers: Option<NonZeroUsize>,
+
+    /// With --audit: read at most RATE bytes per second on average (20M, 100M: binary
+    /// units).
+    #[arg(long = "limit-rate", value_name = "RATE", requires = "audit", value_parser = audit::parse_rate)]
+    limit_rate: Option<u64>,
+
     /// With --audit: report what would be done, write no record.
     #[arg(long = "dry-run", requires = "audit")]
     dry_run: bool,
@@ -291,6 +316,12 @@ impl Config {
             options.algorithm = args.algorithm.unwrap_or(options.algorithm);
             options.resolution = args.mtime_resolution.unwrap_or_default();
             options.dry_run = args.dry_run;
+            options.max_age = args.max_age;
+            options.time_budget = args.time_budget;
+            options.migrate = args.migrate;
+            options.io.readers = args.readers.or(args.processors);
+            options.io.read_mode = read_mode;
+            options.io.rate_limit = args.limit_rate;
             let transfer = match (args.export, args.import) {
                 (Some(file), _) => Some(crate::audit::Transfer::Export {
                     file,

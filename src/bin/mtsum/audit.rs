@@ -59,7 +59,9 @@ pub fn run(config: &Config, settings: &Settings) -> Exit {
     } else {
         (Progress::start(config.progress, None), None)
     };
-    let engine = config.engine.clone().with_progress(progress.counter());
+    let mut options = options.clone();
+    options.io.progress = Some(progress.counter());
+    let options = &options;
     let started = Instant::now();
     let mut printer = Printer {
         config,
@@ -69,7 +71,7 @@ pub fn run(config: &Config, settings: &Settings) -> Exit {
         files_done: 0,
         files_total,
     };
-    let result = audit::audit(&engine, &config.targets, options, &mut |e| printer.on(e));
+    let result = audit::audit(&config.targets, options, &mut |e| printer.on(e));
     drop(printer);
     progress.finish();
     match result {
@@ -303,6 +305,8 @@ fn summary_json(s: &Summary, options: &Options, elapsed: Duration) -> Vec<u8> {
     }
     o.insert("action_errors".into(), s.action_errors.into());
     o.insert("bytes".into(), s.bytes.into());
+    o.insert("not_due".into(), s.not_due.into());
+    o.insert("deferred".into(), s.deferred.into());
     o.insert("seconds".into(), elapsed.as_secs_f64().into());
     o.insert("dry_run".into(), options.dry_run.into());
     o.insert("clean".into(), s.is_clean().into());
@@ -334,12 +338,26 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
         }
         return out;
     }
+    let seconds = elapsed.as_secs_f64();
+    let rate = s.bytes as f64 / seconds.max(1e-9);
     let mut out = format!(
-        "mtsum: audit of {} files ({}) in {:.2} s, records in {store}\n",
+        "mtsum: audit of {} files ({}) in {seconds:.2} s ({}/s), records in {store}\n",
         s.files(),
         human_bytes(s.bytes),
-        elapsed.as_secs_f64()
+        human_bytes(rate as u64),
     );
+    if s.not_due > 0 {
+        out.push_str(&format!(
+            "mtsum: {} files not due (verified within --max-age)\n",
+            s.not_due
+        ));
+    }
+    if s.deferred > 0 {
+        out.push_str(&format!(
+            "mtsum: {} files left for the next run (--time-budget ran out)\n",
+            s.deferred
+        ));
+    }
     let hint = |status: Status| match status {
         Status::Corrupt => {
             "same size and mtime, different content: restore from a backup (--fix accepts the content)"
