@@ -539,3 +539,37 @@ fn records_travel_between_database_manifest_and_sum_files() {
         ("corrupt".to_string(), names[0].clone())
     );
 }
+
+#[test]
+fn max_age_works_with_extended_attributes_too() {
+    let dir = tempdir();
+    let probe = dir.path().join("probe");
+    fs::write(&probe, "").unwrap();
+    if xattr::set(&probe, "user.mtsum-probe", b"1").is_err() {
+        return skip("max_age_xattr", "no user extended attributes here");
+    }
+    fs::remove_file(&probe).unwrap();
+    tree(dir.path(), 3);
+    let xattr_audit = |args: &[&str]| mtsum(dir.path(), &[&["--audit"], args].concat());
+    xattr_audit(&["-r", "t"]);
+    // Records without a time (written without --max-age) are due once, then carry it.
+    let first = xattr_audit(&["--max-age", "1h", "-r", "t"]);
+    assert_eq!(first.verdicts().len(), 3, "{}", first.stderr);
+    let second = xattr_audit(&["--max-age", "1h", "-r", "t"]);
+    assert_eq!(second.stdout, "");
+    assert!(
+        second.stderr.contains("3 files not due"),
+        "{}",
+        second.stderr
+    );
+    let manifest = mtsum(
+        dir.path(),
+        &["--audit", "--manifest", "m", "--max-age", "1h", "t"],
+    );
+    assert_eq!(manifest.code, Some(2));
+    assert!(
+        manifest.stderr.contains("a manifest does not keep"),
+        "{}",
+        manifest.stderr
+    );
+}

@@ -114,8 +114,9 @@ pub struct Options {
     pub resolution: Resolution,
     /// Decide everything, write nothing.
     pub dry_run: bool,
-    /// Audit only files whose record was not verified within this time (stores that keep
-    /// the time: the database); the others are counted as not due.
+    /// Audit only files whose record was not verified within this time (the database, and
+    /// extended attributes, which then carry the time: not a manifest); the others are
+    /// counted as not due.
     pub max_age: Option<Duration>,
     /// Stop handing out files once this much time has passed, the least recently verified
     /// files first, so that the next audit goes on where this one stopped.
@@ -233,12 +234,12 @@ pub fn audit(
     on: &mut dyn FnMut(Event),
 ) -> Result<Summary, AuditError> {
     let timed = options.max_age.is_some() || options.time_budget.is_some();
-    if timed && !matches!(options.store, Store::Database(_)) {
+    if timed && matches!(options.store, Store::Manifest(_)) {
         return Err(AuditError::Unsupported(
-            "--max-age and --time-budget need the verification times that only a database keeps: --db FILE".into(),
+            "--max-age and --time-budget need verification times, which a manifest does not keep: use --db FILE or extended attributes".into(),
         ));
     }
-    let store = options.store.open(!options.dry_run)?;
+    let store = options.store.open(!options.dry_run, timed)?;
     run::run(targets, options, store, on)
 }
 

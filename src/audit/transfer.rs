@@ -36,7 +36,7 @@ pub fn export(
     format: TransferFormat,
     out: &mut dyn Write,
 ) -> Result<u64, AuditError> {
-    let records = store.open(false)?.records()?;
+    let records = store.open(false, false)?.records()?;
     let written = |e: io::Error| {
         AuditError::Unsupported(format!("cannot write the export: {}", InputError::Io(e)))
     };
@@ -149,7 +149,7 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
             }
         }
     }
-    let mut target = store.open(true)?;
+    let mut target = store.open(true, false)?;
     for (path, record) in &records {
         match target.set(path, Change::Import { record }) {
             Ok(()) => imported.records += 1,

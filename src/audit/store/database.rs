@@ -50,7 +50,7 @@ use std::fs;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
@@ -61,7 +61,7 @@ use crate::layout::{Layout, LeafSize};
 use crate::source::{Mtime, Stamp};
 
 use super::manifest::{is_within, key};
-use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
+use super::{Change, Entry, Prior, Record, RecordStore, StoreError, nanos, time};
 
 /// `PRAGMA application_id` of an mtsum database: `mtsm` in ASCII.
 pub const APPLICATION_ID: i32 = 0x6d74_736d;
@@ -372,23 +372,6 @@ fn check_writable(path: &Path) -> Result<(), DatabaseError> {
             os(e)
         ))
     })
-}
-
-/// Nanoseconds since the epoch (negative before it), saturating.
-fn nanos(t: SystemTime) -> i64 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-        Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
-    }
-}
-
-fn time(nanos: i64) -> SystemTime {
-    let magnitude = Duration::from_nanos(nanos.unsigned_abs());
-    if nanos >= 0 {
-        UNIX_EPOCH + magnitude
-    } else {
-        UNIX_EPOCH - magnitude
-    }
 }
 
 /// A row of [`RECORD_COLUMNS`]: its name, its record (or why it cannot be used), and when

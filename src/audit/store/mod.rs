@@ -13,7 +13,7 @@ pub mod xattr;
 
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::layout::Layout;
@@ -127,10 +127,15 @@ pub enum Store {
 
 impl Store {
     /// Opens the store for one audit, or for reading only (`writable` false: a dry run,
-    /// an export), which takes no lock and writes nothing.
-    pub fn open(&self, writable: bool) -> Result<Box<dyn RecordStore>, AuditError> {
+    /// an export), which takes no lock and writes nothing. With `keep_times`, stores that
+    /// keep verification times only where asked (extended attributes) keep them.
+    pub fn open(
+        &self,
+        writable: bool,
+        keep_times: bool,
+    ) -> Result<Box<dyn RecordStore>, AuditError> {
         Ok(match self {
-            Store::Xattr => Box::new(xattr::XattrStore),
+            Store::Xattr => Box::new(xattr::XattrStore { keep_times }),
             Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path)?),
             Store::Database(path) => Box::new(database::DatabaseStore::open(path, writable)?),
         })
@@ -191,4 +196,21 @@ pub trait RecordStore {
 
     /// Every record, in name order (for `--export`).
     fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError>;
+}
+
+/// Nanoseconds since the epoch (negative before it), saturating.
+pub(crate) fn nanos(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
+}
+
+pub(crate) fn time(nanos: i64) -> SystemTime {
+    let magnitude = Duration::from_nanos(nanos.unsigned_abs());
+    if nanos >= 0 {
+        UNIX_EPOCH + magnitude
+    } else {
+        UNIX_EPOCH - magnitude
+    }
 }

@@ -189,13 +189,14 @@ pub struct Args {
     #[arg(long, value_name = "FILE", requires = "audit", conflicts_with_all = ["update", "fix", "forget"])]
     import: Option<PathBuf>,
 
-    /// With --audit: audit only files not verified within DURATION (90s, 12h, 30d); needs
-    /// --db. The others get no line; the summary counts them as not due.
+    /// With --audit: audit only files not verified within DURATION (90s, 12h, 30d); with
+    /// --db or extended attributes (which then carry the time), not --manifest. The others
+    /// get no line; the summary counts them as not due.
     #[arg(long = "max-age", value_name = "DURATION", requires = "audit", value_parser = audit::parse_duration)]
     max_age: Option<Duration>,
 
     /// With --audit: stop handing out files after DURATION, least recently verified first,
-    /// so that the next run goes on where this one stopped; needs --db.
+    /// so that the next run goes on where this one stopped; not with --manifest.
     #[arg(long = "time-budget", value_name = "DURATION", requires = "audit", value_parser = audit::parse_duration)]
     time_budget: Option<Duration>,
 
