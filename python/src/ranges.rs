@@ -185,15 +185,19 @@ pub fn plan(spec: Spec, parts: usize) -> Result<Vec<Range<u64>>, RangeError> {
         .collect();
     cuts.dedup();
     if cuts.len() >= parts {
-        // The first job start at or after each k/parts of the file.
-        let mut chosen = Vec::with_capacity(parts - 1);
+        // The job start nearest to each k/parts of the file (the earlier one of two as near).
+        let mut chosen: Vec<u64> = Vec::with_capacity(parts - 1);
         for k in 1..parts as u128 {
             let target = (spec.size as u128 * k / parts as u128) as u64;
             let i = cuts.partition_point(|&c| c < target);
-            if let Some(&c) = cuts.get(i)
-                && chosen.last().is_none_or(|&last| c > last)
-            {
-                chosen.push(c);
+            let before = i.checked_sub(1).map(|j| cuts[j]);
+            let nearest = match (before, cuts.get(i)) {
+                (Some(b), Some(&a)) if a - target < target - b => a,
+                (Some(b), _) => b,
+                (None, a) => *a.expect("cuts is not empty"),
+            };
+            if chosen.last().is_none_or(|&last| nearest > last) {
+                chosen.push(nearest);
             }
         }
         cuts = chosen;
