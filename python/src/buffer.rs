@@ -13,7 +13,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::marker::PhantomData;
 
 use pyo3::exceptions::PyTypeError;
-use pyo3::ffi::{PyObject, Py_ssize_t};
+use pyo3::ffi::{Py_ssize_t, PyObject};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
@@ -57,7 +57,9 @@ impl<'py> Bytes<'py> {
     /// without the buffer protocol, a `BufferError` for a buffer that is not contiguous.
     pub fn of(obj: &Bound<'py, PyAny>) -> PyResult<Bytes<'py>> {
         if obj.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err("Strings must be encoded before hashing"));
+            return Err(PyTypeError::new_err(
+                "Strings must be encoded before hashing",
+            ));
         }
         // SAFETY: all-zero is a valid `Py_buffer` (null pointers, zero lengths), and
         // PyObject_GetBuffer fills it in or leaves it unused.

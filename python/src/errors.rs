@@ -13,8 +13,8 @@ use std::path::Path;
 use mtsum::report;
 use mtsum::source::{InputError, Target};
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError,
-    PyOSError, PyPermissionError, PyValueError,
+    PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError, PyOSError,
+    PyPermissionError, PyValueError,
 };
 use pyo3::prelude::*;
 

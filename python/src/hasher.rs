@@ -27,7 +27,7 @@ pub const SPOOL_MEMORY: usize = 1 << 20;
 /// What has been fed so far.
 pub enum State {
     /// The stream hashed as it comes.
-    Streaming(JobHasher),
+    Streaming(Box<JobHasher>),
     /// The stream collected for a layout that needs its length.
     Spooled(Spool),
 }
@@ -46,7 +46,7 @@ impl State {
         if layout.needs_length() {
             State::Spooled(Spool::default())
         } else {
-            State::Streaming(layout.job_hasher(algorithm))
+            State::Streaming(Box::new(layout.job_hasher(algorithm)))
         }
     }
 
@@ -61,7 +61,7 @@ impl State {
     /// The digest of everything fed so far; feeding may go on.
     pub fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Digest, InputError> {
         match self {
-            State::Streaming(h) => Ok(h.clone().finalize()),
+            State::Streaming(h) => Ok(h.as_ref().clone().finalize()),
             State::Spooled(spool) => spool.digest(layout, algorithm),
         }
     }
@@ -114,7 +114,12 @@ impl Spool {
             return Ok(ranges::hash_bytes(layout, algorithm, &self.memory));
         }
         self.flush()?;
-        let path = self.file.as_ref().expect("a spool file").path().to_path_buf();
+        let path = self
+            .file
+            .as_ref()
+            .expect("a spool file")
+            .path()
+            .to_path_buf();
         let request = Request::new(layout, algorithm);
         let digest = Engine::default().hash(&request, Target::Path(path))?;
         Ok(digest.root)

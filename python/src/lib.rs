@@ -54,7 +54,11 @@ impl LeafArg {
 }
 
 /// The layout and algorithm named by the keyword arguments every function takes.
-fn parse_spec(algorithm: &str, layout: &str, leaf: Option<LeafArg>) -> PyResult<(Layout, Algorithm)> {
+fn parse_spec(
+    algorithm: &str,
+    layout: &str,
+    leaf: Option<LeafArg>,
+) -> PyResult<(Layout, Algorithm)> {
     let algorithm: Algorithm = algorithm.parse().map_err(value_error)?;
     let leaf = leaf.map(LeafArg::parse).transpose()?;
     let layout = Layout::from_name(layout, leaf).map_err(value_error)?;
@@ -94,6 +98,9 @@ fn file_digest(
     }
 }
 
+/// One file of `sum_files`: `(size, digest, None)` or `(None, None, message)`.
+type FileRow = (Option<u64>, Option<String>, Option<String>);
+
 /// Many files on one pool of workers: for each path in order, `(size, digest, None)` or
 /// `(None, None, message)`, the message that `file_digest` would raise for that path.
 #[pyfunction]
@@ -105,7 +112,7 @@ fn sum_files(
     layout: &str,
     leaf_size: Option<LeafArg>,
     threads: Option<usize>,
-) -> PyResult<Vec<(Option<u64>, Option<String>, Option<String>)>> {
+) -> PyResult<Vec<FileRow>> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
     let request = Request::new(layout, algorithm);
@@ -380,10 +387,7 @@ fn _mtsum(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_stat, m)?)?;
     m.add_function(wrap_pyfunction!(_message, m)?)?;
     m.add_class::<Hasher>()?;
-    m.add(
-        "ALGORITHMS",
-        Algorithm::ALL.map(Algorithm::name).to_vec(),
-    )?;
+    m.add("ALGORITHMS", Algorithm::ALL.map(Algorithm::name).to_vec())?;
     m.add("LAYOUTS", vec!["mtsum", "plain", "merkle", "rfc6962"])?;
     Ok(())
 }

@@ -74,7 +74,9 @@ pub enum RangeError {
     Empty,
     #[error("partials of different inputs: {0} and {1}")]
     Mixed(Spec, Spec),
-    #[error("the partial of bytes {start}-{end} holds {got} digests where the range has {want} jobs")]
+    #[error(
+        "the partial of bytes {start}-{end} holds {got} digests where the range has {want} jobs"
+    )]
     Count {
         start: u64,
         end: u64,
@@ -202,7 +204,9 @@ pub fn plan(spec: Spec, parts: usize) -> Result<Vec<Range<u64>>, RangeError> {
         }
         cuts = chosen;
     }
-    let ends = std::iter::once(0).chain(cuts).chain(std::iter::once(spec.size));
+    let ends = std::iter::once(0)
+        .chain(cuts)
+        .chain(std::iter::once(spec.size));
     let ends: Vec<u64> = ends.collect();
     Ok(ends.windows(2).map(|w| w[0]..w[1]).collect())
 }
