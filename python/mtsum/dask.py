@@ -159,8 +159,9 @@ def sum_files(
 
     The client lists and stats the files (to size the tasks); the workers read them.
     Returns a DataFrame with one row per path, in that order: ``path``, ``size`` (nullable
-    int), ``digest`` (hex, or None) and ``error`` (None, or the message
-    :func:`mtsum.file_digest` would raise). One bad file never raises.
+    int), ``digest`` (hex) and ``error`` (the message :func:`mtsum.file_digest` would raise);
+    a file hashed has no ``error``, one that failed no ``size`` and ``digest`` (missing values
+    are NA: ``frame.error.isna()``). One bad file never raises.
     """
     client = _client(client)
     paths = [os.path.abspath(p) for p in _expand(paths_or_glob)]
