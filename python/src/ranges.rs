@@ -158,7 +158,8 @@ fn jobs_of_range(
     range: &Range<u64>,
 ) -> Result<Range<usize>, RangeError> {
     let Range { start, end } = *range;
-    let boundary = |at: u64| at == 0 || at == spec.size || jobs.iter().any(|j| j.0.start == at);
+    let starts_a_job = |at: u64| jobs.binary_search_by_key(&at, |j| j.0.start).is_ok();
+    let boundary = |at: u64| at == 0 || at == spec.size || starts_a_job(at);
     let empty_ok = start < end || spec.size == 0;
     if start > end || end > spec.size || !empty_ok || !boundary(start) || !boundary(end) {
         return Err(RangeError::NotOnPlan { spec, start, end });
