@@ -18,8 +18,6 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 
-use crate::ranges::RangeError;
-
 pyo3::import_exception!(io, UnsupportedOperation);
 
 /// `NAME: cause`: the CLI's error line without its `mtsum: ` prefix and line end.
@@ -42,9 +40,13 @@ pub fn input_error(py: Python<'_>, path: &Path, error: &InputError) -> PyErr {
         InputError::StreamNeedsLength(_) => (UnsupportedOperation::new_err(text), None),
         _ => (PyOSError::new_err(text), None),
     };
+    with_errno(py, err, errno)
+}
+
+/// `err` with its `errno` attribute set. Setting `errno` alone keeps the message as it is
+/// (CPython formats `[Errno N]` only with `strerror` or `filename` set too).
+fn with_errno(py: Python<'_>, err: PyErr, errno: Option<i32>) -> PyErr {
     if let Some(errno) = errno {
-        // Setting `errno` alone keeps the message as it is (CPython formats `[Errno N]` only
-        // with `strerror` or `filename` set too).
         let _ = err.value(py).setattr("errno", errno);
     }
     err
@@ -64,19 +66,11 @@ fn os_error(kind: io::ErrorKind, text: String) -> PyErr {
 /// An I/O error of the binding itself (a spool file), without a name.
 pub fn io_error(py: Python<'_>, e: io::Error) -> PyErr {
     let (kind, errno) = (e.kind(), e.raw_os_error());
-    let err = os_error(kind, InputError::Io(e).to_string());
-    if let Some(errno) = errno {
-        let _ = err.value(py).setattr("errno", errno);
-    }
-    err
+    with_errno(py, os_error(kind, InputError::Io(e).to_string()), errno)
 }
 
-/// Bad parameters of ranges and partials.
-pub fn range_error(e: RangeError) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
-
-/// Bad parameters: an unknown algorithm or layout, a leaf size of 0.
+/// Bad parameters: an unknown algorithm or layout, a leaf size of 0, a range off the plan,
+/// partials that do not combine.
 pub fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }

@@ -4,7 +4,7 @@
 //! in the library with the GIL released (so that other Python threads run meanwhile, and two
 //! threads hashing at once use two cores), and errors come back as Python exceptions with the
 //! CLI's messages (see [`errors`]). The public Python API, its documentation and its types
-//! are in `mtsum/__init__.py` and `mtsum/__init__.pyi`, which call this module.
+//! are in `mtsum/__init__.py` (and the stubs of this module in `mtsum/_mtsum.pyi`).
 
 mod buffer;
 mod errors;
@@ -23,7 +23,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use buffer::Bytes;
-use errors::{input_error, io_error, range_error, value_error};
+use errors::{input_error, io_error, value_error};
 use ranges::{Partial, Spec};
 
 /// Below this many bytes `update` keeps the GIL: releasing and taking it back costs more than
@@ -152,7 +152,7 @@ fn plan(
         algorithm,
         size,
     };
-    let ranges = ranges::plan(spec, parts).map_err(range_error)?;
+    let ranges = ranges::plan(spec, parts).map_err(value_error)?;
     Ok(ranges.into_iter().map(|r| (r.start, r.end)).collect())
 }
 
@@ -187,7 +187,7 @@ fn hash_range(
         };
         ranges::hash_range(&file, spec, start..end, threads).map(Some)
     });
-    match result.map_err(range_error)? {
+    match result.map_err(value_error)? {
         Some(Ok(partial)) => Ok(partial.to_line()),
         Some(Err(e)) => Err(input_error(py, &path, &e)),
         None => Err(stream_has_no_ranges(&path)),
@@ -236,8 +236,8 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
         .iter()
         .map(|line| Partial::from_line(line))
         .collect::<Result<_, _>>()
-        .map_err(range_error)?;
-    Ok(ranges::combine(partials).map_err(range_error)?.to_hex())
+        .map_err(value_error)?;
+    Ok(ranges::combine(partials).map_err(value_error)?.to_hex())
 }
 
 /// A hasher in hashlib's shape for bytes that arrive in pieces: `update(data)` as often as
