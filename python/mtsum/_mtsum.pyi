@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension; the documented API is in ``mtsum/__init__.py``."""
 
 import os
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from typing_extensions import Buffer
 
@@ -19,7 +19,7 @@ def file_digest(
     threads: Optional[int] = None,
 ) -> str: ...
 def sum_files(
-    paths: list[_Path],
+    paths: Sequence[_Path],
     algorithm: str = "sha256",
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
@@ -42,7 +42,7 @@ def hash_range(
     size: Optional[int] = None,
     threads: Optional[int] = None,
 ) -> str: ...
-def combine(partials: list[str]) -> str: ...
+def combine(partials: Sequence[str]) -> str: ...
 def _stat(path: _Path) -> tuple[int, int]: ...
 def _message(path: _Path, cause: str) -> str: ...
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import glob as _glob
 import math
 import os
-from typing import Iterable, Optional, Union
+from typing import Any, Iterable, Optional, Tuple, Union
 
 import mtsum
 from mtsum import _mtsum
@@ -53,6 +53,7 @@ BATCH_FILES = 1000
 
 StrPath = Union[str, "os.PathLike[str]"]
 LeafSize = Union[int, str, None]
+_Row = Tuple[Optional[int], Optional[str], Optional[str]]
 
 
 def _client(client: Optional[distributed.Client]) -> distributed.Client:
@@ -71,7 +72,16 @@ def _threads(client: distributed.Client) -> int:
     return max(1, sum(client.nthreads().values()))
 
 
-def _hash_part(path, start, end, size, mtime_ns, algorithm, layout, leaf_size):
+def _hash_part(
+    path: str,
+    start: int,
+    end: int,
+    size: int,
+    mtime_ns: Optional[int],
+    algorithm: str,
+    layout: str,
+    leaf_size: LeafSize,
+) -> tuple[Optional[str], Optional[str]]:
     """A task: the partial of one range, or ``(None, message)``. ``mtime_ns`` is the file's
     modification time when it was planned: a file modified since fails, and the task's key
     differs from one of the file before."""
@@ -126,7 +136,9 @@ def file_digest(
     return mtsum.combine(partial for partial, _ in results)
 
 
-def _sum_batch(paths, algorithm, layout, leaf_size):
+def _sum_batch(
+    paths: list[str], algorithm: str, layout: str, leaf_size: LeafSize
+) -> list[mtsum.FileSum]:
     """A task: ``(size, digest, error)`` of each of a few small files."""
     return list(mtsum.sum_files(paths, algorithm, layout, leaf_size, threads=1).values())
 
@@ -168,9 +180,9 @@ def sum_files(
     # Validates the parameters once, before anything is submitted.
     mtsum.plan(0, 1, algorithm, layout, leaf_size)
 
-    rows: list = [None] * len(paths)
-    batches: list[tuple[list[int], distributed.Future]] = []
-    ranged: list[tuple[int, int, list[distributed.Future]]] = []
+    rows: list[_Row] = [(None, None, None)] * len(paths)
+    batches: list[tuple[list[int], distributed.Future[Any]]] = []
+    ranged: list[tuple[int, int, list[distributed.Future[Any]]]] = []
     batch: list[int] = []
     batch_bytes = 0
 
