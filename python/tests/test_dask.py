@@ -141,3 +141,10 @@ def test_a_glob_gives_its_files_in_byte_order(client, tree):
     assert frame["error"].isna().all()
     assert list(frame["digest"]) == [s.digest for s in mtsum.sum_files(files).values()]
     assert list(frame["size"]) == [os.path.getsize(f) for f in files]
+
+
+def test_a_glob_that_matches_nothing_is_an_empty_frame(client, tmp_path):
+    frame = mtsum.dask.sum_files(str(tmp_path / "*.none"), client=client)
+    assert list(frame.columns) == ["path", "size", "digest", "error"]
+    assert len(frame) == 0
+    assert mtsum.sum_files([]) == {}
