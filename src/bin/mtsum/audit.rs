@@ -6,10 +6,11 @@
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
-use mtsum::audit::{self, Action, Event, Operation, Options, Prior, Status, Store, Summary};
+use mtsum::audit::{self, Action, Event, Operation, Options, Status, Store, Summary};
 use mtsum::source::Target;
+use mtsum::sumfile::{Terminator, labelled_line as line};
 use mtsum::walk::walk;
-use mtsum::{report, sumfile};
+use mtsum::{json, report};
 
 use crate::Status as Exit;
 use crate::args::Config;
@@ -53,7 +54,7 @@ pub fn run(config: &Config, settings: &Settings) -> Exit {
         Ok(summary) => {
             let elapsed = started.elapsed();
             if settings.json {
-                let json = summary_json(&summary, options, elapsed);
+                let json = json::audit_summary(&summary, options.dry_run, elapsed);
                 if let Err(e) = report::write_whole(&mut io::stdout(), &json) {
                     eprintln!("mtsum: standard output: {e}");
                     return Exit::InputFailed;
@@ -101,9 +102,9 @@ impl Printer<'_> {
                     self.stderr(&report::error_line(&name, &cause));
                 }
                 if self.settings.json {
-                    self.stdout(&verdict_json(&name, v));
+                    self.stdout(&json::verdict(&name, v));
                 } else if !(self.settings.quiet && v.status == Status::Ok) {
-                    self.stdout(&line(v.status.name(), &name));
+                    self.stdout(&line(v.status.name(), &name, Terminator::Newline));
                 }
             }
             Event::Forgotten { path, error } => {
@@ -113,14 +114,10 @@ impl Printer<'_> {
                     self.stderr(&report::error_line(&name, &cause));
                 }
                 if self.settings.json {
-                    let mut object = sumfile::json_path(&name);
-                    object.insert("action".into(), Action::Forgotten.name().into());
-                    if let Some(e) = error {
-                        object.insert("action_error".into(), e.to_string().into());
-                    }
-                    self.stdout(&sumfile::json_bytes(object));
+                    let error = error.map(|e| e as &dyn std::fmt::Display);
+                    self.stdout(&json::forgotten(&name, error));
                 } else if error.is_none() {
-                    self.stdout(&line("forgotten", &name));
+                    self.stdout(&line(Action::Forgotten.name(), &name, Terminator::Newline));
                 }
             }
             Event::Skipped { path, reason } => {
@@ -153,84 +150,6 @@ fn verb(action: Action) -> &'static str {
         Action::Removed | Action::Forgotten => "remove",
         _ => "write",
     }
-}
-
-/// `STATUS  NAME`, the name escaped as in sum files (a line starting with `\` holds an escaped
-/// name), so that one line is always one file.
-fn line(status: &str, name: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(status.len() + name.len() + 4);
-    if sumfile::needs_escape(name) {
-        out.push(b'\\');
-    }
-    out.extend_from_slice(status.as_bytes());
-    out.extend_from_slice(b"  ");
-    out.extend_from_slice(&sumfile::escape_name(name));
-    out.push(b'\n');
-    out
-}
-
-/// One `--json` object: path, status, the file now (size, mtime, layout, algorithm, digest),
-/// the record before (record, expected, recorded_size, recorded_mtime), action, errors.
-/// Times are strings `SECONDS.NANOSECONDS`: a JSON number would lose the nanoseconds.
-fn verdict_json(name: &[u8], v: &audit::Verdict) -> Vec<u8> {
-    let mut o = sumfile::json_path(name);
-    o.insert("status".into(), v.status.name().into());
-    if let Some((size, mtime)) = v.state {
-        o.insert("size".into(), size.into());
-        o.insert("mtime".into(), mtime.to_string().into());
-    }
-    if let Some(r) = &v.current {
-        o.insert("layout".into(), r.layout.name().into());
-        let leaf = r.layout.leaf_size().map(|l| l.get());
-        o.insert("leaf_size".into(), leaf.into());
-        o.insert("algorithm".into(), r.algorithm.name().into());
-        o.insert("digest".into(), r.digest.to_hex().into());
-    }
-    match &v.prior {
-        Prior::None => {}
-        Prior::Record(r) => {
-            o.insert("record".into(), r.tag().into());
-            o.insert("expected".into(), r.digest.to_hex().into());
-            o.insert("recorded_size".into(), r.size.into());
-            o.insert("recorded_mtime".into(), r.mtime.to_string().into());
-        }
-        Prior::Cshatag { mtime, digest } => {
-            o.insert("record".into(), "cshatag".into());
-            o.insert("expected".into(), digest.to_hex().into());
-            o.insert("recorded_mtime".into(), mtime.to_string().into());
-        }
-        Prior::Unusable(_) => {
-            o.insert("record".into(), "unusable".into());
-        }
-    }
-    o.insert("action".into(), v.action.name().into());
-    if let Some(e) = &v.error {
-        o.insert("error".into(), e.to_string().into());
-    }
-    if let Some(e) = &v.action_error {
-        o.insert("action_error".into(), e.to_string().into());
-    }
-    sumfile::json_bytes(o)
-}
-
-/// The last `--json` object: `{"summary":{"files":…,"ok":…,…,"recorded":…,…}}`.
-fn summary_json(s: &Summary, options: &Options, elapsed: Duration) -> Vec<u8> {
-    let mut o = serde_json::Map::new();
-    o.insert("files".into(), s.files().into());
-    for status in Status::ALL {
-        o.insert(status.name().into(), s.count(status).into());
-    }
-    for action in Action::ALL {
-        o.insert(action.name().into(), s.actions(action).into());
-    }
-    o.insert("action_errors".into(), s.action_errors.into());
-    o.insert("bytes".into(), s.bytes.into());
-    o.insert("seconds".into(), elapsed.as_secs_f64().into());
-    o.insert("dry_run".into(), options.dry_run.into());
-    o.insert("clean".into(), s.is_clean().into());
-    let mut outer = serde_json::Map::new();
-    outer.insert("summary".into(), o.into());
-    sumfile::json_bytes(outer)
 }
 
 /// The summary for stderr: what was audited, one line per class, what was written, and what
@@ -315,12 +234,6 @@ fn human_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_line_is_status_two_spaces_and_the_name_escaped_as_in_sum_files() {
-        assert_eq!(line("ok", b"a b"), b"ok  a b\n");
-        assert_eq!(line("corrupt", b"x\ny"), b"\\corrupt  x\\ny\n");
-    }
 
     #[test]
     fn sizes_read_in_binary_units() {

@@ -5,7 +5,7 @@ use std::io;
 use mtsum::engine::{FileDigest, Request, Task};
 use mtsum::source::{InputError, Target};
 use mtsum::walk::{Recursion, Walked, walk};
-use mtsum::{graph, report, sumfile};
+use mtsum::{graph, json, report, sumfile};
 
 use crate::Status;
 use crate::args::{Config, Output};
@@ -114,7 +114,7 @@ impl Printer<'_> {
                 graph::dot(self.request, digest.size, leaves, &target.display_name()).into_bytes()
             }
             Output::BareDigest => format!("{}\n", digest.root).into_bytes(),
-            Output::Json => sumfile::json_line(name, layout, alg, digest),
+            Output::Json => json::digest(name, layout, alg, digest),
             Output::Line(format, terminator) => {
                 sumfile::format_line(format, terminator, layout, alg, &digest.root, name)
             }
@@ -138,7 +138,7 @@ impl Printer<'_> {
         self.status = Status::InputFailed;
         self.stderr(&report::error_line(name, error));
         if self.output == Output::Json {
-            self.stdout(&sumfile::json_error_line(name, error));
+            self.stdout(&json::error(name, error));
         }
     }
 
