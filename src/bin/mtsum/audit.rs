@@ -3,7 +3,7 @@
 //! nothing wrong, 1 corrupt or unreadable files (or records that could not be written), 2
 //! usage or fatal error (no extended attributes, a manifest that cannot be read or written).
 
-use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
 use mtsum::audit::{self, Action, Event, Operation, Options, Status, Store, Summary};
@@ -12,136 +12,99 @@ use mtsum::sumfile::{Terminator, labelled_line as line};
 use mtsum::walk::walk;
 use mtsum::{json, report};
 
-use crate::Status as Exit;
-use crate::args::Config;
-use crate::progress::{Progress, totals};
+use crate::args::{AuditSettings, Common};
+use crate::progress::totals;
+use crate::session::{self, Printer, Status as Exit};
 
-/// What `--audit` was asked to do, validated.
-pub struct Settings {
-    pub options: Options,
-    /// `--quiet`: no `ok` lines.
-    pub quiet: bool,
-    /// `--json`: one object per file and a summary object on stdout.
-    pub json: bool,
-}
-
-pub fn run(config: &Config, settings: &Settings) -> Exit {
-    if config.targets.contains(&Target::Stdin) {
+pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
+    if common.targets.contains(&Target::Stdin) {
         eprintln!("mtsum: --audit needs files or directories, not standard input");
         return Exit::Usage;
     }
     let options = &settings.options;
-    let (progress, files_total) = if config.progress.enabled() {
-        let (bytes, files) = totals(walk(config.targets.iter().cloned(), options.recursion));
-        (Progress::start(config.progress, Some(bytes)), Some(files))
-    } else {
-        (Progress::start(config.progress, None), None)
-    };
-    let engine = config.engine.clone().with_progress(progress.counter());
+    // The library walks the paths itself, so the bar's totals cost a walk of their own; the
+    // second walk runs from the directory cache, which is cheap next to hashing.
+    let (engine, printer) = session::start(common, || {
+        Some(totals(walk(
+            common.targets.iter().cloned(),
+            options.recursion,
+        )))
+    });
     let started = Instant::now();
-    let mut printer = Printer {
-        config,
+    let events = Events {
+        common,
         settings,
-        progress: &progress,
-        stdout: io::stdout().lock(),
-        files_done: 0,
-        files_total,
+        printer: &printer,
     };
-    let result = audit::audit(&engine, &config.targets, options, &mut |e| printer.on(e));
-    drop(printer);
-    progress.finish();
+    let result = audit::audit(&engine, &common.targets, options, &mut |e| events.on(e));
+    let elapsed = started.elapsed();
+    let mut fatal = false;
     match result {
+        // Nothing more can be printed; the status says so already.
+        _ if printer.broken() => {}
         Ok(summary) => {
-            let elapsed = started.elapsed();
             if settings.json {
-                let json = json::audit_summary(&summary, options.dry_run, elapsed);
-                if let Err(e) = report::write_whole(&mut io::stdout(), &json) {
-                    eprintln!("mtsum: standard output: {e}");
-                    return Exit::InputFailed;
-                }
+                printer.print(&json::audit_summary(&summary, options.dry_run, elapsed));
             }
-            eprint!("{}", summary_text(&summary, options, elapsed));
-            if summary.is_clean() {
-                Exit::Ok
-            } else {
-                Exit::InputFailed
+            printer.message(summary_text(&summary, options, elapsed).as_bytes());
+            if !summary.is_clean() {
+                printer.fail();
             }
         }
         Err(e) => {
-            let name = report::name_bytes(&Target::Path(e.path().to_path_buf())).to_vec();
-            let _ = io::stderr().write_all(&report::error_line(&name, &e));
-            Exit::Usage
+            printer.message(&report::error_line(e.path().as_os_str().as_bytes(), &e));
+            fatal = true;
         }
     }
+    let status = printer.finish();
+    if fatal { Exit::Usage } else { status }
 }
 
-/// Bytes and files below the targets, for the progress bar's ETA: the walk runs twice, the
-/// second time from the directory cache, which is cheap next to hashing.
-/// Prints events as they come, above the progress bar.
-struct Printer<'a> {
-    config: &'a Config,
-    settings: &'a Settings,
-    progress: &'a Progress,
-    stdout: io::StdoutLock<'static>,
-    files_done: u64,
-    files_total: Option<u64>,
+/// Prints the audit's events as they come.
+struct Events<'a> {
+    common: &'a Common,
+    settings: &'a AuditSettings,
+    printer: &'a Printer,
 }
 
-impl Printer<'_> {
-    fn on(&mut self, event: Event) {
+impl Events<'_> {
+    fn on(&self, event: Event) {
+        let printer = self.printer;
         match event {
             Event::Verdict(v) => {
-                let name = report::name_bytes(&Target::Path(v.path.clone())).to_vec();
+                let name = v.path.as_os_str().as_bytes();
                 if let Some(e) = &v.error
-                    && (v.status == Status::Unreadable || self.config.verbose)
+                    && (v.status == Status::Unreadable || self.common.verbose)
                 {
-                    self.stderr(&report::error_line(&name, e));
+                    printer.message(&report::error_line(name, e));
                 }
                 if let Some(e) = &v.action_error {
                     let cause = format!("cannot {} the record: {e}", verb(v.action));
-                    self.stderr(&report::error_line(&name, &cause));
+                    printer.message(&report::error_line(name, &cause));
                 }
                 if self.settings.json {
-                    self.stdout(&json::verdict(&name, v));
+                    printer.print(&json::verdict(name, v));
                 } else if !(self.settings.quiet && v.status == Status::Ok) {
-                    self.stdout(&line(v.status.name(), &name, Terminator::Newline));
+                    printer.print(&line(v.status.name(), name, Terminator::Newline));
                 }
             }
             Event::Forgotten { path, error } => {
-                let name = report::name_bytes(&Target::Path(path.to_path_buf())).to_vec();
+                let name = path.as_os_str().as_bytes();
                 if let Some(e) = error {
                     let cause = format!("cannot remove the record: {e}");
-                    self.stderr(&report::error_line(&name, &cause));
+                    printer.message(&report::error_line(name, &cause));
                 }
                 if self.settings.json {
                     let error = error.map(|e| e as &dyn std::fmt::Display);
-                    self.stdout(&json::forgotten(&name, error));
+                    printer.print(&json::forgotten(name, error));
                 } else if error.is_none() {
-                    self.stdout(&line(Action::Forgotten.name(), &name, Terminator::Newline));
+                    let forgotten = Action::Forgotten.name();
+                    printer.print(&line(forgotten, name, Terminator::Newline));
                 }
             }
-            Event::Skipped { path, reason } => {
-                if self.config.verbose {
-                    let name = report::name_bytes(&Target::Path(path.to_path_buf())).to_vec();
-                    self.stderr(&report::error_line(&name, &reason));
-                }
-                return;
-            }
+            Event::Skipped { path, reason } => return printer.skipped(path, &reason),
         }
-        self.files_done += 1;
-        self.progress.files(self.files_done, self.files_total);
-    }
-
-    /// Writes one whole line; a failing stdout ends the run, as it would end every later line.
-    fn stdout(&mut self, bytes: &[u8]) {
-        if let Err(e) = self.progress.write(&mut self.stdout, bytes) {
-            eprintln!("mtsum: standard output: {e}");
-            std::process::exit(Exit::InputFailed as i32);
-        }
-    }
-
-    fn stderr(&self, bytes: &[u8]) {
-        let _ = self.progress.write(&mut io::stderr(), bytes);
+        printer.file_done();
     }
 }
 
