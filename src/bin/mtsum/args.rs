@@ -309,7 +309,7 @@ pub struct AuditSettings {
 }
 
 impl Config {
-    pub fn from_args(args: Args) -> Result<Config, LayoutError> {
+    fn from_args(args: Args) -> Result<Config, LayoutError> {
         // Checked in every mode, so that a wrong -t/-l is an error whatever else is asked.
         let layout = args.layout()?;
         let mode = if args.audit {

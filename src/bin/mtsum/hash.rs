@@ -1,5 +1,7 @@
 //! Hash mode: walk the inputs, hash them on the engine, print one result each in order.
 
+use std::os::unix::ffi::OsStringExt;
+
 use mtsum::engine::{FileDigest, Task};
 use mtsum::source::{InputError, Target};
 use mtsum::walk::{Walked, walk};
@@ -50,8 +52,7 @@ pub fn run(common: &Common, settings: &HashSettings) -> Status {
         .map(|walked| match walked {
             Walked::Input(target) => Task::hash(target.clone(), *request, Item::Input(target)),
             Walked::Error { path, error } => {
-                let name = report::name_bytes(&Target::Path(path)).to_vec();
-                Task::pass(Item::Failed(name, error))
+                Task::pass(Item::Failed(path.into_os_string().into_vec(), error))
             }
             skipped @ Walked::Skipped { .. } => Task::pass(Item::Skipped(skipped)),
         });
