@@ -63,7 +63,8 @@ pub fn error(name: &[u8], error: &dyn Display) -> Vec<u8> {
 
 /// The line for an audited file: path, status, the file now (size, mtime, layout,
 /// leaf_size, algorithm, digest), the record before (record, expected, recorded_size,
-/// recorded_mtime), action, error, action_error.
+/// recorded_mtime), where a corrupt file differs (damaged: `[[start, end_exclusive], …]`),
+/// action, error, action_error.
 pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
     let mut o = path(name);
     o.insert("status".into(), v.status.name().into());
@@ -90,6 +91,13 @@ pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
         Prior::Unusable(_) => {
             o.insert("record".into(), "unusable".into());
         }
+    }
+    if let Some(damaged) = &v.damaged {
+        let ranges: Vec<serde_json::Value> = damaged
+            .iter()
+            .map(|r| serde_json::json!([r.start, r.end]))
+            .collect();
+        o.insert("damaged".into(), ranges.into());
     }
     o.insert("action".into(), v.action.name().into());
     if let Some(e) = &v.error {

@@ -62,6 +62,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod outboard;
 pub mod read;
 pub mod report;
 mod run;

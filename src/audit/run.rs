@@ -10,14 +10,16 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fs;
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use crate::algorithm::{Algorithm, Digest};
+use crate::algorithm::Algorithm;
 use crate::layout::Layout;
 use crate::source::{InputError, Stamp, Target};
 use crate::walk::{SkipReason, Walk, Walked, walk};
 
+use super::outboard::{self, Outboard};
 use super::read::{self, Hashed, Want, Work};
 use super::report::{Event, Summary};
 use super::store::{Change, Prior, Record, RecordStore, StoreError};
@@ -89,6 +91,8 @@ enum Item {
         before: Stamp,
         prior: Prior,
         migrate_to: Option<(Layout, Algorithm)>,
+        /// Whether the store has the file's leaf digests already.
+        has_outboard: bool,
     },
     /// Decided without reading.
     Done(Verdict),
@@ -199,6 +203,7 @@ impl Planner<'_> {
             state: None,
             current: None,
             error: Some(error),
+            damaged: None,
             action: Action::Kept,
             action_error: None,
         }));
@@ -281,15 +286,28 @@ impl Planner<'_> {
         let migrate_to = (self.options.migrate && matches!(entry.prior, Prior::Record(_)))
             .then_some(new)
             .filter(|&new| new != spec);
+        // Leaf digests wherever a record with them may be written: a new file, a record
+        // without them yet, records refreshed by --update, --fix or a migration.
+        let Operation::Audit { update, fix } = self.options.operation else {
+            unreachable!("forgetting reads nothing")
+        };
+        let may_write = !matches!(entry.prior, Prior::Record(_))
+            || !entry.has_outboard
+            || update
+            || fix
+            || migrate_to.is_some();
+        let keeps = self.shared.borrow().store.keeps_outboards();
         let want = Want {
             digests: std::iter::once(spec).chain(migrate_to).collect(),
-            leaves: None,
+            leaves: (keeps && may_write)
+                .then(|| (outboard::layout(before.len), outboard::ALGORITHM)),
         };
         let item = Item::File {
             path: path.clone(),
             before,
             prior: entry.prior,
             migrate_to,
+            has_outboard: entry.has_outboard,
         };
         let work = Work {
             read: Some((path, want)),
@@ -333,9 +351,10 @@ impl Sink<'_> {
                 before,
                 prior,
                 migrate_to,
+                has_outboard,
             } => {
                 let hashed = result.expect("files are read");
-                self.file(path, before, prior, migrate_to, hashed)
+                self.file(path, before, prior, migrate_to, has_outboard, hashed)
             }
             Item::Missing { path, record } => {
                 if self.options.operation == Operation::Forget {
@@ -348,10 +367,11 @@ impl Sink<'_> {
                     state: None,
                     current: None,
                     error: None,
+                    damaged: None,
                     action: decide(Status::Missing, &Prior::None, self.options.operation),
                     action_error: None,
                 };
-                verdict.action_error = self.act(&verdict);
+                verdict.action_error = self.act(&verdict, None);
                 verdict
             }
             Item::Forget { path, prior } => {
@@ -373,12 +393,21 @@ impl Sink<'_> {
         before: Stamp,
         prior: Prior,
         migrate_to: Option<(Layout, Algorithm)>,
+        has_outboard: bool,
         hashed: Result<Hashed, InputError>,
     ) -> Verdict {
-        let (hashed, migrated): (Result<(Digest, u64), InputError>, Option<Digest>) = match hashed {
-            Ok(h) => ((Ok((h.digests[0], h.size))), h.digests.get(1).copied()),
-            Err(e) => (Err(e), None),
+        let (hashed, migrated, leaves) = match hashed {
+            Ok(h) => (
+                Ok((h.digests[0], h.size)),
+                h.digests.get(1).copied(),
+                h.leaves,
+            ),
+            Err(e) => (Err(e), None, None),
         };
+        let outboard = leaves.map(|leaves| Outboard {
+            leaf: outboard::leaf_size(before.len),
+            leaves,
+        });
         let after = fs::metadata(&path).map(|m| Stamp::of(&m));
         let spec = prior
             .spec()
@@ -403,6 +432,10 @@ impl Sink<'_> {
                 };
             }
         }
+        let damaged = match status {
+            Status::Corrupt => self.locate(&path, before.len, outboard.as_ref()),
+            _ => None,
+        };
         let mut verdict = Verdict {
             path,
             status,
@@ -410,11 +443,46 @@ impl Sink<'_> {
             state: Some(before),
             current,
             error,
+            damaged,
             action,
             action_error: None,
         };
-        verdict.action_error = self.act(&verdict);
+        // The leaf digests go with a record written, or fill in where there were none.
+        let new_outboard = match action {
+            Action::Kept if has_outboard || status != Status::Ok => None,
+            _ => outboard.as_ref(),
+        };
+        verdict.action_error = self.act(&verdict, new_outboard);
         verdict
+    }
+
+    /// Where the corrupt file `path` of `len` bytes differs from its recorded leaf digests:
+    /// from `current` when this read computed them, else from a second read of the file
+    /// (corruption is rare; audits that find none pay nothing for it). `None` where the
+    /// store has no leaf digests for it, or the file could not be read again.
+    fn locate(
+        &mut self,
+        path: &Path,
+        len: u64,
+        current: Option<&Outboard>,
+    ) -> Option<Vec<Range<u64>>> {
+        let recorded = self.shared.borrow_mut().store.outboard(path).ok()??;
+        if !recorded.fits(len) {
+            return None;
+        }
+        let leaves = match current.filter(|c| c.leaf == recorded.leaf) {
+            Some(c) => c.leaves.clone(),
+            None => {
+                let want = Want {
+                    digests: Vec::new(),
+                    leaves: Some((Layout::Rfc6962(recorded.leaf), outboard::ALGORITHM)),
+                };
+                read::hash_file(path, &want, &self.options.io, None)
+                    .ok()?
+                    .leaves?
+            }
+        };
+        Some(recorded.damaged(&leaves, len))
     }
 
     fn forget(&mut self, path: &Path) {
@@ -425,11 +493,12 @@ impl Sink<'_> {
     }
 
     /// Carries out `verdict.action` on the store (a file read whose record stays is noted
-    /// as checked); the error if the store refused.
-    fn act(&mut self, verdict: &Verdict) -> Option<InputError> {
+    /// as checked), with `outboard` where leaf digests are to be written; the error if the
+    /// store refused.
+    fn act(&mut self, verdict: &Verdict, outboard: Option<&Outboard>) -> Option<InputError> {
         let status = verdict.status;
         let change = match (verdict.action, &verdict.current) {
-            (Action::Kept, Some(_)) => Change::Checked { status },
+            (Action::Kept, Some(_)) => Change::Checked { status, outboard },
             (Action::Kept, None) => return None,
             (
                 Action::Recorded
@@ -440,7 +509,11 @@ impl Sink<'_> {
                 current,
             ) => {
                 let record = current.as_ref().expect("a record to write");
-                Change::Set { record, status }
+                Change::Set {
+                    record,
+                    status,
+                    outboard,
+                }
             }
             (Action::Removed | Action::Forgotten, _) => Change::Remove,
         };

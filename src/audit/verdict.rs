@@ -234,6 +234,9 @@ pub struct Verdict {
     pub current: Option<Record>,
     /// Why it is `unreadable` or `changed`.
     pub error: Option<FileError>,
+    /// Where a `corrupt` file differs from its record: byte ranges, end exclusive (stores
+    /// that keep leaf digests only, see [`super::outboard`]).
+    pub damaged: Option<Vec<std::ops::Range<u64>>>,
     pub action: Action,
     /// The store refused the action (a file we may read but not tag, say).
     pub action_error: Option<InputError>,

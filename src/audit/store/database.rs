@@ -56,6 +56,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::audit::AuditError;
+use crate::audit::outboard::Outboard;
 use crate::audit::verdict::Status;
 use crate::layout::{Layout, LeafSize};
 use crate::source::{Mtime, Stamp};
@@ -90,8 +91,7 @@ const SCHEMA: &str = "
 ";
 
 /// The columns of a record, in the order [`row_record`] reads them.
-const RECORD_COLUMNS: &str =
-    "path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified";
+const RECORD_COLUMNS: &str = "path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, outboard_leaf IS NOT NULL";
 
 /// Why a database cannot be used. The message is the part after `mtsum: FILE: `.
 #[derive(Debug, thiserror::Error)]
@@ -179,9 +179,10 @@ impl DatabaseStore {
             .optional()?;
         Ok(match row {
             None => Entry::of(Prior::None),
-            Some((_, Ok(record), verified)) => Entry {
+            Some((_, Ok(record), (verified, has_outboard))) => Entry {
                 prior: Prior::Record(record),
                 verified,
+                has_outboard,
             },
             Some((_, Err(why), _)) => Entry::of(Prior::Unusable(format!("damaged record: {why}"))),
         })
@@ -193,10 +194,21 @@ impl DatabaseStore {
         if sync {
             self.conn.pragma_update(None, "synchronous", "FULL")?;
         }
-        let (record, status) = match change {
-            Change::Set { record, status } => (record, Some(status)),
-            Change::Import { record } => (record, None),
-            Change::Checked { status } => {
+        let (record, status, outboard) = match change {
+            Change::Set {
+                record,
+                status,
+                outboard,
+            } => (record, Some(status), outboard),
+            Change::Import { record } => (record, None, None),
+            Change::Checked { status, outboard } => {
+                if let Some(o) = outboard {
+                    self.conn
+                        .prepare_cached(
+                            "UPDATE records SET outboard_leaf = ?2, outboard = ?3 WHERE path = ?1",
+                        )?
+                        .execute(params![name, o.leaf.get() as i64, o.to_bytes()])?;
+                }
                 let verified = (status == Status::Ok).then_some(now);
                 self.conn
                     .prepare_cached(
@@ -219,8 +231,8 @@ impl DatabaseStore {
         let (sec, nsec) = (record.stamp.mtime.sec, record.stamp.mtime.nsec);
         self.conn
             .prepare_cached(
-                "INSERT OR REPLACE INTO records (path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, checked, verdict)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
+                "INSERT OR REPLACE INTO records (path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, checked, verdict, outboard_leaf, outboard)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)",
             )?
             .execute(params![
                         name,
@@ -233,6 +245,8 @@ impl DatabaseStore {
                         record.digest.as_bytes(),
                         now,
                         status.map(Status::name),
+                        outboard.map(|o| o.leaf.get() as i64),
+                        outboard.map(Outboard::to_bytes),
                     ])?;
         self.synced(sync)
     }
@@ -374,12 +388,16 @@ fn check_writable(path: &Path) -> Result<(), DatabaseError> {
     })
 }
 
-/// A row of [`RECORD_COLUMNS`]: its name, its record (or why it cannot be used), and when
-/// it was last verified.
-fn row_record(row: &rusqlite::Row) -> (Vec<u8>, Result<Record, String>, Option<SystemTime>) {
+/// When a record was last verified, and whether it has an outboard.
+type RowState = (Option<SystemTime>, bool);
+
+/// A row of [`RECORD_COLUMNS`]: its name, its record (or why it cannot be used), when it was
+/// last verified and whether it has an outboard.
+fn row_record(row: &rusqlite::Row) -> (Vec<u8>, Result<Record, String>, RowState) {
     let name: Vec<u8> = row.get(0).unwrap_or_default();
     let verified = row.get::<_, Option<i64>>(8).ok().flatten().map(time);
-    (name, parse_row(row), verified)
+    let has_outboard = row.get::<_, bool>(9).unwrap_or(false);
+    (name, parse_row(row), (verified, has_outboard))
 }
 
 fn parse_row(row: &rusqlite::Row) -> Result<Record, String> {
@@ -533,6 +551,26 @@ impl RecordStore for DatabaseStore {
                 .map_err(|e| self.error(e))?;
         }
         Ok(false)
+    }
+
+    fn keeps_outboards(&self) -> bool {
+        true
+    }
+
+    fn outboard(&mut self, path: &Path) -> Result<Option<Outboard>, StoreError> {
+        let row: Option<(Option<i64>, Option<Vec<u8>>)> = self
+            .conn
+            .prepare_cached("SELECT outboard_leaf, outboard FROM records WHERE path = ?1")
+            .and_then(|mut st| {
+                st.query_row([key(path)], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(|e| StoreError::Fatal(self.error(e)))?;
+        let Some((Some(leaf), Some(bytes))) = row else {
+            return Ok(None);
+        };
+        let leaf = u64::try_from(leaf).ok().and_then(LeafSize::new);
+        Ok(leaf.and_then(|leaf| Outboard::from_bytes(leaf, &bytes)))
     }
 
     fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError> {

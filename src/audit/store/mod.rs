@@ -21,6 +21,7 @@ use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile;
 
 use super::AuditError;
+use super::outboard::Outboard;
 use super::verdict::Status;
 
 /// What an audit remembers about one file.
@@ -88,6 +89,8 @@ pub struct Entry {
     /// When the file last matched its record (it was audited `ok`, or the record was
     /// written), where the store keeps it: `--max-age` and `--time-budget` go by it.
     pub verified: Option<SystemTime>,
+    /// Whether the store keeps the file's leaf digests ([`RecordStore::outboard`]).
+    pub has_outboard: bool,
 }
 
 impl Entry {
@@ -96,6 +99,7 @@ impl Entry {
         Entry {
             prior,
             verified: None,
+            has_outboard: false,
         }
     }
 }
@@ -104,10 +108,18 @@ impl Entry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change<'a> {
     /// Write `record`: the file as it is now, judged `status` (new, modified, corrupt under
-    /// `--fix`, ok for a converted record).
-    Set { record: &'a Record, status: Status },
-    /// The file was read and judged `status`; its record stays.
-    Checked { status: Status },
+    /// `--fix`, ok for a converted record), with its leaf digests where the store keeps them.
+    Set {
+        record: &'a Record,
+        status: Status,
+        outboard: Option<&'a Outboard>,
+    },
+    /// The file was read and judged `status`; its record stays. The leaf digests of a file
+    /// that checked out, where the store had none.
+    Checked {
+        status: Status,
+        outboard: Option<&'a Outboard>,
+    },
     /// Write `record`, brought from elsewhere (`--import`): never verified by an audit.
     Import { record: &'a Record },
     /// Remove the record.
@@ -193,6 +205,18 @@ pub trait RecordStore {
 
     /// Makes every change durable; `Ok(true)` when the store's file was rewritten.
     fn finish(&mut self) -> Result<bool, AuditError>;
+
+    /// Whether the store keeps leaf digests ([`super::outboard`]): then the audit computes
+    /// them wherever it writes a record.
+    fn keeps_outboards(&self) -> bool {
+        false
+    }
+
+    /// The leaf digests recorded for `path`, if the store keeps them. Read only when needed
+    /// (a corrupt file, a repair): they are large.
+    fn outboard(&mut self, _path: &Path) -> Result<Option<Outboard>, StoreError> {
+        Ok(None)
+    }
 
     /// Every record, in name order (for `--export`).
     fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError>;

@@ -194,6 +194,7 @@ pub fn read_entry(path: &Path) -> io::Result<Entry> {
             Ok((record, verified)) => Entry {
                 prior: Prior::Record(record),
                 verified,
+                has_outboard: false,
             },
             Err(why) => Entry::of(Prior::Unusable(format!("damaged record in {ATTR}: {why}"))),
         });
@@ -276,7 +277,9 @@ impl RecordStore for XattrStore {
                 xattr::set_deref(path, ATTR, &encode_verified(record, now))
             }
             Change::Set { record, .. } | Change::Import { record } => write(path, record),
-            Change::Checked { status: Status::Ok } if self.keep_times => match read(path) {
+            Change::Checked {
+                status: Status::Ok, ..
+            } if self.keep_times => match read(path) {
                 Ok(Prior::Record(record)) => {
                     xattr::set_deref(path, ATTR, &encode_verified(&record, now))
                 }

@@ -153,7 +153,12 @@ impl Events<'_> {
                 if self.settings.json {
                     printer.print(&json::verdict(name, v));
                 } else if !(self.settings.quiet && v.status == Status::Ok) {
-                    printer.print(&line(v.status.name(), name, Terminator::Newline));
+                    let mut text = line(v.status.name(), name, Terminator::Newline);
+                    if let Some(damaged) = v.damaged.as_ref().filter(|d| !d.is_empty()) {
+                        text.pop();
+                        text.extend_from_slice(damaged_suffix(damaged).as_bytes());
+                    }
+                    printer.print(&text);
                 }
             }
             Event::Forgotten { path, error } => {
@@ -174,6 +179,16 @@ impl Events<'_> {
         }
         printer.file_done();
     }
+}
+
+/// `  (bytes 41943040-42991615, …)\n`: where a corrupt file differs, ends inclusive as in
+/// `cmp -l` and `dd` ranges people read.
+fn damaged_suffix(damaged: &[std::ops::Range<u64>]) -> String {
+    let ranges: Vec<String> = damaged
+        .iter()
+        .map(|r| format!("{}-{}", r.start, r.end - 1))
+        .collect();
+    format!("  (bytes {})\n", ranges.join(", "))
 }
 
 fn verb(action: Action) -> &'static str {
@@ -280,6 +295,14 @@ fn human_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn damaged_ranges_print_with_inclusive_ends() {
+        assert_eq!(
+            damaged_suffix(&[0..65536, 131072..131073]),
+            "  (bytes 0-65535, 131072-131072)\n"
+        );
+    }
 
     #[test]
     fn sizes_read_in_binary_units() {
