@@ -146,7 +146,10 @@ fn records_live_in_a_sqlite_database_of_our_own_in_wal_mode() {
         second.verdicts(),
         [
             ("ok".to_string(), names[0].clone()),
-            ("corrupt".to_string(), format!("{}  (bytes 0-1036)", names[1])),
+            (
+                "corrupt".to_string(),
+                format!("{}  (bytes 0-1036)", names[1])
+            ),
             ("missing".to_string(), names[2].clone()),
         ]
     );

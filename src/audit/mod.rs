@@ -64,6 +64,7 @@
 
 pub mod outboard;
 pub mod read;
+pub mod repair;
 pub mod report;
 mod run;
 pub mod store;
@@ -127,6 +128,9 @@ pub struct Options {
     pub migrate: bool,
     /// How files are read.
     pub io: Io,
+    /// Repair corrupt files whose damage the database locates from the copies in this
+    /// directory, which mirrors each argument (`--repair-from`).
+    pub repair_from: Option<PathBuf>,
 }
 
 impl Options {
@@ -153,6 +157,7 @@ impl Options {
             time_budget: None,
             migrate: false,
             io: Io::default(),
+            repair_from: None,
         }
     }
 }

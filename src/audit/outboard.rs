@@ -42,6 +42,11 @@ pub struct Outboard {
 }
 
 impl Outboard {
+    /// The layout whose leaves these are.
+    pub fn layout(&self) -> Layout {
+        Layout::Rfc6962(self.leaf)
+    }
+
     /// The digests concatenated, as the database keeps them.
     pub fn to_bytes(&self) -> Vec<u8> {
         self.leaves

@@ -32,7 +32,7 @@ pub struct Summary {
     /// Files per [`Status`], indexed as [`Status::ALL`].
     pub statuses: [u64; 7],
     /// Files per [`Action`], indexed as [`Action::ALL`].
-    pub actions: [u64; 8],
+    pub actions: [u64; 9],
     /// Actions the store refused.
     pub action_errors: u64,
     /// Bytes hashed.

@@ -21,6 +21,7 @@ use crate::walk::{SkipReason, Walk, Walked, walk};
 
 use super::outboard::{self, Outboard};
 use super::read::{self, Hashed, Want, Work};
+use super::repair;
 use super::report::{Event, Summary};
 use super::store::{Change, Prior, Record, RecordStore, StoreError};
 use super::verdict::{Action, FileError, Status, Verdict, decide, judge};
@@ -93,9 +94,11 @@ enum Item {
         migrate_to: Option<(Layout, Algorithm)>,
         /// Whether the store has the file's leaf digests already.
         has_outboard: bool,
+        /// Where its copy lies (`--repair-from`).
+        copy: Option<PathBuf>,
     },
     /// Decided without reading.
-    Done(Verdict),
+    Done(Box<Verdict>),
     /// A record below an argument that the walk did not meet.
     Missing {
         path: PathBuf,
@@ -196,7 +199,7 @@ impl Planner<'_> {
     }
 
     fn done(&mut self, path: PathBuf, status: Status, error: FileError) {
-        self.pass(Item::Done(Verdict {
+        self.pass(Item::Done(Box::new(Verdict {
             path,
             status,
             prior: Prior::None,
@@ -204,9 +207,10 @@ impl Planner<'_> {
             current: None,
             error: Some(error),
             damaged: None,
+            repair_error: None,
             action: Action::Kept,
             action_error: None,
-        }));
+        })));
     }
 
     fn unreadable(&mut self, path: PathBuf, error: impl Into<FileError>) {
@@ -308,6 +312,10 @@ impl Planner<'_> {
             prior: entry.prior,
             migrate_to,
             has_outboard: entry.has_outboard,
+            copy: match (&self.options.repair_from, arg) {
+                (Some(dir), Target::Path(arg)) => repair::copy_path(dir, arg, &path),
+                _ => None,
+            },
         };
         let work = Work {
             read: Some((path, want)),
@@ -328,6 +336,14 @@ impl Planner<'_> {
     }
 }
 
+/// What the planner knew of a file it handed to the readers.
+struct Read {
+    before: Stamp,
+    migrate_to: Option<(Layout, Algorithm)>,
+    has_outboard: bool,
+    copy: Option<PathBuf>,
+}
+
 /// Receives the readers' results in order, classifies, acts on the store and reports.
 struct Sink<'a> {
     options: &'a Options,
@@ -339,7 +355,7 @@ struct Sink<'a> {
 impl Sink<'_> {
     fn on(&mut self, item: Item, result: Option<Result<Hashed, InputError>>) {
         let verdict = match item {
-            Item::Done(verdict) => verdict,
+            Item::Done(verdict) => *verdict,
             Item::Skipped { path, reason } => {
                 return (self.on)(Event::Skipped {
                     path: &path,
@@ -352,9 +368,16 @@ impl Sink<'_> {
                 prior,
                 migrate_to,
                 has_outboard,
+                copy,
             } => {
                 let hashed = result.expect("files are read");
-                self.file(path, before, prior, migrate_to, has_outboard, hashed)
+                let read = Read {
+                    before,
+                    migrate_to,
+                    has_outboard,
+                    copy,
+                };
+                self.file(path, prior, read, hashed)
             }
             Item::Missing { path, record } => {
                 if self.options.operation == Operation::Forget {
@@ -368,6 +391,7 @@ impl Sink<'_> {
                     current: None,
                     error: None,
                     damaged: None,
+                    repair_error: None,
                     action: decide(Status::Missing, &Prior::None, self.options.operation),
                     action_error: None,
                 };
@@ -390,12 +414,16 @@ impl Sink<'_> {
     fn file(
         &mut self,
         path: PathBuf,
-        before: Stamp,
         prior: Prior,
-        migrate_to: Option<(Layout, Algorithm)>,
-        has_outboard: bool,
+        read: Read,
         hashed: Result<Hashed, InputError>,
     ) -> Verdict {
+        let Read {
+            before,
+            migrate_to,
+            has_outboard,
+            copy,
+        } = read;
         let (hashed, migrated, leaves) = match hashed {
             Ok(h) => (
                 Ok((h.digests[0], h.size)),
@@ -432,10 +460,28 @@ impl Sink<'_> {
                 };
             }
         }
-        let damaged = match status {
+        let located = match status {
             Status::Corrupt => self.locate(&path, before.len, outboard.as_ref()),
             _ => None,
         };
+        let mut repair_error = None;
+        if let (Some((recorded, ranges)), Some(copy), Prior::Record(record), Action::Kept) =
+            (&located, &copy, &prior, action)
+        {
+            let dry_run = self.options.dry_run;
+            match repair::from_copy(
+                &path,
+                record,
+                recorded,
+                ranges,
+                copy,
+                dry_run,
+                &self.options.io,
+            ) {
+                Ok(_) => action = Action::Repaired,
+                Err(e) => repair_error = Some(e),
+            }
+        }
         let mut verdict = Verdict {
             path,
             status,
@@ -443,7 +489,8 @@ impl Sink<'_> {
             state: Some(before),
             current,
             error,
-            damaged,
+            damaged: located.map(|(_, ranges)| ranges),
+            repair_error,
             action,
             action_error: None,
         };
@@ -465,7 +512,7 @@ impl Sink<'_> {
         path: &Path,
         len: u64,
         current: Option<&Outboard>,
-    ) -> Option<Vec<Range<u64>>> {
+    ) -> Option<(Outboard, Vec<Range<u64>>)> {
         let recorded = self.shared.borrow_mut().store.outboard(path).ok()??;
         if !recorded.fits(len) {
             return None;
@@ -482,7 +529,8 @@ impl Sink<'_> {
                     .leaves?
             }
         };
-        Some(recorded.damaged(&leaves, len))
+        let ranges = recorded.damaged(&leaves, len);
+        Some((recorded, ranges))
     }
 
     fn forget(&mut self, path: &Path) {
@@ -498,6 +546,10 @@ impl Sink<'_> {
     fn act(&mut self, verdict: &Verdict, outboard: Option<&Outboard>) -> Option<InputError> {
         let status = verdict.status;
         let change = match (verdict.action, &verdict.current) {
+            (Action::Repaired, _) => Change::Checked {
+                status: Status::Ok,
+                outboard: None,
+            },
             (Action::Kept, Some(_)) => Change::Checked { status, outboard },
             (Action::Kept, None) => return None,
             (

@@ -168,6 +168,9 @@ pub enum Action {
     Converted,
     /// A file that checked out was recorded with the new algorithm (`--migrate`).
     Migrated,
+    /// A corrupt file's damaged ranges were put back from a copy (`--repair-from`); the
+    /// record stays.
+    Repaired,
     /// A missing file's record was dropped (`update`).
     Removed,
     /// The record was removed ([`Operation::Forget`]).
@@ -183,19 +186,21 @@ impl Action {
             Action::Fixed => "fixed",
             Action::Converted => "converted",
             Action::Migrated => "migrated",
+            Action::Repaired => "repaired",
             Action::Removed => "removed",
             Action::Forgotten => "forgotten",
         }
     }
 
     /// Every action, in the order summaries list them.
-    pub const ALL: [Action; 8] = [
+    pub const ALL: [Action; 9] = [
         Action::Kept,
         Action::Recorded,
         Action::Updated,
         Action::Fixed,
         Action::Converted,
         Action::Migrated,
+        Action::Repaired,
         Action::Removed,
         Action::Forgotten,
     ];
@@ -237,6 +242,8 @@ pub struct Verdict {
     /// Where a `corrupt` file differs from its record: byte ranges, end exclusive (stores
     /// that keep leaf digests only, see [`super::outboard`]).
     pub damaged: Option<Vec<std::ops::Range<u64>>>,
+    /// Why a repair from a copy (`--repair-from`) was refused.
+    pub repair_error: Option<super::repair::RepairError>,
     pub action: Action,
     /// The store refused the action (a file we may read but not tag, say).
     pub action_error: Option<InputError>,

@@ -64,7 +64,8 @@ fn usage_error(e: clap::Error) -> String {
     // As getopt_long in coreutils: a repeated flag is fine, a long option may be abbreviated.
     args_override_self = true,
     infer_long_args = true,
-    group(clap::ArgGroup::new("verify").args(["check", "audit"]))
+    group(clap::ArgGroup::new("verify").args(["check", "audit"])),
+    group(clap::ArgGroup::new("records").args(["audit", "repair"]).multiple(true))
 )]
 pub struct Args {
     /// Files to hash, or with -c the sum files to check (- for standard input).
@@ -185,10 +186,25 @@ pub struct Args {
     #[arg(
         long,
         value_name = "FILE",
-        requires = "audit",
+        requires = "records",
         conflicts_with = "manifest"
     )]
     db: Option<PathBuf>,
+
+    /// Repair the corrupt FILE from a copy (--from), leaf by leaf as the database's leaf
+    /// digests locate the damage; every leaf of the copy is checked before a byte is
+    /// written, nothing is written if one is bad. Needs --db.
+    #[arg(long, value_name = "FILE", requires_all = ["from", "db"], conflicts_with_all = ["check", "export", "import", "forget", "update", "fix", "migrate"])]
+    repair: Option<PathBuf>,
+
+    /// With --repair: the copy to take the damaged ranges from.
+    #[arg(long, value_name = "COPY", requires = "repair")]
+    from: Option<PathBuf>,
+
+    /// With --audit --db: repair corrupt files from the copies in DIR, which mirrors each
+    /// PATH (DIR/x for PATH/x).
+    #[arg(long = "repair-from", value_name = "DIR", requires_all = ["audit", "db"])]
+    repair_from: Option<PathBuf>,
 
     /// With --audit: refresh the records of modified files, drop those of missing files.
     #[arg(long, requires = "audit")]
@@ -246,7 +262,7 @@ pub struct Args {
     limit_rate: Option<u64>,
 
     /// With --audit: report what would be done, write no record.
-    #[arg(long = "dry-run", requires = "audit")]
+    #[arg(long = "dry-run", requires = "records")]
     dry_run: bool,
 
     /// With --audit: modification times closer than this are equal: ns [default], 100ns
@@ -369,6 +385,8 @@ pub struct AuditSettings {
     pub options: audit::Options,
     /// Move records instead of auditing.
     pub transfer: Option<Transfer>,
+    /// `--repair FILE --from COPY` instead of auditing.
+    pub repair: Option<(PathBuf, PathBuf)>,
     /// `--quiet`: no `ok` lines.
     pub quiet: bool,
     /// `--json`: one object per file and a summary object on stdout.
@@ -379,7 +397,7 @@ impl Config {
     fn from_args(args: Args) -> Result<Config, LayoutError> {
         // Checked in every mode, so that a wrong -t/-l is an error whatever else is asked.
         let layout = args.layout()?;
-        let mode = if args.audit {
+        let mode = if args.audit || args.repair.is_some() {
             Mode::Audit(AuditSettings::from_args(&args, layout))
         } else if args.check {
             Mode::Check(CheckSettings::from_args(&args, layout))
@@ -530,8 +548,10 @@ impl AuditSettings {
             }),
             (None, None) => None,
         };
+        options.repair_from = args.repair_from.clone();
         AuditSettings {
             transfer,
+            repair: args.repair.clone().zip(args.from.clone()),
             options,
             quiet: args.quiet,
             json: args.json,

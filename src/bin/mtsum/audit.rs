@@ -7,6 +7,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
+use mtsum::audit::repair::{self, RepairError};
 use mtsum::audit::transfer;
 use mtsum::audit::{self, Action, AuditError, Event, Operation, Options, Status, Store, Summary};
 use mtsum::source::Target;
@@ -21,6 +22,9 @@ use crate::session::{self, Printer, Status as Exit};
 pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
     if let Some(t) = &settings.transfer {
         return run_transfer(&settings.options.store, t);
+    }
+    if let Some((file, copy)) = &settings.repair {
+        return run_repair(&settings.options, file, copy);
     }
     if common.targets.contains(&Target::Stdin) {
         eprintln!("mtsum: --audit needs files or directories, not standard input");
@@ -75,6 +79,40 @@ fn fatal_line(e: &AuditError) -> Vec<u8> {
         Some(path) => report::error_line(path.as_os_str().as_bytes(), e),
         None => format!("mtsum: {e}\n").into_bytes(),
     }
+}
+
+/// `--repair FILE --from COPY`: `repaired  FILE  (bytes …)` (with --dry-run `would repair`),
+/// or `ok  FILE` when there was nothing to repair; status 0, 1 when the file could not be
+/// repaired (nothing was written then, unless it is still corrupt after writing), 2 when the
+/// database cannot be used.
+fn run_repair(options: &Options, file: &std::path::Path, copy: &std::path::Path) -> Exit {
+    let name = file.as_os_str().as_bytes();
+    match repair::repair(&options.store, file, copy, options.dry_run, &options.io) {
+        Ok(done) => {
+            let label = match (done.ranges.is_empty(), done.written) {
+                (true, _) => "ok",
+                (false, true) => "repaired",
+                (false, false) => "would repair",
+            };
+            let mut text = line(label, name, Terminator::Newline);
+            if !done.ranges.is_empty() {
+                text.pop();
+                text.extend_from_slice(damaged_suffix(&done.ranges).as_bytes());
+            }
+            let _ = std::io::stdout().write_all(&text);
+            Exit::Ok
+        }
+        Err(RepairError::Store(e)) => fatal_line_exit(&e),
+        Err(e) => {
+            let _ = std::io::stderr().write_all(&report::error_line(name, &e));
+            Exit::InputFailed
+        }
+    }
+}
+
+fn fatal_line_exit(e: &AuditError) -> Exit {
+    let _ = std::io::stderr().write_all(&fatal_line(e));
+    Exit::Usage
 }
 
 /// `--export` and `--import`: status 0, 1 when lines or files were left out of an import, 2
@@ -150,10 +188,18 @@ impl Events<'_> {
                     let cause = format!("cannot {} the record: {e}", verb(v.action));
                     printer.message(&report::error_line(name, &cause));
                 }
+                if let Some(e) = &v.repair_error {
+                    let cause = format!("cannot repair: {e}");
+                    printer.message(&report::error_line(name, &cause));
+                }
                 if self.settings.json {
                     printer.print(&json::verdict(name, v));
                 } else if !(self.settings.quiet && v.status == Status::Ok) {
-                    let mut text = line(v.status.name(), name, Terminator::Newline);
+                    let label = match v.action {
+                        Action::Repaired => "repaired",
+                        _ => v.status.name(),
+                    };
+                    let mut text = line(label, name, Terminator::Newline);
                     if let Some(damaged) = v.damaged.as_ref().filter(|d| !d.is_empty()) {
                         text.pop();
                         text.extend_from_slice(damaged_suffix(damaged).as_bytes());
