@@ -332,7 +332,7 @@ pub enum Mode {
     /// Verify the files listed in sum files.
     Check(CheckSettings),
     /// Audit files against their records.
-    Audit(AuditSettings),
+    Audit(Box<AuditSettings>),
 }
 
 /// What every mode uses: the inputs, the engine that hashes them, and what goes to stderr.
@@ -398,7 +398,7 @@ impl Config {
         // Checked in every mode, so that a wrong -t/-l is an error whatever else is asked.
         let layout = args.layout()?;
         let mode = if args.audit || args.repair.is_some() {
-            Mode::Audit(AuditSettings::from_args(&args, layout))
+            Mode::Audit(Box::new(AuditSettings::from_args(&args, layout)))
         } else if args.check {
             Mode::Check(CheckSettings::from_args(&args, layout))
         } else {
