@@ -576,3 +576,47 @@ fn max_age_works_with_extended_attributes_too() {
         manifest.stderr
     );
 }
+
+#[test]
+fn audit_readers_run_at_idle_io_priority_unless_told_otherwise() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("t")).unwrap();
+    fs::write(dir.path().join("t/big"), pattern(4 << 20, 3)).unwrap();
+    for (flag, class) in [(None, 3), (Some("best-effort:2"), 2)] {
+        let mut cmd = StdCommand::new(MTSUM);
+        cmd.args(["--audit", "--db", "db", "--limit-rate", "1M", "-r", "t"]);
+        if let Some(flag) = flag {
+            cmd.args(["--io-priority", flag]);
+        }
+        let mut child = cmd
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The reader threads are named; ask the kernel for each one's I/O priority.
+        let tasks = format!("/proc/{}/task", child.id());
+        let mut classes = Vec::new();
+        common::wait_until("a reader runs", || {
+            classes = fs::read_dir(&tasks)
+                .map(|d| d.flatten().collect::<Vec<_>>())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| {
+                    fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.trim() == "mtsum-audit")
+                })
+                .filter_map(|t| t.file_name().to_str()?.parse::<libc::c_int>().ok())
+                .map(|tid| {
+                    // SAFETY: ioprio_get takes two integers and touches no memory.
+                    let value = unsafe { libc::syscall(libc::SYS_ioprio_get, 1, tid) };
+                    value >> 13
+                })
+                .collect();
+            !classes.is_empty()
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(classes.iter().all(|&c| c == class), "{flag:?}: {classes:?}");
+    }
+}

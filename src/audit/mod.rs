@@ -63,6 +63,7 @@
 //! ```
 
 pub mod outboard;
+pub mod plan;
 pub mod read;
 pub mod repair;
 pub mod report;

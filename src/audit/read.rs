@@ -24,6 +24,8 @@ use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Combiner, JobHasher, JobKind, Layout};
 use crate::source::{Buffer, Input, InputError, ReadMode, Target};
 
+use super::plan::{self, IoPriority, Place};
+
 /// Bytes per read: large sequential reads, which is what a spinning disk wants too.
 const CHUNK: usize = 2 << 20;
 
@@ -37,6 +39,8 @@ pub struct Io {
     pub rate_limit: Option<u64>,
     /// Bytes read so far, for a progress display.
     pub progress: Option<Arc<AtomicU64>>,
+    /// The I/O priority of the readers: idle unless told otherwise.
+    pub priority: IoPriority,
 }
 
 impl PartialEq for Io {
@@ -44,6 +48,7 @@ impl PartialEq for Io {
         self.readers == other.readers
             && self.read_mode == other.read_mode
             && self.rate_limit == other.rate_limit
+            && self.priority == other.priority
             && self.progress.as_ref().map(Arc::as_ptr) == other.progress.as_ref().map(Arc::as_ptr)
     }
 }
@@ -57,6 +62,10 @@ impl Io {
             .map_or(1, NonZeroUsize::get)
     }
 }
+
+/// Files on rotational disks handed to the readers at once, in physical order: enough for the
+/// head to sweep, few enough that verdicts keep coming.
+const WINDOW: usize = 1024;
 
 /// What to compute from one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -235,9 +244,17 @@ pub fn hash_file(
     })
 }
 
+/// A file to read.
+pub struct Read {
+    pub path: PathBuf,
+    pub want: Want,
+    /// Where it lies, if that decides the order of reading (a rotational disk).
+    pub place: Option<Place>,
+}
+
 /// One unit of work: a file to read, or a context that only has to come out in its place.
 pub struct Work<T> {
-    pub read: Option<(PathBuf, Want)>,
+    pub read: Option<Read>,
     pub context: T,
 }
 
@@ -288,9 +305,12 @@ where
     thread::scope(|scope| {
         let (job_tx, job_rx) = bounded::<(usize, PathBuf, Want)>(readers);
         let (done_tx, done_rx) = unbounded::<(usize, Result<Hashed, InputError>)>();
+        let mut started = 0;
         for _ in 0..readers {
             let (jobs, done, limiter) = (job_rx.clone(), done_tx.clone(), limiter.as_ref());
-            scope.spawn(move || {
+            let reader = thread::Builder::new().name("mtsum-audit".into());
+            let spawned = reader.spawn_scoped(scope, move || {
+                io.priority.apply_to_this_thread();
                 for (index, path, want) in jobs {
                     let result = hash_file(&path, &want, io, limiter);
                     if done.send((index, result)).is_err() {
@@ -298,26 +318,65 @@ where
                     }
                 }
             });
+            // Fewer readers than asked (the system refused a thread) still read everything.
+            match spawned {
+                Ok(_) => started += 1,
+                Err(_) => break,
+            }
         }
         drop((job_rx, done_tx));
+        if started == 0 {
+            // No reader at all: every file fails, in order, instead of a panic.
+            for item in work {
+                let error =
+                    || InputError::Io(std::io::Error::other("cannot start a reader thread"));
+                sink(item.context, item.read.map(|_| Err(error())));
+            }
+            return;
+        }
         // Contexts stay on this thread: only paths travel.
         let mut out = Reorder {
             waiting: BTreeMap::new(),
             next: 0,
             sink: &mut sink,
         };
+        // Files on rotational disks wait in a window and go out in physical order.
+        let mut window: Vec<(usize, Read)> = Vec::new();
+        let send_window = |window: &mut Vec<(usize, Read)>| {
+            let places: Vec<Place> = window
+                .iter()
+                .map(|(_, r)| r.place.expect("placed"))
+                .collect();
+            let mut taken: Vec<Option<(usize, Read)>> = window.drain(..).map(Some).collect();
+            for i in plan::read_order(&places) {
+                let (index, read) = taken[i].take().expect("each once");
+                job_tx
+                    .send((index, read.path, read.want))
+                    .expect("readers run");
+            }
+        };
         for (index, item) in work.into_iter().enumerate() {
             match item.read {
                 None => out.ready(index, item.context, None),
-                Some((path, want)) => {
+                Some(read) => {
                     out.waiting.insert(index, (item.context, None));
-                    job_tx.send((index, path, want)).expect("readers run");
+                    if read.place.is_some_and(|p| p.rotational) {
+                        window.push((index, read));
+                        if window.len() == WINDOW {
+                            send_window(&mut window);
+                        }
+                    } else {
+                        job_tx
+                            .send((index, read.path, read.want))
+                            .expect("readers run");
+                    }
                 }
             }
             for (index, result) in done_rx.try_iter() {
                 out.done(index, result);
             }
         }
+        send_window(&mut window);
         drop(job_tx);
         for (index, result) in done_rx.iter() {
             out.done(index, result);
@@ -378,7 +437,11 @@ mod tests {
                 digests: vec![(Layout::Plain, Algorithm::Sha256)],
                 leaves: None,
             };
-            let read = (i % 7 != 3).then_some((path, want));
+            let read = (i % 7 != 3).then_some(Read {
+                path,
+                want,
+                place: None,
+            });
             work.push(Work { read, context: i });
         }
         let io = Io {

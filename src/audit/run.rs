@@ -20,6 +20,7 @@ use crate::source::{InputError, Stamp, Target};
 use crate::walk::{SkipReason, Walk, Walked, walk};
 
 use super::outboard::{self, Outboard};
+use super::plan;
 use super::read::{self, Hashed, Want, Work};
 use super::repair;
 use super::report::{Event, Summary};
@@ -68,9 +69,9 @@ pub(super) fn run(
         summary: Summary::default(),
         shared: &shared,
     };
-    read::in_order(&options.io, &mut planner, |item, result| {
-        sink.on(item, result)
-    });
+    let mut io = options.io.clone();
+    io.readers = io.readers.or_else(|| default_readers(targets));
+    read::in_order(&io, &mut planner, |item, result| sink.on(item, result));
     let mut summary = sink.summary;
     let mut shared = shared.into_inner();
     if let Some(e) = shared.fatal {
@@ -81,6 +82,17 @@ pub(super) fn run(
     summary.store_written = shared.store.finish()?;
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// One reader when an argument lies on a rotational disk (seeks between readers would cost
+/// more than they gain), else `None`: one per core.
+fn default_readers(targets: &[Target]) -> Option<std::num::NonZeroUsize> {
+    use std::os::unix::fs::MetadataExt;
+    let spins = targets.iter().any(|t| match t {
+        Target::Path(p) => fs::metadata(p).is_ok_and(|m| plan::is_rotational(m.dev())),
+        Target::Stdin => false,
+    });
+    spins.then_some(std::num::NonZeroUsize::MIN)
 }
 
 /// What travels through the readers with each file.
@@ -318,7 +330,11 @@ impl Planner<'_> {
             },
         };
         let work = Work {
-            read: Some((path, want)),
+            read: Some(read::Read {
+                place: Some(plan::place(&path, &meta)),
+                path,
+                want,
+            }),
             context: item,
         };
         self.queue.push_back((entry.verified, work));

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use mtsum::audit::plan::IoPriority;
 use mtsum::audit::transfer::TransferFormat;
 use mtsum::audit::{self, Operation, Resolution, Store};
 use mtsum::check::{CheckOptions, Untagged, Verbosity};
@@ -260,6 +261,11 @@ pub struct Args {
     /// units).
     #[arg(long = "limit-rate", value_name = "RATE", requires = "audit", value_parser = audit::parse_rate)]
     limit_rate: Option<u64>,
+
+    /// With --audit: the readers' I/O priority, as ionice names it: idle [default: only when
+    /// no one else wants the disk], best-effort, best-effort:0 to 7, none (unchanged).
+    #[arg(long = "io-priority", value_name = "CLASS", requires = "records")]
+    io_priority: Option<IoPriority>,
 
     /// With --audit: report what would be done, write no record.
     #[arg(long = "dry-run", requires = "records")]
@@ -531,6 +537,7 @@ impl AuditSettings {
         options.io.readers = args.readers.or(args.processors);
         options.io.read_mode = args.read_mode();
         options.io.rate_limit = args.limit_rate;
+        options.io.priority = args.io_priority.unwrap_or_default();
         let transfer = match (&args.export, &args.import) {
             (Some(file), _) => Some(Transfer::Export {
                 file: file.clone(),
