@@ -319,9 +319,14 @@ pub fn hash_range(
                     break;
                 }
             }
-            let folded = fold_subtrees(spec, inside, join).into_iter().map(|(_, d)| d);
+            let folded = fold_subtrees(spec, inside, join)
+                .into_iter()
+                .map(|(_, d)| d);
             let digest = folded.rev().reduce(|right, left| join(left, right));
-            (job.clone(), digest.expect("the engine hashed every job of the range"))
+            (
+                job.clone(),
+                digest.expect("the engine hashed every job of the range"),
+            )
         })
         .collect();
     let nodes = fold_subtrees(spec, jobs, join);
