@@ -31,7 +31,8 @@ use crate::progress::When;
     // As getopt_long in coreutils: a repeated flag is fine, a long option may be abbreviated.
     args_override_self = true,
     infer_long_args = true,
-    group(clap::ArgGroup::new("verify").args(["check", "audit"]))
+    group(clap::ArgGroup::new("verify").args(["check", "audit"])),
+    group(clap::ArgGroup::new("ranges").args(["plan", "range", "combine"]))
 )]
 pub struct Args {
     /// Files to hash, or with -c the sum files to check (- for standard input).
@@ -170,6 +171,19 @@ pub struct Args {
     #[arg(long = "mtime-resolution", value_name = "RES", requires = "audit")]
     mtime_resolution: Option<Resolution>,
 
+    /// Print at most N byte ranges START-END of the file, about equal and on subtree
+    /// boundaries, to hash apart with --range and join with --combine.
+    #[arg(long, value_name = "N", conflicts_with_all = ["verify", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    plan: Option<NonZeroUsize>,
+
+    /// Hash bytes START-END (a range of --plan) of the file and print a partial line.
+    #[arg(long, value_name = "START-END", value_parser = parse_range, conflicts_with_all = ["verify", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    range: Option<std::ops::Range<u64>>,
+
+    /// Read partial lines (of --range) from the PATHs and print the file's checksum line.
+    #[arg(long, conflicts_with_all = ["verify", "recursive", "graph", "json"])]
+    combine: bool,
+
     /// Print version information.
     #[arg(short = 'V', long = "version", short_alias = 'v', action = clap::ArgAction::Version)]
     version: (),
@@ -192,6 +206,17 @@ fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
     NonZeroUsize::new(n).ok_or_else(|| "the number of processors must be at least 1".to_string())
 }
 
+/// `START-END`, two byte offsets.
+fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let bad = || format!("'{s}' is not a byte range START-END");
+    let (start, end) = s.split_once('-').ok_or_else(bad)?;
+    let (start, end) = (
+        start.parse().map_err(|_| bad())?,
+        end.parse().map_err(|_| bad())?,
+    );
+    Ok(start..end)
+}
+
 /// What one run of mtsum does.
 pub enum Mode {
     /// Hash the inputs and print one result each.
@@ -204,6 +229,8 @@ pub enum Mode {
     Check(CheckOptions),
     /// Audit files against their records.
     Audit(crate::audit::Settings),
+    /// `--plan`, `--range`, `--combine`: one file in ranges.
+    Ranges(crate::ranges::Step, Request),
 }
 
 /// How hash results are printed.
@@ -243,7 +270,27 @@ impl Config {
         if targets.is_empty() {
             targets.push(Target::Stdin);
         }
-        let mode = if args.audit {
+        // A root line as hash mode and --combine print it.
+        let output = if args.no_names {
+            Output::BareDigest
+        } else {
+            let terminator = match args.zero {
+                true => Terminator::Nul,
+                false => Terminator::Newline,
+            };
+            let format = if args.tag { Format::Tag } else { Format::Gnu };
+            Output::Line(format, terminator)
+        };
+        let step = match (args.plan, args.range, args.combine) {
+            (Some(parts), _, _) => Some(crate::ranges::Step::Plan(parts)),
+            (_, Some(range), _) => Some(crate::ranges::Step::Range(range)),
+            (_, _, true) => Some(crate::ranges::Step::Combine(output)),
+            _ => None,
+        };
+        let mode = if let Some(step) = step {
+            let algorithm = args.algorithm.unwrap_or(Algorithm::Sha256);
+            Mode::Ranges(step, Request::new(layout, algorithm))
+        } else if args.audit {
             let store = match args.manifest {
                 Some(path) => Store::Manifest(path),
                 None => Store::Xattr,
@@ -286,21 +333,12 @@ impl Config {
                 verbosity,
             })
         } else {
-            let terminator = if args.zero {
-                Terminator::Nul
-            } else {
-                Terminator::Newline
-            };
             let output = if args.graph {
                 Output::Graph
             } else if args.json {
                 Output::Json
-            } else if args.no_names {
-                Output::BareDigest
-            } else if args.tag {
-                Output::Line(Format::Tag, terminator)
             } else {
-                Output::Line(Format::Gnu, terminator)
+                output
             };
             Mode::Hash {
                 request: Request {

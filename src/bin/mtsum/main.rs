@@ -5,6 +5,7 @@ mod args;
 mod audit;
 mod hash;
 mod progress;
+mod ranges;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
             output,
         } => hash::run(&config, request, *recursion, *output),
         Mode::Audit(settings) => audit::run(&config, settings),
+        Mode::Ranges(step, request) => ranges::run(&config, step, request),
         Mode::Check(options) => {
             let progress = Progress::start(config.progress, None);
             let engine = config.engine.clone().with_progress(progress.counter());
