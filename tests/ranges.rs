@@ -335,3 +335,133 @@ fn a_partial_line_round_trips_and_garbage_is_refused() {
         );
     }
 }
+
+/// `mtsum ARGS` in `dir`: stdout, stderr and the exit status.
+fn mtsum<S: AsRef<std::ffi::OsStr>>(
+    dir: &std::path::Path,
+    args: &[S],
+    stdin: &[u8],
+) -> (String, String, i32) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(common::MTSUM)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (
+        text(out.stdout),
+        text(out.stderr),
+        out.status.code().unwrap(),
+    )
+}
+
+#[test]
+fn cli_plan_range_each_then_combine_prints_the_line_of_mtsum_file() {
+    let dir = tempdir();
+    let size = 3 * JOB + 77;
+    write_file(dir.path(), "big file", &pattern(size as usize, 11));
+    let options: [(&[&str], &[&str]); 5] = [
+        (&[], &[]),
+        (&["-t", "rfc6962", "-l", "4K"], &[]),
+        (&["-t", "merkle", "-a", "md5"], &[]),
+        (&["-t", "plain", "-a", "blake3"], &["--tag"]),
+        (&["-t", "plain", "-a", "sha1"], &["--tag"]),
+    ];
+    for (opts, tag) in options {
+        let with = |extra: &[&str]| -> Vec<String> {
+            opts.iter().chain(extra).map(|s| s.to_string()).collect()
+        };
+        let (plan, _, status) = mtsum(dir.path(), &with(&["--plan", "3", "big file"]), b"");
+        assert_eq!(status, 0, "{opts:?}");
+        let mut partials = Vec::new();
+        for range in plan.lines().rev() {
+            let (line, err, status) =
+                mtsum(dir.path(), &with(&["--range", range, "big file"]), b"");
+            assert_eq!((status, err.as_str()), (0, ""), "{opts:?} {range}");
+            assert!(
+                line.starts_with("MTSUM-PARTIAL/2 ") && line.ends_with("  big file\n"),
+                "{line}"
+            );
+            partials.push(line);
+        }
+        let (want, _, _) = mtsum(dir.path(), &with(&[tag, &["big file"]].concat()), b"");
+        // From standard input, and from one file per partial.
+        let combined = mtsum(
+            dir.path(),
+            &[tag, &["--combine", "-"]].concat(),
+            partials.concat().as_bytes(),
+        );
+        assert_eq!(combined, (want.clone(), String::new(), 0), "{opts:?}");
+        let mut names = Vec::new();
+        for (i, p) in partials.iter().enumerate() {
+            let name = format!("part{i}");
+            write_file(dir.path(), &name, p.as_bytes());
+            names.push(name);
+        }
+        let args: Vec<&str> = tag
+            .iter()
+            .copied()
+            .chain(["--combine"])
+            .chain(names.iter().map(String::as_str))
+            .collect();
+        assert_eq!(
+            mtsum(dir.path(), &args, b""),
+            (want, String::new(), 0),
+            "{opts:?}"
+        );
+    }
+}
+
+#[test]
+fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
+    let dir = tempdir();
+    write_file(dir.path(), "f", &pattern((JOB + 5) as usize, 1));
+    let (_, err, status) = mtsum(dir.path(), &["-t", "rfc6962", "--range", "1-5", "f"], b"");
+    assert_eq!(status, 2);
+    assert!(
+        err.starts_with("mtsum: f: bytes 1-5 are not a range of the plan")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let (_, err, status) = mtsum(dir.path(), &["--range", "x", "f"], b"");
+    assert_eq!(status, 2, "{err}");
+    let (_, err, status) = mtsum(dir.path(), &["--plan", "2", "f", "f"], b"");
+    assert_eq!(
+        (status, err.as_str()),
+        (2, "mtsum: --plan takes one file (try 'mtsum --help')\n")
+    );
+    let (_, err, status) = mtsum(dir.path(), &["--combine", "-"], b"junk\n");
+    assert_eq!(
+        (status, err.as_str()),
+        (1, "mtsum: -: not a partial line: \"junk\"\n")
+    );
+    let (first, _, _) = mtsum(
+        dir.path(),
+        &["-t", "rfc6962", "--range", &format!("0-{JOB}"), "f"],
+        b"",
+    );
+    let (_, err, status) = mtsum(dir.path(), &["--combine", "-"], first.as_bytes());
+    assert_eq!(
+        (status, err.as_str()),
+        (
+            1,
+            format!(
+                "mtsum: bytes {JOB}-{} are missing (no partial covers them)\n",
+                JOB + 5
+            )
+            .as_str()
+        )
+    );
+    let (_, err, status) = mtsum(dir.path(), &["--combine", "nothere"], b"");
+    assert_eq!(
+        (status, err.as_str()),
+        (1, "mtsum: nothere: No such file or directory\n")
+    );
+}
