@@ -1022,12 +1022,15 @@ struct Pending<T> {
     size: u64,
     leaves: Option<Vec<Option<Digest>>>,
     /// A task of a slice: every job's range and digest, in place of the combiner's fold.
-    jobs: Option<Vec<Option<(Range<u64>, Digest)>>>,
+    jobs: Option<Vec<Option<JobDigest>>>,
     error: Option<InputError>,
     started: Instant,
 }
 
 type Outcome = Option<Result<FileDigest, InputError>>;
+
+/// A job's byte range and digest.
+type JobDigest = (Range<u64>, Digest);
 
 /// Plans inputs into jobs, folds finished jobs, and hands results out in input order.
 struct Coordinator<T, F> {
