@@ -7,125 +7,139 @@
 //! a name that a checksum line would escape (a newline, a backslash) is left out, and
 //! `--combine` prints `-` for it.
 
-use std::io::{self, Read, Write};
-use std::num::NonZeroUsize;
-use std::ops::Range;
+use std::io::{self, Read};
 
-use mtsum::engine::Request;
+use mtsum::engine::Engine;
 use mtsum::range::{self, Partial, Spec};
 use mtsum::source::{Input, InputError, Target};
 use mtsum::{report, sumfile};
 
-use crate::Status;
-use crate::args::{Config, Output};
+use crate::args::{Common, Output, RangeSettings, RangeStep};
+use crate::session::{self, Printer, Status};
 
-/// Which of the three steps a run does.
-pub enum Step {
-    /// Print at most this many ranges of the file.
-    Plan(NonZeroUsize),
-    /// Hash one range of the file into a partial line.
-    Range(Range<u64>),
-    /// Read partial lines, print the root line as hash mode does.
-    Combine(Output),
+/// Why a step stopped: a bad parameter (status 2) or an input that failed (status 1), already
+/// reported.
+enum Stop {
+    Usage,
+    Input,
 }
 
-pub fn run(config: &Config, step: &Step, request: &Request) -> Status {
-    let mut out = Vec::new();
-    let status = match step {
-        Step::Plan(parts) => one_file(config, step, request).and_then(|(_, spec)| {
-            let plan = range::plan(spec, parts.get()).map_err(usage)?;
-            for r in plan {
-                out.extend_from_slice(format!("{}-{}\n", r.start, r.end).as_bytes());
-            }
+pub fn run(common: &Common, settings: &RangeSettings) -> Status {
+    let (engine, printer) = session::start(common, || None);
+    let done = match &settings.step {
+        RangeStep::Plan(parts) => one_file(common, settings, &printer).and_then(|(_, spec)| {
+            let plan = range::plan(spec, parts.get()).map_err(|e| usage(&printer, &e))?;
+            let lines: String = plan
+                .iter()
+                .map(|r| format!("{}-{}\n", r.start, r.end))
+                .collect();
+            printer.print(lines.as_bytes());
             Ok(())
         }),
-        Step::Range(bytes) => one_file(config, step, request).and_then(|(target, spec)| {
-            let name = report::name_bytes(&target).to_vec();
-            let partial = range::hash_range(&config.engine, target, spec, bytes.clone())
-                .map_err(|e| failed(&name, &e, Status::Usage))?
-                .map_err(|e| failed(&name, &e, Status::InputFailed))?;
-            out.extend_from_slice(partial.to_line().as_bytes());
-            if !sumfile::needs_escape(&name) {
-                out.extend_from_slice(b"  ");
-                out.extend_from_slice(&name);
-            }
-            out.push(b'\n');
-            Ok(())
-        }),
-        Step::Combine(output) => combine(config, *output, &mut out),
+        RangeStep::Range(bytes) => one_file(common, settings, &printer)
+            .and_then(|(target, spec)| hash_range(&engine, &printer, target, spec, bytes.clone())),
+        RangeStep::Combine(output) => combine(common, *output, &printer),
     };
-    let status = status.err().unwrap_or(Status::Ok);
-    if let Err(e) = report::write_whole(&mut io::stdout().lock(), &out) {
-        eprintln!("mtsum: standard output: {e}");
-        return Status::InputFailed;
+    if let Err(Stop::Input) = done {
+        printer.fail();
     }
-    status
+    match (printer.finish(), done) {
+        (_, Err(Stop::Usage)) => Status::Usage,
+        (status, _) => status,
+    }
 }
 
 /// The one file of `--plan` and `--range`, and what it is hashed as.
-fn one_file(config: &Config, step: &Step, request: &Request) -> Result<(Target, Spec), Status> {
-    let flag = match step {
-        Step::Plan(_) => "--plan",
-        _ => "--range",
-    };
-    let [target] = &config.targets[..] else {
-        eprintln!("mtsum: {flag} takes one file (try 'mtsum --help')");
-        return Err(Status::Usage);
+fn one_file(
+    common: &Common,
+    settings: &RangeSettings,
+    printer: &Printer,
+) -> Result<(Target, Spec), Stop> {
+    let [target] = &common.targets[..] else {
+        let flag = match settings.step {
+            RangeStep::Plan(_) => "--plan",
+            _ => "--range",
+        };
+        printer.message(format!("mtsum: {flag} takes one file (try 'mtsum --help')\n").as_bytes());
+        return Err(Stop::Usage);
     };
     let name = report::name_bytes(target);
     let size = match Input::open(target) {
         Ok(Input::Sized(file)) => file.len(),
-        Ok(Input::Stream(_)) => {
-            return Err(failed(
-                name,
-                &InputError::RangeOfStream,
-                Status::InputFailed,
-            ));
-        }
-        Err(e) => return Err(failed(name, &e, Status::InputFailed)),
+        Ok(Input::Stream(_)) => return Err(failed(printer, name, &InputError::RangeOfStream)),
+        Err(e) => return Err(failed(printer, name, &e)),
     };
     let spec = Spec {
-        layout: request.layout,
-        algorithm: request.algorithm,
+        layout: settings.request.layout,
+        algorithm: settings.request.algorithm,
         size,
     };
     Ok((target.clone(), spec))
 }
 
+/// `--range`: the partial line of `bytes` of the file, with its name.
+fn hash_range(
+    engine: &Engine,
+    printer: &Printer,
+    target: Target,
+    spec: Spec,
+    bytes: std::ops::Range<u64>,
+) -> Result<(), Stop> {
+    let name = report::name_bytes(&target).to_vec();
+    let partial = match range::hash_range(engine, target, spec, bytes) {
+        Err(e) => {
+            printer.message(&report::error_line(&name, &e));
+            return Err(Stop::Usage);
+        }
+        Ok(Err(e)) => return Err(failed(printer, &name, &e)),
+        Ok(Ok(partial)) => partial,
+    };
+    let mut line = partial.to_line().into_bytes();
+    if !sumfile::needs_escape(&name) {
+        line.extend_from_slice(b"  ");
+        line.extend_from_slice(&name);
+    }
+    line.push(b'\n');
+    printer.print(&line);
+    Ok(())
+}
+
 /// `--combine`: every partial line of every PATH, then the root line.
-fn combine(config: &Config, output: Output, out: &mut Vec<u8>) -> Result<(), Status> {
+fn combine(common: &Common, output: Output, printer: &Printer) -> Result<(), Stop> {
     let mut partials: Vec<(Partial, Vec<u8>)> = Vec::new();
-    let mut status = Ok(());
-    for target in &config.targets {
+    let mut done = Ok(());
+    for target in &common.targets {
         let source = report::name_bytes(target);
         let text = match read(target) {
             Ok(text) => text,
             Err(e) => {
-                status = Err(failed(source, &InputError::Io(e), Status::InputFailed));
+                done = Err(failed(printer, source, &InputError::Io(e)));
                 continue;
             }
         };
-        for line in text
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.trim_ascii().is_empty())
-        {
+        for line in text.split(|&b| b == b'\n') {
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
             let (partial, name) = split_name(line);
             match Partial::from_line(&String::from_utf8_lossy(partial)) {
                 Ok(p) => partials.push((p, name.to_vec())),
-                Err(e) => status = Err(failed(source, &e, Status::InputFailed)),
+                Err(e) => done = Err(failed(printer, source, &e)),
             }
         }
     }
-    status?;
+    done?;
+    // The name and what the file is hashed as come from the partials; -a and -t do not apply.
     let first = partials.iter().min_by_key(|(p, _)| p.range.start);
-    let name = first.map_or(b"-".to_vec(), |(_, name)| name.clone());
-    let spec = first.map(|(p, _)| p.spec);
+    let (name, spec) = match first {
+        Some((p, name)) => (name.clone(), Some(p.spec)),
+        None => (Vec::new(), None),
+    };
     let root = range::combine(partials.into_iter().map(|(p, _)| p)).map_err(|e| {
-        eprintln!("mtsum: {e}");
-        Status::InputFailed
+        printer.message(format!("mtsum: {e}\n").as_bytes());
+        Stop::Input
     })?;
-    // The partials say what they are; -a and -t do not apply.
-    let spec = spec.expect("combine refuses no partials");
+    let spec = spec.expect("combine refuses an empty set");
     let line = match output {
         Output::BareDigest => format!("{root}\n").into_bytes(),
         Output::Line(format, terminator) => sumfile::format_line(
@@ -138,11 +152,11 @@ fn combine(config: &Config, output: Output, out: &mut Vec<u8>) -> Result<(), Sta
         ),
         Output::Json | Output::Graph => unreachable!("refused with --combine"),
     };
-    out.extend_from_slice(&line);
+    printer.print(&line);
     Ok(())
 }
 
-/// A partial line and the name after its two spaces (empty when there is none).
+/// A partial line and the name after its two spaces (`-` when there is none).
 fn split_name(line: &[u8]) -> (&[u8], &[u8]) {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     match line.windows(2).position(|w| w == b"  ") {
@@ -162,14 +176,14 @@ fn read(target: &Target) -> io::Result<Vec<u8>> {
     }
 }
 
-/// Prints `mtsum: NAME: cause` and returns `status`.
-fn failed(name: &[u8], cause: &dyn std::fmt::Display, status: Status) -> Status {
-    let _ = io::stderr().write_all(&report::error_line(name, cause));
-    status
+/// Reports `mtsum: NAME: cause` for an input that failed.
+fn failed(printer: &Printer, name: &[u8], cause: &dyn std::fmt::Display) -> Stop {
+    printer.message(&report::error_line(name, cause));
+    Stop::Input
 }
 
-/// Prints `mtsum: cause` for a bad parameter and returns the usage status.
-fn usage(cause: impl std::fmt::Display) -> Status {
-    eprintln!("mtsum: {cause}");
-    Status::Usage
+/// Reports `mtsum: cause` for a bad parameter.
+fn usage(printer: &Printer, cause: &dyn std::fmt::Display) -> Stop {
+    printer.message(format!("mtsum: {cause}\n").as_bytes());
+    Stop::Usage
 }
