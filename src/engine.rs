@@ -84,6 +84,9 @@ pub struct FileDigest {
     /// The engine's [`ReadMode`] that this input refused, and what it was read with instead
     /// (`O_DIRECT` on tmpfs, say), for a note under `--verbose`.
     pub fallback: Option<Fallback>,
+    /// For a task of [`Engine::hash_jobs_in`]: its jobs' ranges and digests, in order (the
+    /// root is then not computed). Private, so that only that method makes such a result.
+    jobs: Option<Vec<(Range<u64>, Digest)>>,
 }
 
 /// A pool of workers; cheap to create, threads live only during a call.
@@ -212,6 +215,33 @@ impl Engine {
         out.expect("hash_all reports every target")
     }
 
+    /// Hashes only the jobs of `request`'s plan of the file `target` that start in `bytes`
+    /// (and those at its end when that is the file's end: the empty leaves of a tiny `mtsum`
+    /// file), and returns each job's byte range and digest in order, not a root: the part of
+    /// a file one machine hashes when many share it ([`crate::range`]). The jobs are hashed
+    /// as [`Engine::hash`] hashes them (workers, read-ahead, lanes), so that the job ranges
+    /// may be finer than [`Layout::plan`]'s (one leaf each where lanes take leaves).
+    ///
+    /// `size` is the length the range was planned for: a file of another length fails with
+    /// [`InputError::Changed`], a stream with [`InputError::RangeOfStream`].
+    pub fn hash_jobs_in(
+        &self,
+        request: &Request,
+        target: Target,
+        size: u64,
+        bytes: Range<u64>,
+    ) -> Result<Vec<(Range<u64>, Digest)>, InputError> {
+        let task = Task {
+            input: Some((target, *request)),
+            slice: Some(Slice { size, bytes }),
+            context: (),
+        };
+        let mut out = None;
+        self.run([task], |(), result| out = result);
+        let digest = out.expect("run reports every task")?;
+        Ok(digest.jobs.expect("a task of a slice keeps its jobs"))
+    }
+
     /// Hashes every target and calls `sink` once per target, in the order of `targets`,
     /// as soon as that target and all before it are done. A failing input is reported to
     /// `sink` and the others go on.
@@ -338,7 +368,24 @@ impl Engine {
 /// caller's context, handed back with the result.
 pub struct Task<T> {
     input: Option<(Target, Request)>,
+    /// Only the jobs in a byte range ([`Engine::hash_jobs_in`]).
+    slice: Option<Slice>,
     context: T,
+}
+
+/// The jobs of a file to hash when only a range of it is asked for.
+struct Slice {
+    /// The file's length the range was planned for.
+    size: u64,
+    bytes: Range<u64>,
+}
+
+impl Slice {
+    /// Whether the job that starts at `start` belongs to the range.
+    fn holds(&self, start: u64) -> bool {
+        let Range { start: from, end } = self.bytes;
+        start >= from && (start < end || end == self.size)
+    }
 }
 
 impl<T> Task<T> {
@@ -346,6 +393,7 @@ impl<T> Task<T> {
     pub fn hash(target: Target, request: Request, context: T) -> Task<T> {
         Task {
             input: Some((target, request)),
+            slice: None,
             context,
         }
     }
@@ -354,6 +402,7 @@ impl<T> Task<T> {
     pub fn pass(context: T) -> Task<T> {
         Task {
             input: None,
+            slice: None,
             context,
         }
     }
@@ -648,9 +697,12 @@ impl Reader {
         let mut other = None;
         loop {
             let mut round = Vec::new();
-            // Fill free slots, but with at most one job longer than a round per round, so
-            // that a file's big leaves spread over every worker rather than the first.
-            let mut took_long = false;
+            // Fill free slots, but with only as many jobs longer than a round per round as
+            // keep the lanes full (one a round when a job lasts as many rounds as there are
+            // lanes), so that a file's big leaves spread over every worker rather than the
+            // first. One a round whatever their length left 1 MiB leaves, two rounds each
+            // for SHA-512, in 2 or 3 of the 8 lanes: the kernel ran 3 times as long.
+            let mut took_long = 0;
             while let Some(slot) = slots.iter().position(Option::is_none) {
                 if other.is_some() {
                     break;
@@ -665,15 +717,16 @@ impl Reader {
                 let JobSource::At(shared, len) = job.source else {
                     unreachable!("lane jobs are ranges of files")
                 };
-                let long = len > chunk as u64;
-                if long && took_long {
+                let rounds = len.div_ceil(chunk as u64);
+                let long = rounds > 1;
+                if long && took_long * rounds >= kernel.lanes() as u64 {
                     waiting = Some(Job {
                         source: JobSource::At(shared, len),
                         ..job
                     });
                     break;
                 }
-                took_long |= long;
+                took_long += u64::from(long);
                 let prefix = job.layout.message_prefix(len).expect("a one-message job");
                 let key = (job.input, job.index);
                 round.push(LaneOp::Open {
@@ -972,11 +1025,16 @@ struct Pending<T> {
     /// Bytes hashed so far (a stream's length is known only at its end).
     size: u64,
     leaves: Option<Vec<Option<Digest>>>,
+    /// A task of a slice: every job's range and digest, in place of the combiner's fold.
+    jobs: Option<Vec<Option<JobDigest>>>,
     error: Option<InputError>,
     started: Instant,
 }
 
 type Outcome = Option<Result<FileDigest, InputError>>;
+
+/// A job's byte range and digest.
+type JobDigest = (Range<u64>, Digest);
 
 /// Plans inputs into jobs, folds finished jobs, and hands results out in input order.
 struct Coordinator<T, F> {
@@ -1002,7 +1060,7 @@ where
             self.emit(index, task.context, None);
             return Vec::new();
         };
-        let context = task.context;
+        let (context, slice) = (task.context, task.slice);
         let (layout, alg) = (request.layout, request.algorithm);
         let job = |index_in_input: usize, start: u64, kind, source| Job {
             input: index,
@@ -1021,6 +1079,12 @@ where
             Ok(Input::Stream(_)) if request.keep_leaves && layout.leaf_size().is_some() => {
                 return self.fail_now(index, context, InputError::GraphOfStream);
             }
+            Ok(Input::Stream(_)) if slice.is_some() => {
+                return self.fail_now(index, context, InputError::RangeOfStream);
+            }
+            Ok(Input::Sized(file)) if slice.as_ref().is_some_and(|s| s.size != file.len()) => {
+                return self.fail_now(index, context, InputError::Changed);
+            }
             Ok(Input::Stream(reader)) => (
                 None,
                 vec![job(0, 0, JobKind::Layout, JobSource::Stream(reader))],
@@ -1033,7 +1097,11 @@ where
                         .leaf_size()
                         .is_some_and(|l| l.get() >= LANE_JOB_MIN_LEAF)
                     && Kernel::multi_buffer(alg).is_some();
-                let plan = layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
+                let mut plan =
+                    layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
+                if let Some(slice) = &slice {
+                    plan.retain(|(r, _)| slice.holds(r.start));
+                }
                 if request.keep_leaves && plan.len() > MAX_KEPT_LEAVES {
                     let e = InputError::TooManyLeaves {
                         leaves: plan.len(),
@@ -1062,7 +1130,8 @@ where
             combiner: layout.combiner(alg),
             remaining: jobs.len(),
             size: 0,
-            leaves: request.keep_leaves.then(|| vec![None; jobs.len()]),
+            leaves: (request.keep_leaves && slice.is_none()).then(|| vec![None; jobs.len()]),
+            jobs: slice.map(|_| vec![None; jobs.len()]),
             error: None,
             started,
         };
@@ -1096,7 +1165,10 @@ where
                 if let Some(leaves) = &mut p.leaves {
                     leaves[done.index] = Some(digest);
                 }
-                p.combiner.add(done.index, range, digest);
+                match &mut p.jobs {
+                    Some(jobs) => jobs[done.index] = Some((range, digest)),
+                    None => p.combiner.add(done.index, range, digest),
+                }
             }
             Ok(_) => {}
         }
@@ -1117,11 +1189,16 @@ where
         let result = match p.error {
             Some(e) => Err(e),
             None => unchanged().map(|()| FileDigest {
-                root: p.combiner.finish(p.size),
+                // A slice has no root of its own; its caller reads `jobs`.
+                root: match p.jobs {
+                    Some(_) => Digest::from_slice(&[]),
+                    None => p.combiner.finish(p.size),
+                },
                 size: p.size,
                 leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
                 elapsed: p.started.elapsed(),
                 fallback: p.file.as_ref().and_then(|f| f.file.fallback().cloned()),
+                jobs: p.jobs.map(|j| j.into_iter().flatten().collect()),
             }),
         };
         self.emit(index, p.context, Some(result));
