@@ -8,10 +8,10 @@
 
 mod common;
 
+use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in, run as run_cmd};
 use common::{MTSUM, mtsum_unprivileged, skip, tempdir, wait_until};
-use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::thread;
@@ -24,53 +24,13 @@ use mtsum::source::Target;
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, reference};
 
-const TIMEOUT: Duration = Duration::from_secs(120);
-
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// What one run produced, checked for a panic.
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
-}
-
-impl Run {
-    /// `(status, name)` of each stdout line, in order.
-    fn verdicts(&self) -> Vec<(String, String)> {
-        self.stdout
-            .lines()
-            .map(|l| {
-                let (status, name) = l.split_once("  ").expect("STATUS  NAME");
-                (status.to_string(), name.to_string())
-            })
-            .collect()
-    }
-
-    /// The status of each name.
-    fn by_name(&self) -> BTreeMap<String, String> {
-        self.verdicts().into_iter().map(|(s, n)| (n, s)).collect()
-    }
-}
-
-fn run_cmd(cmd: &mut Command) -> Run {
-    let out = cmd.timeout(TIMEOUT).output().expect("mtsum runs");
-    let run = Run {
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 names in these tests"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-    run
-}
-
 /// `mtsum --audit ARGS` in `dir`.
 fn audit_in(dir: &Path, args: &[&str]) -> Run {
-    let mut cmd = Command::new(MTSUM);
-    cmd.arg("--audit").args(args).current_dir(dir);
-    run_cmd(&mut cmd)
+    mtsum_in(dir, &[&["--audit"], args].concat())
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -93,18 +53,7 @@ fn set_mtime(path: &Path, t: SystemTime) {
 
 /// Bit rot: one byte changes, and nothing else does (size, mtime to the nanosecond).
 fn flip_byte_keeping_mtime(path: &Path, offset: u64) {
-    let before = mtime(path);
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .unwrap();
-    let mut byte = [0];
-    f.read_exact_at(&mut byte, offset).unwrap();
-    f.write_all_at(&[byte[0] ^ 0x10], offset).unwrap();
-    f.set_modified(before).unwrap();
-    drop(f);
-    assert_eq!(mtime(path), before);
+    flip_bytes_keeping_mtime(path, &[offset]);
 }
 
 /// A legitimate edit: new content, and an mtime surely different from the recorded one

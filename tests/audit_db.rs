@@ -4,35 +4,21 @@
 
 mod common;
 
+use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};
 use common::{MTSUM, is_root, mtsum_unprivileged, pattern, skip, tempdir};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, OpenOptions};
-use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use mtsum::audit::database::APPLICATION_ID;
 use mtsum::{Algorithm, Layout, reference};
 use rusqlite::Connection;
 
-const TIMEOUT: Duration = Duration::from_secs(120);
-
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
-}
-
-impl Run {
-    /// `(status, name)` of each stdout line.
-    fn verdicts(&self) -> Vec<(String, String)> {
-        verdicts(&self.stdout)
-    }
-}
-
+/// `(status, name)` of each whole line of what a killed run printed.
 fn verdicts(stdout: &str) -> Vec<(String, String)> {
     stdout
         .lines()
@@ -41,21 +27,8 @@ fn verdicts(stdout: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `mtsum ARGS` in `dir`.
 fn mtsum(dir: &Path, args: &[&str]) -> Run {
-    let out = Command::new(MTSUM)
-        .args(args)
-        .current_dir(dir)
-        .timeout(TIMEOUT)
-        .output()
-        .expect("mtsum runs");
-    let run = Run {
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 names"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-    run
+    mtsum_in(dir, args)
 }
 
 fn audit(dir: &Path, args: &[&str]) -> Run {
@@ -94,18 +67,8 @@ fn records(db: &Path) -> BTreeMap<String, (String, String, String, Option<i64>)>
     .collect()
 }
 
-/// Bit rot: one byte changes, size and mtime do not.
 fn flip_byte_keeping_mtime(path: &Path, offset: u64) {
-    let before = fs::metadata(path).unwrap().modified().unwrap();
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .unwrap();
-    let mut byte = [0];
-    f.read_exact_at(&mut byte, offset).unwrap();
-    f.write_all_at(&[byte[0] ^ 0x01], offset).unwrap();
-    f.set_modified(before).unwrap();
+    flip_bytes_keeping_mtime(path, &[offset]);
 }
 
 #[test]

@@ -4,52 +4,29 @@
 
 mod common;
 
-use common::{MTSUM, pattern, tempdir};
+use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};
+use common::{pattern, tempdir};
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::Command as StdCommand;
-use std::time::Duration;
 
-use assert_cmd::Command;
 use mtsum::audit::outboard::MIN_LEAF;
 
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
-}
-
 fn mtsum(dir: &Path, args: &[&str]) -> Run {
-    let out = Command::new(MTSUM)
-        .args(args)
-        .current_dir(dir)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .expect("mtsum runs");
-    let run = Run {
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-    run
+    mtsum_in(dir, args)
 }
 
-/// Bit rot at each of `offsets`: size and mtime stay.
+/// `mtsum --repair t/f --from COPY --db db EXTRA`.
+fn repair(dir: &Path, copy: &str, extra: &[&str]) -> Run {
+    mtsum(
+        dir,
+        &[&["--repair", "t/f", "--from", copy, "--db", "db"], extra].concat(),
+    )
+}
+
 fn flip(path: &Path, offsets: &[u64]) {
-    let before = fs::metadata(path).unwrap().modified().unwrap();
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .unwrap();
-    for &offset in offsets {
-        let mut byte = [0];
-        f.read_exact_at(&mut byte, offset).unwrap();
-        f.write_all_at(&[byte[0] ^ 0x40], offset).unwrap();
-    }
-    f.set_modified(before).unwrap();
+    flip_bytes_keeping_mtime(path, offsets);
 }
 
 /// Whether `cmp` finds the two files identical (bytes compared in Rust where `cmp` is
@@ -132,10 +109,7 @@ fn one_damaged_range_is_repaired_from_a_copy() {
     let mtime = fs::metadata(&file).unwrap().modified().unwrap();
     flip(&file, &[MIN_LEAF + 5]);
     assert!(!same(&file, &copy));
-    let r = mtsum(
-        dir.path(),
-        &["--repair", "t/f", "--from", "b/f", "--db", "db"],
-    );
+    let r = repair(dir.path(), "b/f", &[]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(
         r.stdout,
@@ -164,10 +138,7 @@ fn several_damaged_ranges_are_repaired_and_nothing_else_is_written() {
     c.write_all_at(&[expected[spare as usize] ^ 1], spare)
         .unwrap();
     drop(c);
-    let r = mtsum(
-        dir.path(),
-        &["--repair", "t/f", "--from", "b/f", "--db", "db"],
-    );
+    let r = repair(dir.path(), "b/f", &[]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let l = MIN_LEAF;
     assert_eq!(
@@ -197,10 +168,7 @@ fn a_copy_damaged_in_a_needed_leaf_or_of_another_size_is_refused_and_nothing_wri
     flip(&copy, &[3 * MIN_LEAF + 11]);
     let before = fs::read(&file).unwrap();
     let mtime = fs::metadata(&file).unwrap().modified().unwrap();
-    let r = mtsum(
-        dir.path(),
-        &["--repair", "t/f", "--from", "b/f", "--db", "db"],
-    );
+    let r = repair(dir.path(), "b/f", &[]);
     assert_eq!(r.code, Some(1));
     assert_eq!(
         r.stderr,
@@ -214,26 +182,12 @@ fn a_copy_damaged_in_a_needed_leaf_or_of_another_size_is_refused_and_nothing_wri
     assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), mtime);
 
     fs::write(dir.path().join("short"), &before[..100]).unwrap();
-    let r = mtsum(
-        dir.path(),
-        &["--repair", "t/f", "--from", "short", "--db", "db"],
-    );
+    let r = repair(dir.path(), "short", &[]);
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("has 100 bytes"), "{}", r.stderr);
     assert_eq!(fs::read(&file).unwrap(), before);
 
-    let dry = mtsum(
-        dir.path(),
-        &[
-            "--repair",
-            "t/f",
-            "--from",
-            "b/f",
-            "--db",
-            "db",
-            "--dry-run",
-        ],
-    );
+    let dry = repair(dir.path(), "b/f", &["--dry-run"]);
     assert_eq!(dry.code, Some(1), "a dry run checks the copy too");
     assert_eq!(fs::read(&file).unwrap(), before);
 }
@@ -244,18 +198,7 @@ fn a_dry_run_says_what_it_would_repair_and_writes_nothing() {
     let (file, _) = recorded_with_copy(dir.path(), 2 * MIN_LEAF as usize);
     flip(&file, &[MIN_LEAF]);
     let before = fs::read(&file).unwrap();
-    let r = mtsum(
-        dir.path(),
-        &[
-            "--repair",
-            "t/f",
-            "--from",
-            "b/f",
-            "--db",
-            "db",
-            "--dry-run",
-        ],
-    );
+    let r = repair(dir.path(), "b/f", &["--dry-run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(
         r.stdout,
