@@ -358,7 +358,7 @@ impl Planner<'_> {
 }
 
 /// What the planner knew of a file it handed to the readers.
-struct Read {
+struct Planned {
     before: Stamp,
     migrate_to: Option<(Layout, Algorithm)>,
     has_outboard: bool,
@@ -392,13 +392,13 @@ impl Sink<'_> {
                 copy,
             } => {
                 let hashed = result.expect("files are read");
-                let read = Read {
+                let planned = Planned {
                     before,
                     migrate_to,
                     has_outboard,
                     copy,
                 };
-                self.file(path, prior, read, hashed)
+                self.file(path, prior, planned, hashed)
             }
             Item::Missing { path, record } => {
                 if self.options.operation == Operation::Forget {
@@ -436,15 +436,15 @@ impl Sink<'_> {
         &mut self,
         path: PathBuf,
         prior: Prior,
-        read: Read,
+        planned: Planned,
         hashed: Result<Hashed, InputError>,
     ) -> Verdict {
-        let Read {
+        let Planned {
             before,
             migrate_to,
             has_outboard,
             copy,
-        } = read;
+        } = planned;
         let (hashed, migrated, leaves) = match hashed {
             Ok(h) => (
                 Ok((h.digests[0], h.size)),
