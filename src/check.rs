@@ -17,9 +17,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStringExt;
 
-use crate::algorithm::{Algorithm, Digest};
+use crate::algorithm::Algorithm;
 use crate::engine::{Engine, Request, Task};
-use crate::layout::Layout;
+use crate::layout::{Layout, Root};
 use crate::report::error_line;
 use crate::source::{InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
@@ -41,7 +41,8 @@ pub enum Verbosity {
 pub struct Untagged {
     pub layout: Layout,
     /// `None`: chosen by the digest's length, SHA-256 or MD5 where the length is shared
-    /// (with BLAKE3 and XXH128), as `sha256sum` and `md5sum` files are the common case.
+    /// (with BLAKE3 and XXH128), as `sha256sum` and `md5sum` files are the common case; never
+    /// a CRC.
     pub algorithm: Option<Algorithm>,
 }
 
@@ -52,7 +53,12 @@ impl Untagged {
         let alg = match self.algorithm {
             Some(alg) => alg,
             None => {
-                let fits = sumfile::algorithms_with_digest_len(len);
+                // A CRC shares its length with XXH3 (CRC-64) or another CRC (CRC-32, CRC-32C):
+                // it is checked only when asked for with -a or a tag.
+                let fits: Vec<Algorithm> = sumfile::algorithms_with_digest_len(len)
+                    .into_iter()
+                    .filter(|a| !a.is_crc())
+                    .collect();
                 [Algorithm::Sha256, Algorithm::Md5]
                     .into_iter()
                     .find(|a| fits.contains(a))
@@ -148,7 +154,7 @@ enum Item {
     /// A checksum line: `name` is hashed and compared with `expected`.
     Line {
         name: Vec<u8>,
-        expected: Digest,
+        expected: Root,
         tagged: bool,
     },
     /// Line `line` (1-based) of sum file `file` is not a checksum line.
@@ -262,7 +268,7 @@ impl Lines {
         };
         let spec = entry
             .spec
-            .or_else(|| self.untagged.spec(entry.expected.as_bytes().len()));
+            .or_else(|| self.untagged.spec(entry.expected.digest().as_bytes().len()));
         let Some((layout, alg)) = spec else {
             return Some(improper());
         };

@@ -31,7 +31,7 @@ use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::{self, Event, Kernel, Lane, Lanes};
-use crate::layout::{Combiner, JobHasher, JobKind, Layout};
+use crate::layout::{Combiner, JobHasher, JobKind, Layout, Root};
 use crate::source::{
     Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
 };
@@ -74,7 +74,8 @@ impl Request {
 /// The result of hashing one input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileDigest {
-    pub root: Digest,
+    /// The layout's value for the input, printed as its storage system shows it.
+    pub root: Root,
     /// Bytes hashed.
     pub size: u64,
     /// The leaf digests in order, when [`Request::keep_leaves`] asked for them.
@@ -1025,6 +1026,10 @@ where
                 None,
                 vec![job(0, 0, JobKind::Layout, JobSource::Stream(reader))],
             ),
+            Ok(Input::Sized(file)) if layout.check_size(file.len()).is_err() => {
+                let e = layout.check_size(file.len()).expect_err("checked");
+                return self.fail_now(index, context, e.into());
+            }
             Ok(Input::Sized(file)) => {
                 // Leaves too long for `JobHasher`'s lanes within one read are jobs of their
                 // own where the algorithm has lanes: then the workers' lanes take them.
@@ -1116,12 +1121,14 @@ where
         };
         let result = match p.error {
             Some(e) => Err(e),
-            None => unchanged().map(|()| FileDigest {
-                root: p.combiner.finish(p.size),
-                size: p.size,
-                leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
-                elapsed: p.started.elapsed(),
-                fallback: p.file.as_ref().and_then(|f| f.file.fallback().cloned()),
+            None => unchanged().and_then(|()| {
+                Ok(FileDigest {
+                    root: p.combiner.finish(p.size)?,
+                    size: p.size,
+                    leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
+                    elapsed: p.started.elapsed(),
+                    fallback: p.file.as_ref().and_then(|f| f.file.fallback().cloned()),
+                })
             }),
         };
         self.emit(index, p.context, Some(result));
