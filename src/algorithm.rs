@@ -10,6 +10,7 @@
 //! (about 1.25×), BLAKE3's and xxHash's own crates. OpenSSL's generic EVP interface costs an
 //! allocation per message, so MD5 goes through it only for long messages
 //! ([`Algorithm::bulk_hasher`]); tree nodes and small leaves stay on the allocation-free path.
+//! Where libcrypto refuses MD5 (FIPS mode), long messages take RustCrypto's MD5 as well.
 
 use std::fmt;
 use std::str::FromStr;
@@ -121,9 +122,8 @@ impl Algorithm {
     pub fn bulk_hasher(self) -> Hasher {
         match self {
             #[cfg(feature = "openssl")]
-            Algorithm::Md5 => Hasher(State::EvpMd5(
-                openssl::hash::Hasher::new(openssl::hash::MessageDigest::md5())
-                    .expect("libcrypto provides MD5"),
+            Algorithm::Md5 => md5_or_portable(openssl::hash::Hasher::new(
+                openssl::hash::MessageDigest::md5(),
             )),
             _ => self.hasher(),
         }
@@ -195,6 +195,17 @@ pub fn combine_crcs(alg: Algorithm, left: &Digest, right: &Digest, right_len: u6
 fn crc_digest(alg: Algorithm, crc: u64) -> Digest {
     let be = crc.to_be_bytes();
     Digest::from_slice(&be[8 - alg.digest_len()..])
+}
+
+/// The MD5 hasher of libcrypto's EVP interface if libcrypto gave one, else RustCrypto's: a
+/// libcrypto in FIPS mode refuses MD5, and `-a md5` must then work all the same (at
+/// RustCrypto's speed), not panic.
+#[cfg(feature = "openssl")]
+fn md5_or_portable(evp: Result<openssl::hash::Hasher, openssl::error::ErrorStack>) -> Hasher {
+    match evp {
+        Ok(h) => Hasher(State::EvpMd5(h)),
+        Err(_) => Algorithm::Md5.hasher(),
+    }
 }
 
 /// The parent of two subtrees of a tree algorithm ([`Algorithm::is_tree`]): the root digest
@@ -305,6 +316,8 @@ impl Hasher {
             #[cfg(feature = "openssl")]
             State::OsslSha512(h) => h.update(data),
             #[cfg(feature = "openssl")]
+            // Once libcrypto has set up MD5 (see `md5_or_portable`), updating and finishing
+            // it fail only on an internal error of libcrypto, never for want of MD5.
             State::EvpMd5(h) => h.update(data).expect("MD5 update cannot fail"),
             State::Blake3(h) | State::Blake3Subtree(h) => {
                 h.update(data);
@@ -443,6 +456,26 @@ mod tests {
                 assert_eq!(bulk.finalize(), a.hash(&data[..len]), "{a} {len}");
             }
         }
+    }
+
+    #[test]
+    #[cfg(feature = "openssl")]
+    fn md5_falls_back_to_rustcrypto_when_libcrypto_refuses_it() {
+        // What `openssl::hash::Hasher::new` returns in FIPS mode, where MD5 is not allowed.
+        let refused = Err(openssl::error::ErrorStack::get());
+        let mut h = md5_or_portable(refused);
+        assert!(matches!(h.0, State::Md5(_)), "the pure-Rust MD5");
+        h.update(b"abc");
+        assert_eq!(h.finalize().to_hex(), "900150983cd24fb0d6963f7d28e17f72");
+
+        let given = openssl::hash::Hasher::new(openssl::hash::MessageDigest::md5());
+        let mut h = md5_or_portable(given);
+        assert!(
+            matches!(h.0, State::EvpMd5(_)),
+            "libcrypto's MD5 where it has one"
+        );
+        h.update(b"abc");
+        assert_eq!(h.finalize().to_hex(), "900150983cd24fb0d6963f7d28e17f72");
     }
 
     #[test]

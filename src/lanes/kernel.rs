@@ -3,7 +3,8 @@
 //! Every algorithm of the Merkle–Damgård family has a portable kernel (RustCrypto's block
 //! function, one lane after another); some have SIMD kernels, which exist as [`Kernel`] values
 //! only on CPUs that run them. This module is the one place that knows the SIMD kernels: their
-//! table ([`SIMD`]: lanes, names, CPU features) and the match that calls them ([`run_simd`]).
+//! table ([`SIMD`]: lanes, names, CPU features, the function to call), which the lane set
+//! runs and the tests (`kernel_tests.rs`) check row by row.
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -38,16 +39,9 @@ pub struct Kernel {
     simd: Option<Simd>,
 }
 
-/// The SIMD kernels. Adding one takes a variant here, its row in [`SIMD`] (lanes, names, the
-/// CPU features it needs) and its arm in [`run_simd`], which for a kernel of four SHA-256 lanes
-/// reads:
-///
-/// ```text
-/// (Simd::Sha256Ni, StatesMut::Sha256(s)) => {
-///     // SAFETY: the caller's guarantees are the kernel's preconditions.
-///     unsafe { sha256_ni::compress::<4>(lanes_mut(s), lanes(data), blocks) }
-/// }
-/// ```
+/// The SIMD kernels. Adding one takes a variant here and its row in [`SIMD`]: lanes, names,
+/// the CPU features it needs and the function it runs, which for a kernel of four SHA-256
+/// lanes is `run!(Sha256, sha256_ni::compress::<4>)`. The row is all the tests need too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Simd {
     /// MD5, two groups of sixteen 32-bit lanes in 512-bit registers, interleaved step by step:
@@ -106,15 +100,17 @@ enum Simd {
 }
 
 /// What the lane set knows of a SIMD kernel.
-struct Spec {
+pub(super) struct Spec {
     simd: Simd,
     /// The algorithms it hashes, with the kernel's name for each.
-    names: &'static [(Algorithm, &'static str)],
+    pub(super) names: &'static [(Algorithm, &'static str)],
     /// Messages hashed at once: the `N` its `compress` takes.
-    lanes: usize,
+    pub(super) lanes: usize,
     /// Whether this CPU has every instruction set the kernel is compiled for: calling the
     /// kernel is sound only where this returns `true`.
-    runs: fn() -> bool,
+    pub(super) runs: fn() -> bool,
+    /// The kernel itself.
+    pub(super) run: Run,
     /// Whether [`Kernel::multi_buffer`] may choose it; the others exist to be measured, or
     /// to stand in as another kernel's `half`.
     chosen: bool,
@@ -124,14 +120,74 @@ struct Spec {
     half: Option<Simd>,
 }
 
+/// A SIMD kernel as the lane set calls it: `blocks` blocks of every lane's data (one slice per
+/// lane) through its state, for exactly as many lanes as the kernel's row says, in the state
+/// type of the kernel's compression function.
+///
+/// # Panics
+/// If a lane has less than `blocks` blocks of data: the kernel checks before it reads. If
+/// the states are of another compression function or another number of lanes.
+///
+/// # Safety
+/// The CPU runs the kernel: its row's [`Spec::runs`] returned `true`.
+pub(super) type Run = unsafe fn(StatesMut<'_>, &[&[u8]], usize);
+
+/// The [`Run`] of `$compress`, a kernel of the compression function `$family` (a variant of
+/// [`StatesMut`]) with the signature every kernel has,
+/// `unsafe fn(&mut [State; N], &[&[u8]; N], blocks: usize)`, which checks the data's length.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_macros))]
+macro_rules! run {
+    ($family:ident, $compress:expr) => {
+        |states, data, blocks| match states {
+            $crate::lanes::family::StatesMut::$family(states) => {
+                let states = $crate::lanes::kernel::lanes_mut(states);
+                let data = $crate::lanes::kernel::lanes(data);
+                // SAFETY: the caller's guarantee, that the CPU runs the kernel, is the
+                // kernel's precondition; the kernel checks the length of the data itself.
+                unsafe { $compress(states, data, blocks) }
+            }
+            _ => unreachable!("a kernel of another compression function"),
+        }
+    };
+}
+/// For the tests' rows of kernel widths that only the benchmarks run.
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(super) use run;
+
+/// The public entry `$name` to the kernel `compress` of the module it is written in, for the
+/// benchmarks outside the crate, which cannot call it; it checks the CPU with the module's
+/// `supported` first.
+#[cfg(target_arch = "x86_64")]
+macro_rules! bench_entry {
+    ($name:ident, $state:ty) => {
+        /// Benchmark access to [`compress`], which is private to the crate.
+        ///
+        /// # Panics
+        /// If the CPU lacks the kernel's instructions ([`supported`]), or as [`compress`] does.
+        #[doc(hidden)]
+        pub fn $name<const N: usize>(states: &mut [$state; N], data: &[&[u8]; N], blocks: usize) {
+            assert!(
+                supported(),
+                "the CPU lacks the instructions of {}",
+                stringify!($name)
+            );
+            // SAFETY: the CPU runs the kernel, checked just above.
+            unsafe { compress(states, data, blocks) }
+        }
+    };
+}
+#[cfg(target_arch = "x86_64")]
+pub(super) use bench_entry;
+
 /// Every SIMD kernel; for each algorithm, the one [`Kernel::multi_buffer`] prefers first.
 #[cfg(target_arch = "x86_64")]
-const SIMD: &[Spec] = &[
+pub(super) const SIMD: &[Spec] = &[
     Spec {
         simd: Simd::Md5Avx512,
         names: &[(Algorithm::Md5, "md5-avx512-16x2")],
         lanes: 32,
         runs: md5_avx512::supported,
+        run: run!(Md5, md5_avx512::compress::<32>),
         chosen: true,
         half: Some(Simd::Md5Avx512Half),
     },
@@ -140,6 +196,7 @@ const SIMD: &[Spec] = &[
         names: &[(Algorithm::Md5, "md5-avx512-16x1")],
         lanes: 16,
         runs: md5_avx512::supported,
+        run: run!(Md5, md5_avx512::compress::<16>),
         chosen: false,
         half: None,
     },
@@ -148,6 +205,7 @@ const SIMD: &[Spec] = &[
         names: &[(Algorithm::Md5, "md5-avx2-8x2")],
         lanes: 16,
         runs: || std::arch::is_x86_feature_detected!("avx2"),
+        run: run!(Md5, md5_avx2::compress::<true>),
         chosen: true,
         half: None,
     },
@@ -156,6 +214,7 @@ const SIMD: &[Spec] = &[
         names: &[(Algorithm::Md5, "md5-avx2-8x1")],
         lanes: 16,
         runs: || std::arch::is_x86_feature_detected!("avx2"),
+        run: run!(Md5, md5_avx2::compress::<false>),
         chosen: false,
         half: None,
     },
@@ -167,6 +226,7 @@ const SIMD: &[Spec] = &[
         ],
         lanes: 2,
         runs: sha256_ni::supported,
+        run: run!(Sha256, sha256_ni::compress::<2>),
         chosen: true,
         half: None,
     },
@@ -178,6 +238,7 @@ const SIMD: &[Spec] = &[
         ],
         lanes: 8,
         runs: sha256_avx2::supported,
+        run: run!(Sha256, sha256_avx2::compress::<8>),
         chosen: true,
         half: None,
     },
@@ -186,6 +247,7 @@ const SIMD: &[Spec] = &[
         names: &[(Algorithm::Sha1, "sha1-ni-x4")],
         lanes: 4,
         runs: sha1_ni::supported,
+        run: run!(Sha1, sha1_ni::compress::<4>),
         chosen: true,
         half: Some(Simd::Sha1Ni2),
     },
@@ -194,6 +256,7 @@ const SIMD: &[Spec] = &[
         names: &[(Algorithm::Sha1, "sha1-avx2-8")],
         lanes: 8,
         runs: sha1_avx2::supported,
+        run: run!(Sha1, sha1_avx2::compress::<8>),
         chosen: true,
         half: None,
     },
@@ -205,6 +268,7 @@ const SIMD: &[Spec] = &[
         ],
         lanes: 8,
         runs: sha512_avx512::supported,
+        run: run!(Sha512, sha512_avx512::compress::<8>),
         chosen: true,
         half: Some(Simd::Sha512Avx512Half),
     },
@@ -213,6 +277,7 @@ const SIMD: &[Spec] = &[
         names: &[(Algorithm::Sha1, "sha1-ni-x2")],
         lanes: 2,
         runs: sha1_ni::supported,
+        run: run!(Sha1, sha1_ni::compress::<2>),
         chosen: false,
         half: None,
     },
@@ -224,6 +289,7 @@ const SIMD: &[Spec] = &[
         ],
         lanes: 4,
         runs: sha512_avx512::supported,
+        run: run!(Sha512, sha512_avx512::compress::<4>),
         chosen: false,
         half: None,
     },
@@ -234,91 +300,40 @@ const SIMD: &[Spec] = &[
             (Algorithm::Sha512, "sha512-avx2-4x2"),
         ],
         lanes: 8,
-        runs: || std::arch::is_x86_feature_detected!("avx2"),
+        runs: sha512_avx2::supported,
+        run: run!(Sha512, sha512_avx2::compress::<8>),
         chosen: true,
         half: None,
     },
 ];
 #[cfg(not(target_arch = "x86_64"))]
-const SIMD: &[Spec] = &[];
+pub(super) const SIMD: &[Spec] = &[];
 
-/// Runs the SIMD kernel `simd` over `blocks` blocks of every lane: `states` and `data` hold
-/// exactly as many lanes as the kernel takes.
+/// The start of every lane's data, once checked that each lane has `blocks` blocks of `block`
+/// bytes: the check that makes a kernel's reads through the pointers sound, which every kernel
+/// makes before it reads.
 ///
 /// # Panics
-/// If the kernel takes another compression function or another number of lanes.
-///
-/// # Safety
-/// The CPU runs the kernel (its [`Spec::runs`] returned `true`), and every lane of `data` has at
-/// least `blocks` blocks.
-unsafe fn run_simd(simd: Simd, states: StatesMut<'_>, data: &[&[u8]], blocks: usize) {
-    match (simd, states) {
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Md5Avx512, StatesMut::Md5(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { md5_avx512::compress::<32>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Md5Avx512Half, StatesMut::Md5(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { md5_avx512::compress::<16>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Md5Avx2, StatesMut::Md5(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { md5_avx2::compress(lanes_mut(s), lanes(data), blocks, true) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Md5Avx2Single, StatesMut::Md5(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { md5_avx2::compress(lanes_mut(s), lanes(data), blocks, false) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Sha256Ni2, StatesMut::Sha256(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { sha256_ni::compress::<2>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Sha1Ni4, StatesMut::Sha1(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { sha1_ni::compress::<4>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Sha256Avx2, StatesMut::Sha256(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { sha256_avx2::compress::<8>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Sha1Avx2, StatesMut::Sha1(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { sha1_avx2::compress::<8>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Sha512Avx2, StatesMut::Sha512(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { sha512_avx2::compress::<8>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Sha512Avx512, StatesMut::Sha512(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { sha512_avx512::compress::<8>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Sha512Avx512Half, StatesMut::Sha512(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { sha512_avx512::compress::<4>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Sha1Ni2, StatesMut::Sha1(s)) => {
-            // SAFETY: the caller's guarantees are the kernel's preconditions.
-            unsafe { sha1_ni::compress::<2>(lanes_mut(s), lanes(data), blocks) }
-        }
-        #[allow(
-            unreachable_patterns,
-            reason = "no SIMD kernel at all outside x86-64: `Simd` has no value there"
-        )]
-        (simd, _) => unreachable!("the {simd:?} kernel runs another compression function"),
-    }
+/// If a lane has less data.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn checked_pointers<const N: usize>(
+    data: &[&[u8]; N],
+    blocks: usize,
+    block: usize,
+) -> [*const u8; N] {
+    check_lengths(data, blocks, block);
+    std::array::from_fn(|i| data[i].as_ptr())
+}
+
+/// Panics unless every lane of `data` has `blocks` blocks of `block` bytes. Not generic over
+/// the number of lanes, so that one copy serves every kernel.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn check_lengths(data: &[&[u8]], blocks: usize, block: usize) {
+    let len = blocks.checked_mul(block).expect("block count overflows");
+    assert!(
+        data.iter().all(|d| d.len() >= len),
+        "every message needs {blocks} blocks"
+    );
 }
 
 /// The lanes' data as the array a kernel of `N` lanes takes.
@@ -326,7 +341,7 @@ unsafe fn run_simd(simd: Simd, states: StatesMut<'_>, data: &[&[u8]], blocks: us
 /// # Panics
 /// If the kernel's row in [`SIMD`] says another number of lanes than its `compress` takes.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn lanes<T, const N: usize>(lanes: &[T]) -> &[T; N] {
+pub(super) fn lanes<T, const N: usize>(lanes: &[T]) -> &[T; N] {
     lanes
         .try_into()
         .expect("a kernel takes the lanes its row says")
@@ -337,7 +352,7 @@ fn lanes<T, const N: usize>(lanes: &[T]) -> &[T; N] {
 /// # Panics
 /// As [`lanes`].
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn lanes_mut<T, const N: usize>(lanes: &mut [T]) -> &mut [T; N] {
+pub(super) fn lanes_mut<T, const N: usize>(lanes: &mut [T]) -> &mut [T; N] {
     lanes
         .try_into()
         .expect("a kernel takes the lanes its row says")
@@ -446,8 +461,8 @@ impl Kernel {
         data: &[Option<&[u8]>; MAX_LANES],
         blocks: usize,
     ) {
-        let len = blocks.checked_mul(F::BLOCK).expect("block count overflows");
         let Some(simd) = self.simd else {
+            let len = blocks.checked_mul(F::BLOCK).expect("block count overflows");
             for (state, data) in states.iter_mut().zip(data) {
                 if let Some(data) = data {
                     F::compress_portable(state, &data[..len]);
@@ -462,24 +477,19 @@ impl Kernel {
         };
         let full: [&[u8]; MAX_LANES] = std::array::from_fn(|lane| data[lane].unwrap_or(busy));
         let spec = Spec::of(simd);
-        let (simd, lanes) = match spec.half {
+        let (run, lanes) = match spec.half {
             Some(half) if data[spec.lanes / 2..spec.lanes].iter().all(Option::is_none) => {
-                (half, spec.lanes / 2)
+                (Spec::of(half).run, spec.lanes / 2)
             }
-            _ => (simd, spec.lanes),
+            _ => (spec.run, spec.lanes),
         };
-        // The kernels read `len` bytes of every lane through raw pointers: this check is what
-        // makes those reads sound.
-        assert!(
-            full.iter().all(|d| d.len() >= len),
-            "every lane needs {blocks} blocks"
-        );
         // Saved only when a lane is idle: a copy of every state right after `start` wrote one
         // stalls on that store, which cost 64-byte messages a few per cent.
         let saved = data[..lanes].contains(&None).then_some(*states);
         // SAFETY: a `Kernel` with `Some(simd)` is made only by `choose` and `available`, after
-        // the kernel's `runs` returned `true`; every lane has `blocks` blocks (checked above).
-        unsafe { run_simd(simd, F::view(&mut states[..lanes]), &full[..lanes], blocks) };
+        // the kernel's `runs` returned `true` (its `half` runs on the same instructions). The
+        // kernel checks that every lane has `blocks` blocks before it reads them.
+        unsafe { run(F::view(&mut states[..lanes]), &full[..lanes], blocks) };
         if let Some(saved) = saved {
             for ((state, saved), data) in states.iter_mut().zip(saved).zip(data) {
                 if data.is_none() {
@@ -499,7 +509,6 @@ impl fmt::Display for Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::family;
 
     #[test]
     fn force_portable_variable_leaves_no_multi_buffer_kernel() {
@@ -556,52 +565,6 @@ mod tests {
                 Some(Kernel::portable(alg).unwrap().lanes()),
                 "{alg}"
             );
-        }
-    }
-
-    /// Every lane of `kernel` that has data hashes it from its own state; the others keep
-    /// theirs.
-    fn idle_lanes_keep_their_state<F: Family>(kernel: Kernel, state: impl Fn(usize) -> F::State)
-    where
-        F::State: PartialEq + fmt::Debug,
-    {
-        let n = kernel.lanes();
-        let block = vec![0x5a; F::BLOCK];
-        let mut states: [F::State; MAX_LANES] = std::array::from_fn(&state);
-        let data = std::array::from_fn(|l| (l < n && l % 3 == 0).then_some(&block[..]));
-        kernel.compress::<F>(&mut states, &data, 1);
-        for (lane, got) in states.iter().enumerate() {
-            let mut expected = state(lane);
-            if lane < n && lane % 3 == 0 {
-                F::compress_portable(&mut expected, &block);
-            }
-            assert_eq!(*got, expected, "{kernel} lane {lane}");
-        }
-    }
-
-    #[test]
-    fn idle_lanes_keep_their_state_in_every_kernel() {
-        for alg in Algorithm::ALL {
-            for kernel in Kernel::available(alg) {
-                let w = |lane: usize| lane as u32 * 0x0101_0101;
-                match alg {
-                    Algorithm::Md5 => {
-                        idle_lanes_keep_their_state::<family::Md5>(kernel, |l| [w(l); 4])
-                    }
-                    Algorithm::Sha1 => {
-                        idle_lanes_keep_their_state::<family::Sha1>(kernel, |l| [w(l); 5])
-                    }
-                    Algorithm::Sha224 | Algorithm::Sha256 => {
-                        idle_lanes_keep_their_state::<family::Sha256>(kernel, |l| [w(l); 8])
-                    }
-                    Algorithm::Sha384 | Algorithm::Sha512 => {
-                        idle_lanes_keep_their_state::<family::Sha512>(kernel, |l| {
-                            [u64::from(w(l)); 8]
-                        })
-                    }
-                    _ => unreachable!("{alg} has no kernel"),
-                }
-            }
         }
     }
 }

@@ -13,6 +13,8 @@
 
 use std::arch::x86_64::*;
 
+use super::kernel::checked_pointers;
+
 /// Lanes of the kernel: two groups of eight.
 const LANES: usize = 16;
 
@@ -20,23 +22,23 @@ const LANES: usize = 16;
 const WIDTH: usize = 8;
 
 /// Runs `blocks` 64-byte blocks of every lane's data through its MD5 state (A, B, C, D), in
-/// groups of eight lanes, two groups interleaved when `interleave` is set.
+/// groups of eight lanes, two groups interleaved if `INTERLEAVE`.
+///
+/// # Panics
+/// If a lane has less than `blocks * 64` bytes of data.
 ///
 /// # Safety
-/// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`), and every lane of `data`
-/// must have at least `blocks * 64` bytes: the kernel reads them through raw pointers.
-pub(super) unsafe fn compress(
+/// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`).
+pub(super) unsafe fn compress<const INTERLEAVE: bool>(
     states: &mut [[u32; 4]; LANES],
     data: &[&[u8]; LANES],
     blocks: usize,
-    interleave: bool,
 ) {
-    debug_assert!(data.iter().all(|d| d.len() / 64 >= blocks));
-    let ptrs: [*const u8; LANES] = std::array::from_fn(|i| data[i].as_ptr());
-    // SAFETY: the caller guarantees AVX2 and `blocks * 64` readable bytes behind every
-    // pointer; `data` outlives the calls.
+    let ptrs = checked_pointers(data, blocks, 64);
+    // SAFETY: the caller guarantees AVX2; every pointer has `blocks * 64` readable bytes
+    // (checked by `checked_pointers`) and `data` outlives the calls.
     unsafe {
-        if interleave {
+        if INTERLEAVE {
             compress_groups::<2>(states, &ptrs, 0, blocks);
         } else {
             compress_groups::<1>(states, &ptrs, 0, blocks);

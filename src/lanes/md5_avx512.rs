@@ -28,6 +28,8 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
+use super::kernel::checked_pointers;
+
 /// Lanes per 512-bit register.
 const WIDTH: usize = 16;
 
@@ -51,16 +53,9 @@ pub(super) unsafe fn compress<const N: usize>(
     blocks: usize,
 ) {
     const { assert!(N == WIDTH || N == 2 * WIDTH, "N must be 16 or 32") };
-    // The kernel reads `blocks * 64` bytes of every message through raw pointers; this check
-    // is what makes those reads sound.
-    let len = blocks.checked_mul(64).expect("block count overflows");
-    assert!(
-        data.iter().all(|d| d.len() >= len),
-        "every message needs {blocks} blocks"
-    );
-    let ptrs: [*const u8; N] = from_fn(|i| data[i].as_ptr());
+    let ptrs = checked_pointers(data, blocks, 64);
     // SAFETY: the caller guarantees AVX-512F; every pointer has `blocks * 64` readable bytes
-    // (checked above) and `data` outlives the call. `N` is 16 or 32 (checked at compile time),
+    // (checked by `checked_pointers`) and `data` outlives the call. `N` is 16 or 32 (checked at compile time),
     // so the slices have the lengths `compress_groups` asks for.
     unsafe {
         if N == WIDTH {
@@ -312,31 +307,21 @@ fn transpose(r: [__m512i; 16]) -> [__m512i; 16] {
     })
 }
 
-/// The kernel for benchmarks outside the crate, which cannot call [`compress`].
-///
-/// # Panics
-/// If the CPU lacks AVX-512F, or a message has less than `blocks * 64` bytes.
-#[doc(hidden)]
-pub fn bench_compress_md5_avx512<const N: usize>(
-    states: &mut [[u32; 4]; N],
-    data: &[&[u8]; N],
-    blocks: usize,
-) {
-    assert!(supported(), "the CPU lacks AVX-512F");
-    // SAFETY: the CPU feature is checked above.
-    unsafe { compress(states, data, blocks) }
-}
+super::kernel::bench_entry!(bench_compress_md5_avx512, [u32; 4]);
 
 #[cfg(test)]
 mod tests {
-    use super::super::kernel_tests::{Rng, check_against_scalar, lacks, one_message_short, padded};
+    //! The kernel's own parts; the kernel as a whole is tested with every other, from its row
+    //! in the kernel table (`kernel_tests.rs`).
+
+    use super::super::kernel_tests::Rng;
     use super::*;
 
-    /// RFC 1321 (3.3).
-    const INIT: [u32; 4] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476];
-
     fn skip() -> bool {
-        lacks(supported(), "AVX-512F")
+        if !supported() {
+            eprintln!("skipped: this CPU lacks AVX-512F");
+        }
+        !supported()
     }
 
     #[test]
@@ -399,107 +384,5 @@ mod tests {
         }
         // SAFETY: the CPU feature is checked above.
         unsafe { check() };
-    }
-
-    /// Random states and data against the scalar function, for 0, 1, 2 and 9 blocks.
-    fn random_messages<const N: usize>(rng: &mut Rng) {
-        check_against_scalar::<N, _, _>(
-            rng,
-            &[0, 1, 2, 9],
-            Rng::u32s,
-            // SAFETY: the caller checked the CPU feature.
-            |states, data, blocks| unsafe { compress(states, data, blocks) },
-            md5::block_api::compress,
-        );
-    }
-
-    #[test]
-    fn matches_the_scalar_function() {
-        if skip() {
-            return;
-        }
-        let mut rng = Rng(0x4d44_3561_7678);
-        random_messages::<16>(&mut rng);
-        random_messages::<32>(&mut rng);
-    }
-
-    /// RFC 1321's test suite (A.5) and the digests it gives.
-    const SUITE: [(&str, &str); 7] = [
-        ("", "d41d8cd98f00b204e9800998ecf8427e"),
-        ("a", "0cc175b9c0f1b6a831c399e269772661"),
-        ("abc", "900150983cd24fb0d6963f7d28e17f72"),
-        ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
-        (
-            "abcdefghijklmnopqrstuvwxyz",
-            "c3fcd3d76192e4007dfb496cca67e13b",
-        ),
-        (
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
-            "d174ab98d277d9f5a5611c2c9f419d9f",
-        ),
-        (
-            "12345678901234567890123456789012345678901234567890123456789012345678901234567890",
-            "57edf4a22be3c955ac49da2e2107b67a",
-        ),
-    ];
-
-    /// The suite, message `i % 7` in lane `i`. Its messages pad to one block or two, and a
-    /// call runs the same number of blocks in every lane, so the kernel runs one block at a
-    /// time, as the lane set does: lanes whose message is done hash another lane's block and
-    /// keep their state.
-    fn rfc_1321<const N: usize>() {
-        let padded: [Vec<u8>; N] =
-            from_fn(|i| padded(SUITE[i % SUITE.len()].0.as_bytes(), 64, false));
-        let mut states = [INIT; N];
-        for block in 0..2 {
-            let data: [&[u8]; N] = from_fn(|i| {
-                let lane = if padded[i].len() > block * 64 { i } else { 6 };
-                &padded[lane][block * 64..]
-            });
-            let before = states;
-            // SAFETY: the caller checked the CPU feature.
-            unsafe { compress(&mut states, &data, 1) };
-            for i in 0..N {
-                if padded[i].len() <= block * 64 {
-                    states[i] = before[i];
-                }
-            }
-        }
-        for (i, state) in states.iter().enumerate() {
-            let digest: String = state
-                .iter()
-                .flat_map(|w| w.to_le_bytes())
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            let (message, expected) = SUITE[i % SUITE.len()];
-            assert_eq!(digest, expected, "lane {i} of {N}: {message:?}");
-        }
-    }
-
-    #[test]
-    fn rfc_1321_test_suite_in_every_lane() {
-        if skip() {
-            return;
-        }
-        rfc_1321::<16>();
-        rfc_1321::<32>();
-    }
-
-    #[test]
-    fn short_data_panics() {
-        if skip() {
-            return;
-        }
-        let result = std::panic::catch_unwind(|| {
-            one_message_short::<16, _>(
-                // SAFETY: the CPU feature is checked above; the short message must make it
-                // panic before any read.
-                |states, data, blocks| unsafe { compress(states, data, blocks) },
-                64,
-                INIT,
-                11,
-            );
-        });
-        assert!(result.is_err());
     }
 }

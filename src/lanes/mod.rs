@@ -44,7 +44,7 @@
 
 mod family;
 mod kernel;
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod kernel_tests;
 mod manager;
 #[cfg(target_arch = "x86_64")]

@@ -40,20 +40,7 @@ pub(super) unsafe fn compress<const N: usize>(
     unsafe { compress_lanes(states, &ptrs, blocks) }
 }
 
-/// Benchmark access to [`compress`], which is private to the crate.
-///
-/// # Panics
-/// If the CPU lacks AVX2, or as [`compress`] does.
-#[doc(hidden)]
-pub fn bench_compress_sha1_avx2(
-    states: &mut [[u32; 5]; LANES],
-    data: &[&[u8]; LANES],
-    blocks: usize,
-) {
-    assert!(supported(), "the SHA-1 lanes kernel needs AVX2");
-    // SAFETY: AVX2 checked just above.
-    unsafe { compress(states, data, blocks) }
-}
+super::kernel::bench_entry!(bench_compress_sha1_avx2, [u32; 5]);
 
 /// `x` rotated left by the literal `s`: two shifts and an or.
 macro_rules! rotl {
@@ -172,60 +159,5 @@ unsafe fn compress_lanes(states: &mut [[u32; 5]; LANES], ptrs: &[*const u8; LANE
         for (state, word) in states.iter_mut().zip(words) {
             state[j] = word;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::kernel_tests::{
-        Rng, check_against_scalar, known_answer_in_every_lane, lacks, one_message_short,
-    };
-    use super::*;
-
-    /// FIPS 180-4 (5.3.1).
-    const H0: [u32; 5] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
-
-    fn has_avx2() -> bool {
-        !lacks(supported(), "AVX2")
-    }
-
-    fn kernel(states: &mut [[u32; 5]; LANES], data: &[&[u8]; LANES], blocks: usize) {
-        // SAFETY: every test calls this only after `has_avx2`.
-        unsafe { compress(states, data, blocks) }
-    }
-
-    #[test]
-    fn random_messages_match_the_scalar_compression() {
-        if has_avx2() {
-            check_against_scalar(
-                &mut Rng(5),
-                &[0, 1, 2, 9],
-                Rng::u32s,
-                kernel,
-                sha1::block_api::compress,
-            );
-        }
-    }
-
-    #[test]
-    fn abc_gives_the_fips_digest_in_every_lane() {
-        if has_avx2() {
-            known_answer_in_every_lane(
-                kernel,
-                BLOCK,
-                H0,
-                b"abc",
-                "a9993e364706816aba3e25717850c26c9cd0d89d",
-            );
-        }
-    }
-
-    #[test]
-    #[should_panic(expected = "every message needs 2 blocks")]
-    fn short_data_is_rejected() {
-        if !has_avx2() {
-            panic!("every message needs 2 blocks (skipped: no AVX2)");
-        }
-        one_message_short(kernel, BLOCK, [0; 5], 5);
     }
 }

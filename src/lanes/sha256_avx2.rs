@@ -19,6 +19,8 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
+use super::kernel::checked_pointers;
+
 use super::md5_avx2::transpose;
 use super::sha256_ni::K;
 use super::sha512_avx2::xor_shifts;
@@ -65,28 +67,11 @@ pub(super) fn message_pointers<const N: usize>(
     blocks: usize,
 ) -> [*const u8; LANES] {
     const { assert!(N == LANES, "8 messages") };
-    let len = blocks.checked_mul(BLOCK).expect("block count overflows");
-    assert!(
-        data.iter().all(|d| d.len() >= len),
-        "every message needs {blocks} blocks"
-    );
-    from_fn(|i| data[i].as_ptr())
+    let ptrs = checked_pointers(data, blocks, BLOCK);
+    from_fn(|i| ptrs[i])
 }
 
-/// Benchmark access to [`compress`], which is private to the crate.
-///
-/// # Panics
-/// If the CPU lacks AVX2, or as [`compress`] does.
-#[doc(hidden)]
-pub fn bench_compress_sha256_avx2(
-    states: &mut [[u32; 8]; LANES],
-    data: &[&[u8]; LANES],
-    blocks: usize,
-) {
-    assert!(supported(), "the SHA-256 lanes kernel needs AVX2");
-    // SAFETY: AVX2 checked just above.
-    unsafe { compress(states, data, blocks) }
-}
+super::kernel::bench_entry!(bench_compress_sha256_avx2, [u32; 8]);
 
 /// The 16 message words of the block at byte `offset` of the eight messages, transposed (word
 /// `t` of every message in `w[t]`) and in host order: two 32-byte loads per message, a byte
@@ -247,63 +232,5 @@ unsafe fn compress_lanes(states: &mut [[u32; 8]; LANES], ptrs: &[*const u8; LANE
     for (state, row) in states.iter_mut().zip(transpose(s)) {
         // SAFETY: a state is 32 bytes; unaligned store.
         unsafe { _mm256_storeu_si256(state.as_mut_ptr().cast(), row) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::kernel_tests::{
-        Rng, check_against_scalar, known_answer_in_every_lane, lacks, one_message_short,
-    };
-    use super::*;
-
-    /// FIPS 180-4 (5.3.3).
-    const H0: [u32; 8] = [
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-        0x5be0cd19,
-    ];
-
-    fn has_avx2() -> bool {
-        !lacks(supported(), "AVX2")
-    }
-
-    fn kernel(states: &mut [[u32; 8]; LANES], data: &[&[u8]; LANES], blocks: usize) {
-        // SAFETY: every test calls this only after `has_avx2`.
-        unsafe { compress(states, data, blocks) }
-    }
-
-    #[test]
-    fn random_messages_match_the_scalar_compression() {
-        if has_avx2() {
-            check_against_scalar(
-                &mut Rng(8),
-                &[0, 1, 2, 9],
-                Rng::u32s,
-                kernel,
-                sha2::block_api::compress256,
-            );
-        }
-    }
-
-    #[test]
-    fn abc_gives_the_fips_digest_in_every_lane() {
-        if has_avx2() {
-            known_answer_in_every_lane(
-                kernel,
-                BLOCK,
-                H0,
-                b"abc",
-                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-            );
-        }
-    }
-
-    #[test]
-    #[should_panic(expected = "every message needs 2 blocks")]
-    fn short_data_is_rejected() {
-        if !has_avx2() {
-            panic!("every message needs 2 blocks (skipped: no AVX2)");
-        }
-        one_message_short(kernel, BLOCK, [0; 8], 5);
     }
 }

@@ -19,6 +19,8 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
+use super::kernel::checked_pointers;
+
 /// The 64 round constants of FIPS 180-4 (4.2.2), four per group of four rounds (the AVX2
 /// kernel takes them one by one).
 pub(super) const K: [[u32; 4]; 16] = [
@@ -61,16 +63,9 @@ pub(super) unsafe fn compress<const N: usize>(
     data: &[&[u8]; N],
     blocks: usize,
 ) {
-    // The kernel reads `blocks * 64` bytes of every stream through raw pointers; this check is
-    // what makes those reads sound.
-    let len = blocks.checked_mul(64).expect("block count overflows");
-    assert!(
-        data.iter().all(|d| d.len() >= len),
-        "every stream needs {blocks} blocks"
-    );
-    let ptrs: [*const u8; N] = from_fn(|i| data[i].as_ptr());
+    let ptrs = checked_pointers(data, blocks, 64);
     // SAFETY: the caller guarantees the CPU features; every pointer has `blocks * 64` readable
-    // bytes (checked above) and `data` outlives the call.
+    // bytes (checked by `checked_pointers`) and `data` outlives the call.
     unsafe { compress_interleaved(states, &ptrs, blocks) }
 }
 
@@ -198,100 +193,4 @@ fn schedule<const N: usize>(w: &mut [[__m128i; N]; 4], j: usize) {
     });
 }
 
-/// The kernel for benchmarks outside the crate, which cannot call [`compress`].
-///
-/// # Panics
-/// If the CPU lacks SHA-NI, SSSE3 or SSE4.1, or a stream has less than `blocks * 64` bytes.
-#[doc(hidden)]
-pub fn bench_compress_sha256<const N: usize>(
-    states: &mut [[u32; 8]; N],
-    data: &[&[u8]; N],
-    blocks: usize,
-) {
-    assert!(supported(), "the CPU lacks SHA-NI, SSSE3 or SSE4.1");
-    // SAFETY: the CPU features are checked above.
-    unsafe { compress(states, data, blocks) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::kernel_tests::{
-        Rng, check_against_scalar, known_answer_in_every_lane, lacks, one_message_short,
-    };
-    use super::*;
-
-    /// FIPS 180-4 (5.3.3).
-    const H0: [u32; 8] = [
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-        0x5be0cd19,
-    ];
-
-    fn skip() -> bool {
-        lacks(supported(), "SHA-NI, SSSE3 or SSE4.1")
-    }
-
-    /// Random states and data against the scalar function, for 0, 1, 2 and 17 blocks.
-    fn random_streams<const N: usize>(rng: &mut Rng) {
-        check_against_scalar::<N, _, _>(
-            rng,
-            &[0, 1, 2, 17],
-            Rng::u32s,
-            // SAFETY: the caller checked the CPU features.
-            |states, data, blocks| unsafe { compress(states, data, blocks) },
-            sha2::block_api::compress256,
-        );
-    }
-
-    #[test]
-    fn matches_the_scalar_function() {
-        if skip() {
-            return;
-        }
-        let mut rng = Rng(0x5348_4132_3536);
-        random_streams::<1>(&mut rng);
-        random_streams::<2>(&mut rng);
-        random_streams::<3>(&mut rng);
-        random_streams::<4>(&mut rng);
-    }
-
-    /// The padded one-block message "abc" through every stream (FIPS 180-2, appendix B.1).
-    fn abc<const N: usize>() {
-        known_answer_in_every_lane::<N, _, _>(
-            // SAFETY: the caller checked the CPU features.
-            |states, data, blocks| unsafe { compress(states, data, blocks) },
-            64,
-            H0,
-            b"abc",
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-        );
-    }
-
-    #[test]
-    fn abc_in_every_stream() {
-        if skip() {
-            return;
-        }
-        abc::<1>();
-        abc::<2>();
-        abc::<3>();
-        abc::<4>();
-    }
-
-    #[test]
-    fn short_data_panics() {
-        if skip() {
-            return;
-        }
-        let result = std::panic::catch_unwind(|| {
-            one_message_short::<2, _>(
-                // SAFETY: the CPU features are checked above; the short stream must make it
-                // panic before any read.
-                |states, data, blocks| unsafe { compress(states, data, blocks) },
-                64,
-                H0,
-                1,
-            );
-        });
-        assert!(result.is_err());
-    }
-}
+super::kernel::bench_entry!(bench_compress_sha256, [u32; 8]);

@@ -21,11 +21,16 @@
 
 use std::arch::x86_64::*;
 
+use super::kernel::checked_pointers;
+
 /// Lanes (messages) per 256-bit register.
 pub(super) const WIDTH: usize = 4;
 
 /// Bytes per SHA-512 block.
 pub(super) const BLOCK: usize = 128;
+
+/// Whether this CPU runs [`compress`]: AVX2, as the SHA-256 kernel needs.
+pub(super) use super::sha256_avx2::supported;
 
 /// Runs `blocks` 128-byte blocks of `data[i]` through `states[i]`, SHA-512's (or SHA-384's:
 /// the same compression) state in the order a..h, for `N` = 4 messages (one group) or 8 (two
@@ -35,7 +40,7 @@ pub(super) const BLOCK: usize = 128;
 /// If a message has less than `blocks * 128` bytes of data. Other `N` do not compile.
 ///
 /// # Safety
-/// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`).
+/// The CPU must support AVX2 ([`supported`]).
 pub(super) unsafe fn compress<const N: usize>(
     states: &mut [[u64; 8]; N],
     data: &[&[u8]; N],
@@ -60,31 +65,10 @@ pub(super) unsafe fn compress<const N: usize>(
 /// If a message is shorter. `N` other than 4 or 8 does not compile.
 pub(super) fn message_pointers<const N: usize>(data: &[&[u8]; N], blocks: usize) -> [*const u8; N] {
     const { assert!(N == WIDTH || N == 2 * WIDTH, "4 or 8 messages") };
-    let len = blocks.checked_mul(BLOCK).expect("block count overflows");
-    assert!(
-        data.iter().all(|d| d.len() >= len),
-        "every message needs {blocks} blocks"
-    );
-    std::array::from_fn(|i| data[i].as_ptr())
+    checked_pointers(data, blocks, BLOCK)
 }
 
-/// Benchmark access to [`compress`], which is private to the crate.
-///
-/// # Panics
-/// If the CPU lacks AVX2, or as [`compress`] does.
-#[doc(hidden)]
-pub fn bench_compress_sha512<const N: usize>(
-    states: &mut [[u64; 8]; N],
-    data: &[&[u8]; N],
-    blocks: usize,
-) {
-    assert!(
-        std::arch::is_x86_feature_detected!("avx2"),
-        "the SHA-512 lanes kernel needs AVX2"
-    );
-    // SAFETY: AVX2 checked just above.
-    unsafe { compress(states, data, blocks) }
-}
+super::kernel::bench_entry!(bench_compress_sha512, [u64; 8]);
 
 /// SHA-512's round constants (FIPS 180-4, 4.2.3).
 pub(super) const K: [u64; 80] = [
@@ -453,107 +437,4 @@ unsafe fn compress_groups<const G: usize>(
         rounds!(round, s, w);
     }
     store_states(s, states);
-}
-
-#[cfg(test)]
-pub(super) mod tests {
-    //! SHA-512's test vectors and how its lanes kernels are checked, given as a closure that
-    //! calls one (the kernels of other instruction sets run the same ones).
-
-    use super::super::kernel_tests::{
-        Rng, check_against_scalar, known_answer_in_every_lane, lacks, one_message_short, padded,
-    };
-    use super::*;
-
-    /// SHA-512's initial state (FIPS 180-4, 5.3.5).
-    const SHA512_INIT: [u64; 8] = [
-        0x6a09e667f3bcc908,
-        0xbb67ae8584caa73b,
-        0x3c6ef372fe94f82b,
-        0xa54ff53a5f1d36f1,
-        0x510e527fade682d1,
-        0x9b05688c2b3e6c1f,
-        0x1f83d9abfb41bd6b,
-        0x5be0cd19137e2179,
-    ];
-
-    fn has_avx2() -> bool {
-        !lacks(std::arch::is_x86_feature_detected!("avx2"), "AVX2")
-    }
-
-    /// `kernel` against the scalar compression on `N` random states and messages, for 0, 1,
-    /// 2 and 9 blocks.
-    pub(in super::super) fn random_messages<const N: usize>(
-        kernel: impl Fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
-    ) {
-        check_against_scalar(
-            &mut Rng(N as u64),
-            &[0, 1, 2, 9],
-            Rng::u64s,
-            kernel,
-            sha2::block_api::compress512,
-        );
-    }
-
-    #[test]
-    fn four_random_messages_match_the_scalar_compression() {
-        if has_avx2() {
-            // SAFETY: AVX2 checked just above.
-            random_messages::<4>(|s, d, b| unsafe { compress(s, d, b) });
-        }
-    }
-
-    #[test]
-    fn eight_random_messages_match_the_scalar_compression() {
-        if has_avx2() {
-            // SAFETY: AVX2 checked just above.
-            random_messages::<8>(|s, d, b| unsafe { compress(s, d, b) });
-        }
-    }
-
-    const ABC: &str = "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a\
-                       2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f";
-    const TWO_BLOCKS: &[u8] = b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmn\
-                                hijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
-    const TWO_BLOCKS_DIGEST: &str = "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018\
-         501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909";
-
-    /// The FIPS examples (the NIST "SHA-512" example document) "abc" (one block) and the
-    /// 112-byte message (two blocks) in every lane.
-    pub(in super::super) fn known_answers<const N: usize>(
-        kernel: impl Fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
-    ) {
-        assert_eq!(padded(b"abc", BLOCK, true).len(), BLOCK);
-        known_answer_in_every_lane(&kernel, BLOCK, SHA512_INIT, b"abc", ABC);
-        assert_eq!(padded(TWO_BLOCKS, BLOCK, true).len(), 2 * BLOCK);
-        known_answer_in_every_lane(&kernel, BLOCK, SHA512_INIT, TWO_BLOCKS, TWO_BLOCKS_DIGEST);
-    }
-
-    #[test]
-    fn fips_examples_in_every_lane() {
-        if has_avx2() {
-            // SAFETY: AVX2 checked just above.
-            known_answers::<4>(|s, d, b| unsafe { compress(s, d, b) });
-            // SAFETY: as above.
-            known_answers::<8>(|s, d, b| unsafe { compress(s, d, b) });
-        }
-    }
-
-    /// `kernel` on four messages of two blocks, one a byte short: it must panic with "every
-    /// message needs 2 blocks" before reading anything.
-    pub(in super::super) fn short_data_panics(
-        kernel: impl Fn(&mut [[u64; 8]; 4], &[&[u8]; 4], usize),
-    ) {
-        one_message_short(kernel, BLOCK, [0; 8], 2);
-    }
-
-    #[test]
-    #[should_panic(expected = "every message needs 2 blocks")]
-    fn short_data_is_rejected() {
-        if !has_avx2() {
-            panic!("every message needs 2 blocks (skipped: no AVX2)");
-        }
-        // SAFETY: AVX2 checked above; the check rejects the short message before any read.
-        short_data_panics(|s, d, b| unsafe { compress(s, d, b) });
-    }
 }

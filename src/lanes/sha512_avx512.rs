@@ -54,23 +54,7 @@ pub(super) unsafe fn compress<const N: usize>(
     }
 }
 
-/// Benchmark access to [`compress`], which is private to the crate.
-///
-/// # Panics
-/// If the CPU lacks AVX-512F or AVX-512VL, or as [`compress`] does.
-#[doc(hidden)]
-pub fn bench_compress_sha512_avx512<const N: usize>(
-    states: &mut [[u64; 8]; N],
-    data: &[&[u8]; N],
-    blocks: usize,
-) {
-    assert!(
-        supported(),
-        "the AVX-512 SHA-512 lanes kernel needs AVX-512F and AVX-512VL"
-    );
-    // SAFETY: the features checked just above.
-    unsafe { compress(states, data, blocks) }
-}
+super::kernel::bench_entry!(bench_compress_sha512_avx512, [u64; 8]);
 
 // `vpternlogq`'s immediate is the truth table of the function it computes: bit `4x + 2y + z`
 // of it is the result for input bits x, y, z. Evaluating the function on x = 0xf0, y = 0xcc,
@@ -187,52 +171,4 @@ unsafe fn compress_groups<const G: usize>(
         rounds!(round, s, w);
     }
     store_states(s, states);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::kernel_tests::lacks;
-    use super::super::sha512_avx2::tests::{known_answers, random_messages, short_data_panics};
-    use super::*;
-
-    fn has_avx512() -> bool {
-        !lacks(supported(), "AVX-512F or AVX-512VL")
-    }
-
-    #[test]
-    fn four_random_messages_match_the_scalar_compression() {
-        if has_avx512() {
-            // SAFETY: AVX-512F and VL checked just above.
-            random_messages::<4>(|s, d, b| unsafe { compress(s, d, b) });
-        }
-    }
-
-    #[test]
-    fn eight_random_messages_match_the_scalar_compression() {
-        if has_avx512() {
-            // SAFETY: AVX-512F and VL checked just above.
-            random_messages::<8>(|s, d, b| unsafe { compress(s, d, b) });
-        }
-    }
-
-    #[test]
-    fn fips_examples_in_every_lane() {
-        if has_avx512() {
-            // SAFETY: AVX-512F and VL checked just above.
-            known_answers::<4>(|s, d, b| unsafe { compress(s, d, b) });
-            // SAFETY: as above.
-            known_answers::<8>(|s, d, b| unsafe { compress(s, d, b) });
-        }
-    }
-
-    #[test]
-    #[should_panic(expected = "every message needs 2 blocks")]
-    fn short_data_is_rejected() {
-        if !has_avx512() {
-            panic!("every message needs 2 blocks (skipped: no AVX-512)");
-        }
-        // SAFETY: AVX-512F and VL checked above; the check rejects the short message before
-        // any read.
-        short_data_panics(|s, d, b| unsafe { compress(s, d, b) });
-    }
 }

@@ -1,0 +1,154 @@
+"""Checksums of huge files as Merkle trees, hashed on every core.
+
+The Python face of the Rust library ``mtsum``: the same digests as the ``mtsum`` command, for
+
+- one file: :func:`file_digest` (every core of this machine);
+- bytes that arrive in pieces: :class:`Hasher`, in :mod:`hashlib`'s shape;
+- many files: :func:`sum_files`, one result per file, never raising for one bad file;
+- one file hashed in ranges anywhere (other processes, other machines) and combined into the
+  root of a local run: :func:`plan`, :func:`hash_range`, :func:`combine`;
+- one file or a dataset on a Dask cluster: :mod:`mtsum.dask` (``pip install mtsum[dask]``).
+
+Every function takes the keywords of the CLI: ``algorithm`` (``-a``: md5, sha1, sha224,
+sha256, sha384, sha512, blake3, xxh3, xxh128), ``layout`` (``-t``: mtsum, plain, merkle,
+rfc6962) and ``leaf_size`` (``-l``, for merkle and rfc6962: bytes as an int, or ``"4K"``,
+``"1M"``). Digests are lowercase hex, as the CLI prints them.
+
+Errors are exceptions whose message is the CLI's error line without ``mtsum:``:
+``FileNotFoundError("missing.bin: No such file or directory")``, ``PermissionError``,
+``IsADirectoryError``, ``OSError`` (``errno`` set where the system gave one), and
+``ValueError`` for bad parameters. Every call that reads files releases the GIL.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, NamedTuple, Optional, Union
+
+from . import _mtsum
+from ._mtsum import ALGORITHMS, LAYOUTS, Hasher
+
+__all__ = [
+    "ALGORITHMS",
+    "LAYOUTS",
+    "FileSum",
+    "Hasher",
+    "combine",
+    "file_digest",
+    "hash_range",
+    "plan",
+    "sum_files",
+]
+
+__version__ = "0.1.0"
+
+StrPath = Union[str, "os.PathLike[str]"]
+LeafSize = Union[int, str, None]
+
+
+def file_digest(
+    path: StrPath,
+    algorithm: str = "sha256",
+    layout: str = "mtsum",
+    leaf_size: LeafSize = None,
+    threads: Optional[int] = None,
+) -> str:
+    """The digest of one file, as ``mtsum -a ALGORITHM -t LAYOUT -l LEAF_SIZE PATH`` prints it.
+
+    The library's engine hashes it on ``threads`` workers (default: every available core). A
+    FIFO or character device is read as a stream (not with the "mtsum" layout, whose tree
+    needs the length up front: ``io.UnsupportedOperation``). A file whose size or modification
+    time changes while it is read raises ``OSError("NAME: changed while being read")``.
+    """
+    return _mtsum.file_digest(path, algorithm, layout, leaf_size, threads)
+
+
+class FileSum(NamedTuple):
+    """The result of one file of :func:`sum_files`: its size and digest, or the error."""
+
+    size: Optional[int]
+    """Bytes hashed, or None if the file could not be hashed."""
+    digest: Optional[str]
+    """The digest in lowercase hex, or None if the file could not be hashed."""
+    error: Optional[str]
+    """None, or the message :func:`file_digest` would raise for it:
+    ``"missing.bin: No such file or directory"``."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the file was hashed."""
+        return self.error is None
+
+
+def sum_files(
+    paths: Iterable[StrPath],
+    algorithm: str = "sha256",
+    layout: str = "mtsum",
+    leaf_size: LeafSize = None,
+    threads: Optional[int] = None,
+) -> dict[str, FileSum]:
+    """The digest of every file, hashed in parallel on one pool of ``threads`` workers.
+
+    Returns a dict from each path (as ``os.fspath`` gives it; a path given twice is hashed
+    once) to its :class:`FileSum`, in the order of ``paths``. One bad file never raises: its
+    FileSum has ``error`` set and the others are hashed. Directories are not walked (their
+    error is ``"NAME: Is a directory"``); pass the files, e.g. from ``glob``. Bad parameters
+    raise ValueError before anything is read.
+    """
+    keys = list(dict.fromkeys(os.fspath(p) for p in paths))
+    results = _mtsum.sum_files(keys, algorithm, layout, leaf_size, threads)
+    return {key: FileSum(*result) for key, result in zip(keys, results)}
+
+
+def plan(
+    size: int,
+    parts: int,
+    algorithm: str = "sha256",
+    layout: str = "mtsum",
+    leaf_size: LeafSize = None,
+) -> list[tuple[int, int]]:
+    """At most ``parts`` byte ranges ``(start, end)`` (end exclusive) covering a file of
+    ``size`` bytes in order, of about equal length, that :func:`hash_range` can hash apart.
+
+    Ranges start and end on the boundaries of the layout's independent jobs (a leaf of the
+    "mtsum" layout, at most 128 MiB; 4 MiB subtrees of "merkle" and "rfc6962" and of plain
+    BLAKE3), so there may be fewer than ``parts``. A plain digest of any other algorithm is
+    one stream that cannot be split: one range. An empty file is the one range ``(0, 0)``.
+    """
+    return _mtsum.plan(size, parts, algorithm, layout, leaf_size)
+
+
+def hash_range(
+    path: StrPath,
+    start: int,
+    end: int,
+    algorithm: str = "sha256",
+    layout: str = "mtsum",
+    leaf_size: LeafSize = None,
+    size: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> str:
+    """Hashes bytes ``start`` to ``end`` of a file, a range of :func:`plan`, into a *partial*.
+
+    A partial is one line of text (without a line end) that holds the digests of the range's
+    jobs and where they belong::
+
+        MTSUM-PARTIAL/1 TAG SIZE START-END DIGESTS
+
+    (``TAG`` as in ``mtsum --tag``: ``MTSUM-SHA256``, ``RFC6962-SHA256-1M``; ``DIGESTS`` the
+    job digests as one run of hex, ``-`` for none). Pass ``size``, the size the plan was made
+    for, to fail with ``OSError("NAME: changed while being read")`` when the file has another
+    one. ``threads`` (default: every core) hash the range's jobs side by side.
+    """
+    return _mtsum.hash_range(path, start, end, algorithm, layout, leaf_size, size, threads)
+
+
+def combine(partials: Iterable[str]) -> str:
+    """The root digest from the partials of :func:`hash_range`, given in any order: the same
+    digest as :func:`file_digest` of the whole file.
+
+    Raises ValueError, naming the bytes, when ranges are missing or overlap, when partials come
+    from another layout, algorithm or file size, or when a line is not a partial. The same
+    partial given twice counts once.
+    """
+    return _mtsum.combine([p.strip() for p in partials])

@@ -1,0 +1,68 @@
+"""Type stubs of the Rust extension; the documented API is in ``mtsum/__init__.py``."""
+
+import os
+from typing import Optional, Sequence, Union
+
+from typing_extensions import Buffer
+
+_Path = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
+_Leaf = Union[int, str, None]
+
+ALGORITHMS: list[str]
+LAYOUTS: list[str]
+
+def file_digest(
+    path: _Path,
+    algorithm: str = "sha256",
+    layout: str = "mtsum",
+    leaf_size: _Leaf = None,
+    threads: Optional[int] = None,
+) -> str: ...
+def sum_files(
+    paths: Sequence[_Path],
+    algorithm: str = "sha256",
+    layout: str = "mtsum",
+    leaf_size: _Leaf = None,
+    threads: Optional[int] = None,
+) -> list[tuple[Optional[int], Optional[str], Optional[str]]]: ...
+def plan(
+    size: int,
+    parts: int,
+    algorithm: str = "sha256",
+    layout: str = "mtsum",
+    leaf_size: _Leaf = None,
+) -> list[tuple[int, int]]: ...
+def hash_range(
+    path: _Path,
+    start: int,
+    end: int,
+    algorithm: str = "sha256",
+    layout: str = "mtsum",
+    leaf_size: _Leaf = None,
+    size: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> str: ...
+def combine(partials: Sequence[str]) -> str: ...
+def _stat(path: _Path) -> tuple[int, int]: ...
+def _message(path: _Path, cause: str) -> str: ...
+
+class Hasher:
+    """A hasher in hashlib's shape; see ``help(mtsum.Hasher)``."""
+
+    def __init__(
+        self, algorithm: str = "sha256", layout: str = "mtsum", leaf_size: _Leaf = None
+    ) -> None: ...
+    def update(self, data: Buffer, /) -> None: ...
+    def digest(self) -> bytes: ...
+    def hexdigest(self) -> str: ...
+    def copy(self) -> "Hasher": ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def digest_size(self) -> int: ...
+    @property
+    def algorithm(self) -> str: ...
+    @property
+    def layout(self) -> str: ...
+    @property
+    def leaf_size(self) -> Optional[int]: ...

@@ -1,0 +1,148 @@
+//! The state behind `mtsum.Hasher`: bytes fed in pieces, a digest whenever asked.
+//!
+//! Layouts that cut a stream as it comes (`plain`, `merkle`, `rfc6962`) hash every piece at once
+//! with the library's [`JobHasher`], in constant memory. The `mtsum` layout cannot: where its
+//! leaves begin depends on the total length (a stream of 200 MiB has two leaves of 100 MiB, one
+//! of 300 MiB three of 75, 75 and 150 MiB), which is known only at the end. Rather than hold
+//! everything in memory, its hasher *spools*: the first [`SPOOL_MEMORY`] bytes stay in memory,
+//! beyond that everything goes to an anonymous temporary file (in `TMPDIR`, removed when the
+//! hasher goes away), and `digest()` hashes what was collected — a small spool in memory, a
+//! file with the engine on every core. Memory stays bounded; disk use is the stream's length.
+
+use std::fs::File;
+use std::io::{self, Write};
+
+use mtsum::engine::{Engine, Request};
+use mtsum::layout::{JobHasher, Root};
+use mtsum::source::{InputError, Target};
+use mtsum::{Algorithm, Layout};
+use tempfile::NamedTempFile;
+
+use crate::ranges;
+
+/// Bytes of a spool kept in memory before it moves to a file; also how much is gathered in
+/// memory between two writes to the file.
+pub const SPOOL_MEMORY: usize = 1 << 20;
+
+/// What has been fed so far.
+pub enum State {
+    /// The stream hashed as it comes, with its length so far.
+    Streaming(Box<JobHasher>, u64),
+    /// The stream collected for a layout that needs its length.
+    Spooled(Spool),
+}
+
+/// The bytes fed to a hasher of the `mtsum` layout.
+#[derive(Default)]
+pub struct Spool {
+    /// The latest bytes, not yet in `file`; all of them while there is no file.
+    memory: Vec<u8>,
+    /// The bytes before `memory`, once there were more than [`SPOOL_MEMORY`].
+    file: Option<NamedTempFile>,
+}
+
+impl State {
+    pub fn new(layout: Layout, algorithm: Algorithm) -> State {
+        if layout.needs_length() {
+            State::Spooled(Spool::default())
+        } else {
+            State::Streaming(Box::new(layout.job_hasher(algorithm)), 0)
+        }
+    }
+
+    pub fn update(&mut self, data: &[u8]) -> io::Result<()> {
+        match self {
+            State::Streaming(h, n) => {
+                h.update(data);
+                *n += data.len() as u64;
+            }
+            State::Spooled(spool) => spool.write(data)?,
+        }
+        Ok(())
+    }
+
+    /// The digest of everything fed so far; feeding may go on.
+    pub fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, InputError> {
+        match self {
+            // The whole stream is one job, whose digest the combiner makes the root.
+            State::Streaming(h, n) => {
+                let mut combiner = layout.combiner(algorithm);
+                combiner.add(0, 0..*n, h.as_ref().clone().finalize());
+                Ok(combiner.finish(*n)?)
+            }
+            State::Spooled(spool) => spool.digest(layout, algorithm),
+        }
+    }
+
+    /// An independent copy; a spool in a file is copied to another file.
+    pub fn try_clone(&mut self) -> io::Result<State> {
+        Ok(match self {
+            State::Streaming(h, n) => State::Streaming(h.clone(), *n),
+            State::Spooled(spool) => State::Spooled(spool.try_clone()?),
+        })
+    }
+}
+
+impl Spool {
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.memory.len() + data.len() <= SPOOL_MEMORY {
+            self.memory.extend_from_slice(data);
+            return Ok(());
+        }
+        self.flush()?;
+        if data.len() >= SPOOL_MEMORY {
+            self.file()?.write_all(data)
+        } else {
+            self.memory.extend_from_slice(data);
+            Ok(())
+        }
+    }
+
+    /// The spool's file, created on first use.
+    fn file(&mut self) -> io::Result<&mut File> {
+        if self.file.is_none() {
+            self.file = Some(NamedTempFile::with_prefix(".mtsum-spool-")?);
+        }
+        Ok(self.file.as_mut().expect("just created").as_file_mut())
+    }
+
+    /// Moves the bytes in memory to the file.
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.memory.is_empty() {
+            let memory = std::mem::take(&mut self.memory);
+            self.file()?.write_all(&memory)?;
+            self.memory = memory;
+            self.memory.clear();
+        }
+        Ok(())
+    }
+
+    fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, InputError> {
+        if self.file.is_none() {
+            return Ok(ranges::hash_bytes(layout, algorithm, &self.memory)?);
+        }
+        self.flush()?;
+        let path = self
+            .file
+            .as_ref()
+            .expect("a spool file")
+            .path()
+            .to_path_buf();
+        let request = Request::new(layout, algorithm);
+        let digest = Engine::default().hash(&request, Target::Path(path))?;
+        Ok(digest.root)
+    }
+
+    fn try_clone(&mut self) -> io::Result<Spool> {
+        let mut copy = Spool {
+            memory: self.memory.clone(),
+            file: None,
+        };
+        if let Some(file) = &self.file {
+            copy.file()?;
+            let to = copy.file.as_ref().expect("just created").path();
+            std::fs::copy(file.path(), to)?;
+        }
+        Ok(copy)
+    }
+}

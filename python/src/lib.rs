@@ -1,0 +1,394 @@
+//! `mtsum._mtsum`: the Rust side of the Python package `mtsum`.
+//!
+//! Everything here is glue: parameters are parsed once into the library's types, the work runs
+//! in the library with the GIL released (so that other Python threads run meanwhile, and two
+//! threads hashing at once use two cores), and errors come back as Python exceptions with the
+//! CLI's messages (see [`errors`]). The public Python API, its documentation and its types
+//! are in `mtsum/__init__.py` (and the stubs of this module in `mtsum/_mtsum.pyi`).
+
+mod buffer;
+mod errors;
+mod hasher;
+mod ranges;
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use mtsum::engine::{Engine, Request};
+use mtsum::layout::LeafSizeError;
+use mtsum::source::{Input, InputError, Target};
+use mtsum::{Algorithm, Layout, LeafSize, sumfile};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use buffer::Bytes;
+use errors::{input_error, io_error, value_error};
+use ranges::{Partial, Spec};
+
+/// Below this many bytes `update` keeps the GIL: releasing and taking it back costs more than
+/// hashing them (hashlib's threshold is 2 KiB).
+const GIL_MIN_BYTES: usize = 4096;
+
+/// More threads than this is a typo, not a machine (the CLI's `-p` has the same limit).
+const MAX_THREADS: usize = 1024;
+
+/// A leaf size as Python gives it: a number of bytes, or a string as `-l` takes it (`"4K"`).
+#[derive(FromPyObject)]
+enum LeafArg {
+    Bytes(i128),
+    Text(String),
+}
+
+impl LeafArg {
+    fn parse(self) -> PyResult<LeafSize> {
+        match self {
+            LeafArg::Text(s) => s.parse().map_err(value_error),
+            LeafArg::Bytes(n) => match u64::try_from(n) {
+                Ok(bytes) => LeafSize::new(bytes)
+                    .ok_or_else(|| value_error(LeafSizeError::Zero(n.to_string()))),
+                Err(_) => Err(value_error(LeafSizeError::Syntax(n.to_string()))),
+            },
+        }
+    }
+}
+
+/// The layout and algorithm named by the keyword arguments every function takes.
+fn parse_spec(
+    algorithm: &str,
+    layout: &str,
+    leaf: Option<LeafArg>,
+) -> PyResult<(Layout, Algorithm)> {
+    let algorithm: Algorithm = algorithm.parse().map_err(value_error)?;
+    let leaf = leaf.map(LeafArg::parse).transpose()?;
+    let layout = Layout::from_name(layout, leaf).map_err(value_error)?;
+    layout.check_algorithm(algorithm).map_err(value_error)?;
+    Ok((layout, algorithm))
+}
+
+/// The number of threads asked for, or every available core.
+fn thread_count(threads: Option<usize>) -> PyResult<NonZeroUsize> {
+    match threads {
+        None => Ok(std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)),
+        Some(n) if n > MAX_THREADS => Err(PyValueError::new_err(format!(
+            "at most {MAX_THREADS} threads"
+        ))),
+        Some(n) => NonZeroUsize::new(n)
+            .ok_or_else(|| PyValueError::new_err("the number of threads must be at least 1")),
+    }
+}
+
+/// The root digest of one file, as `mtsum` prints it (hex).
+#[pyfunction]
+#[pyo3(signature = (path, algorithm="sha256", layout="mtsum", leaf_size=None, threads=None))]
+fn file_digest(
+    py: Python<'_>,
+    path: PathBuf,
+    algorithm: &str,
+    layout: &str,
+    leaf_size: Option<LeafArg>,
+    threads: Option<usize>,
+) -> PyResult<String> {
+    let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+    let engine = Engine::new(thread_count(threads)?);
+    let request = Request::new(layout, algorithm);
+    let target = Target::Path(path.clone());
+    match py.detach(|| engine.hash(&request, target)) {
+        Ok(digest) => Ok(digest.root.to_string()),
+        Err(e) => Err(input_error(py, &path, &e)),
+    }
+}
+
+/// One file of `sum_files`: `(size, digest, None)` or `(None, None, message)`.
+type FileRow = (Option<u64>, Option<String>, Option<String>);
+
+/// Many files on one pool of workers: for each path in order, `(size, digest, None)` or
+/// `(None, None, message)`, the message that `file_digest` would raise for that path.
+#[pyfunction]
+#[pyo3(signature = (paths, algorithm="sha256", layout="mtsum", leaf_size=None, threads=None))]
+fn sum_files(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    algorithm: &str,
+    layout: &str,
+    leaf_size: Option<LeafArg>,
+    threads: Option<usize>,
+) -> PyResult<Vec<FileRow>> {
+    let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+    let engine = Engine::new(thread_count(threads)?);
+    let request = Request::new(layout, algorithm);
+    let targets = paths.into_iter().map(Target::Path);
+    Ok(py.detach(|| {
+        let mut out = Vec::new();
+        engine.hash_all(&request, targets, |target, result| {
+            out.push(match result {
+                Ok(d) => (Some(d.size), Some(d.root.to_string()), None),
+                Err(e) => (None, None, Some(errors::message(target_path(&target), &e))),
+            })
+        });
+        out
+    }))
+}
+
+fn target_path(target: &Target) -> &std::path::Path {
+    match target {
+        Target::Path(p) => p,
+        Target::Stdin => std::path::Path::new("-"),
+    }
+}
+
+/// At most `parts` byte ranges `(start, end)` that cover a file of `size` bytes.
+#[pyfunction]
+#[pyo3(signature = (size, parts, algorithm="sha256", layout="mtsum", leaf_size=None))]
+fn plan(
+    size: u64,
+    parts: usize,
+    algorithm: &str,
+    layout: &str,
+    leaf_size: Option<LeafArg>,
+) -> PyResult<Vec<(u64, u64)>> {
+    let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+    let spec = Spec {
+        layout,
+        algorithm,
+        size,
+    };
+    let ranges = ranges::plan(spec, parts).map_err(value_error)?;
+    Ok(ranges.into_iter().map(|r| (r.start, r.end)).collect())
+}
+
+/// The partial line of bytes `start..end` of the file at `path`.
+#[pyfunction]
+#[pyo3(signature = (path, start, end, algorithm="sha256", layout="mtsum", leaf_size=None, size=None, threads=None))]
+#[allow(clippy::too_many_arguments)] // Python keywords, as in `mtsum.plan`
+fn hash_range(
+    py: Python<'_>,
+    path: PathBuf,
+    start: u64,
+    end: u64,
+    algorithm: &str,
+    layout: &str,
+    leaf_size: Option<LeafArg>,
+    size: Option<u64>,
+    threads: Option<usize>,
+) -> PyResult<String> {
+    let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+    let threads = thread_count(threads)?.get();
+    let target = Target::Path(path.clone());
+    let result = py.detach(|| {
+        let file = match Input::open(&target) {
+            Ok(Input::Sized(file)) => file,
+            Ok(Input::Stream(_)) => return Ok(None),
+            Err(e) => return Ok(Some(Err(e))),
+        };
+        let spec = Spec {
+            layout,
+            algorithm,
+            size: size.unwrap_or(file.len()),
+        };
+        ranges::hash_range(&file, spec, start..end, threads).map(Some)
+    });
+    match result.map_err(value_error)? {
+        Some(Ok(partial)) => Ok(partial.to_line()),
+        Some(Err(e)) => Err(input_error(py, &path, &e)),
+        None => Err(stream_has_no_ranges(&path)),
+    }
+}
+
+/// `(size, mtime_ns)` of the file at `path`, or the exception hashing it would raise: what
+/// `mtsum.dask` plans with.
+#[pyfunction]
+fn _stat(py: Python<'_>, path: PathBuf) -> PyResult<(u64, i128)> {
+    use std::os::unix::fs::MetadataExt;
+    let target = Target::Path(path.clone());
+    let opened = py.detach(|| match Input::open(&target)? {
+        Input::Sized(file) => {
+            let meta = std::fs::metadata(&path)?;
+            let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+            Ok(Some((file.len(), mtime)))
+        }
+        Input::Stream(_) => Ok(None),
+    });
+    match opened {
+        Ok(Some(stat)) => Ok(stat),
+        Ok(None) => Err(stream_has_no_ranges(&path)),
+        Err(e) => Err(input_error(py, &path, &e)),
+    }
+}
+
+/// `NAME: cause`, the message of an exception about `path`, as the CLI says it.
+#[pyfunction]
+fn _message(path: PathBuf, cause: &str) -> String {
+    errors::message(&path, &cause)
+}
+
+/// A FIFO or character device given where ranges are needed.
+fn stream_has_no_ranges(path: &std::path::Path) -> PyErr {
+    errors::UnsupportedOperation::new_err(errors::message(
+        path,
+        &"cannot hash a range of a stream; hash it whole with file_digest",
+    ))
+}
+
+/// The root digest (hex) from partial lines that cover a file once.
+#[pyfunction]
+fn combine(partials: Vec<String>) -> PyResult<String> {
+    let partials: Vec<Partial> = partials
+        .iter()
+        .map(|line| Partial::from_line(line))
+        .collect::<Result<_, _>>()
+        .map_err(value_error)?;
+    Ok(ranges::combine(partials).map_err(value_error)?.to_string())
+}
+
+/// A hasher in hashlib's shape for bytes that arrive in pieces: `update(data)` as often as
+/// needed, then `digest()` or `hexdigest()` (feeding may go on after them), `copy()` for an
+/// independent copy. The digest is the one `mtsum.file_digest` and the CLI give for the same
+/// bytes in one file.
+///
+/// `update` takes any object with the buffer protocol (bytes, bytearray, memoryview,
+/// array.array, a NumPy array) without copying it, and releases the GIL while it hashes (from
+/// 4 KiB on), so other Python threads run meanwhile and several hashers in several threads
+/// use several cores. One hasher used by several threads at once takes their calls in turn.
+///
+/// The layouts "plain", "merkle" and "rfc6962" hash each piece as it comes, in constant
+/// memory. The "mtsum" layout cannot: where its leaves begin depends on the total length,
+/// known only at the end. Its hasher therefore spools: the first MiB stays in memory, beyond
+/// that the bytes go to an anonymous temporary file in TMPDIR (removed with the hasher), and
+/// `digest()` hashes what was collected (a spool file on every core). Memory stays bounded;
+/// disk use is the stream's length, `copy()` copies the file, and each `digest()` reads it
+/// all again. For a stream hashed once, prefer a layout that needs no length, or write it to
+/// a file and call `mtsum.file_digest`.
+///
+/// Raises ValueError for an unknown algorithm or layout, or a leaf size where the layout has
+/// none; `update` raises TypeError for a str (encode it first) and BufferError for a
+/// non-contiguous buffer; a spool that cannot be written raises OSError.
+#[pyclass(frozen, module = "mtsum")]
+struct Hasher {
+    layout: Layout,
+    algorithm: Algorithm,
+    /// Locked without the GIL: an `update` in one thread and a `digest` in another take turns.
+    state: Mutex<hasher::State>,
+}
+
+impl Hasher {
+    /// The state, for a caller that has released the GIL (another thread's `update` may hold
+    /// it for a while). A panic cannot leave a state half-updated in a way that matters more
+    /// than the panic itself, so a poisoned lock is taken as it is.
+    fn state(&self) -> MutexGuard<'_, hasher::State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl Hasher {
+    #[new]
+    #[pyo3(signature = (algorithm="sha256", layout="mtsum", leaf_size=None))]
+    fn new(algorithm: &str, layout: &str, leaf_size: Option<LeafArg>) -> PyResult<Hasher> {
+        let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+        Ok(Hasher {
+            layout,
+            algorithm,
+            state: Mutex::new(hasher::State::new(layout, algorithm)),
+        })
+    }
+
+    /// Feeds the next bytes: any object with the buffer protocol.
+    fn update(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bytes = Bytes::of(data)?;
+        let data = bytes.as_slice();
+        // Small and the state free: hash right here. Large, or another thread's update
+        // busy: wait and hash without the GIL.
+        let here = match self.state.try_lock() {
+            Ok(mut state) if data.len() < GIL_MIN_BYTES => Some(state.update(data)),
+            _ => None,
+        };
+        let result = match here {
+            Some(result) => result,
+            None => py.detach(|| self.state().update(data)),
+        };
+        result.map_err(|e| io_error(py, e))
+    }
+
+    /// The digest of everything fed so far, as bytes.
+    fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let root = self.root(py)?;
+        Ok(pyo3::types::PyBytes::new(py, root.digest().as_bytes()))
+    }
+
+    /// The digest of everything fed so far, in lowercase hex (as the CLI prints it).
+    fn hexdigest(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.root(py)?.to_string())
+    }
+
+    /// An independent hasher in the same state.
+    fn copy(&self, py: Python<'_>) -> PyResult<Hasher> {
+        let state = py.detach(|| self.state().try_clone());
+        Ok(Hasher {
+            layout: self.layout,
+            algorithm: self.algorithm,
+            state: Mutex::new(state.map_err(|e| io_error(py, e))?),
+        })
+    }
+
+    /// `sha256` for the plain layout (as hashlib names it), else the lowercase sum-file tag:
+    /// `mtsum-sha256`, `rfc6962-sha256-1m`.
+    #[getter]
+    fn name(&self) -> String {
+        sumfile::tag(self.layout, self.algorithm).to_ascii_lowercase()
+    }
+
+    /// The digest's length in bytes.
+    #[getter]
+    fn digest_size(&self) -> usize {
+        self.algorithm.digest_len()
+    }
+
+    /// The hash function: "sha256", "blake3", ...
+    #[getter]
+    fn algorithm(&self) -> &'static str {
+        self.algorithm.name()
+    }
+
+    /// The layout: "mtsum", "plain", "merkle" or "rfc6962".
+    #[getter]
+    fn layout(&self) -> &'static str {
+        self.layout.name()
+    }
+
+    /// The leaf size in bytes of "merkle" and "rfc6962", else None.
+    #[getter]
+    fn leaf_size(&self) -> Option<u64> {
+        self.layout.leaf_size().map(LeafSize::get)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<mtsum.Hasher {}>", self.name())
+    }
+}
+
+impl Hasher {
+    fn root(&self, py: Python<'_>) -> PyResult<mtsum::layout::Root> {
+        let (layout, algorithm) = (self.layout, self.algorithm);
+        let result = py.detach(|| self.state().digest(layout, algorithm));
+        result.map_err(|e| match e {
+            InputError::Io(e) => io_error(py, e),
+            other => PyValueError::new_err(other.to_string()),
+        })
+    }
+}
+
+#[pymodule]
+fn _mtsum(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(file_digest, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_files, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(hash_range, m)?)?;
+    m.add_function(wrap_pyfunction!(combine, m)?)?;
+    m.add_function(wrap_pyfunction!(_stat, m)?)?;
+    m.add_function(wrap_pyfunction!(_message, m)?)?;
+    m.add_class::<Hasher>()?;
+    m.add("ALGORITHMS", Algorithm::ALL.map(Algorithm::name).to_vec())?;
+    m.add("LAYOUTS", vec!["mtsum", "plain", "merkle", "rfc6962"])?;
+    Ok(())
+}

@@ -1,0 +1,98 @@
+"""Every layout x algorithm gives the CLI's digest, through every entry point of the binding:
+file_digest, sum_files, Hasher fed in random pieces, and ranges hashed apart and combined."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pytest
+
+import mtsum
+from conftest import ALGORITHMS, LAYOUTS, cli, defined
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("layout,leaf", LAYOUTS)
+def test_every_entry_point_gives_the_cli_digest(mtsum_bin, files, layout, leaf, algorithm):
+    if not defined(layout, algorithm):
+        with pytest.raises(ValueError):
+            mtsum.Hasher(algorithm=algorithm, layout=layout, leaf_size=leaf)
+        return
+    expected = cli(mtsum_bin, files, algorithm, layout, leaf)
+    assert len(expected) == len(files)
+    kw = dict(algorithm=algorithm, layout=layout, leaf_size=leaf)
+
+    assert [mtsum.file_digest(p, **kw) for p in files] == expected
+    sums = mtsum.sum_files(files, **kw)
+    assert [s.digest for s in sums.values()] == expected
+    assert [s.size for s in sums.values()] == [p.stat().st_size for p in files]
+
+    rng = random.Random(f"{layout}{leaf}{algorithm}")
+    for path, want in zip(files, expected):
+        data = path.read_bytes()
+        h = mtsum.Hasher(**kw)
+        at = 0
+        while at < len(data):
+            step = rng.choice([1, 7, 64, 4096, 100_000, 1 << 20, 3 << 20])
+            h.update(memoryview(data)[at : at + step])
+            at += step
+        assert h.hexdigest() == want, path.name
+        assert h.digest().hex() == want
+
+        size = len(data)
+        for parts in (1, 3, 1000):
+            partials = [
+                mtsum.hash_range(path, s, e, size=size, threads=2, **kw)
+                for s, e in mtsum.plan(size, parts, **kw)
+            ]
+            rng.shuffle(partials)
+            assert mtsum.combine(partials) == want, (path.name, parts)
+
+
+@pytest.mark.parametrize("algorithm", ["sha256", "md5", "blake3"])
+def test_a_file_of_several_mtsum_leaves_gives_the_cli_digest(mtsum_bin, big_sparse, algorithm):
+    size = big_sparse.stat().st_size
+    for layout, leaf in [("mtsum", None), ("rfc6962", "1M"), ("plain", None)]:
+        kw = dict(algorithm=algorithm, layout=layout, leaf_size=leaf)
+        [want] = cli(mtsum_bin, [big_sparse], algorithm, layout, leaf)
+        assert mtsum.file_digest(big_sparse, **kw) == want
+        assert mtsum.file_digest(big_sparse, threads=1, **kw) == want
+        ranges = mtsum.plan(size, 7, **kw)
+        partials = [mtsum.hash_range(big_sparse, s, e, **kw) for s, e in reversed(ranges)]
+        assert mtsum.combine(partials) == want
+
+
+def test_plain_digests_are_hashlibs(files):
+    for path in files:
+        data = path.read_bytes()
+        for name in ["md5", "sha1", "sha224", "sha256", "sha384", "sha512"]:
+            want = hashlib.new(name, data).hexdigest()
+            assert mtsum.file_digest(path, name, "plain") == want
+
+
+def test_leaf_size_is_taken_as_bytes_or_as_the_cli_spells_it(files):
+    path = files[-1]
+    by_int = mtsum.file_digest(path, layout="rfc6962", leaf_size=4096)
+    assert mtsum.file_digest(path, layout="rfc6962", leaf_size="4K") == by_int
+    assert mtsum.file_digest(path, layout="rfc6962", leaf_size="4KiB") == by_int
+    assert mtsum.file_digest(path, layout="rfc6962") == mtsum.file_digest(
+        path, layout="rfc6962", leaf_size="1M"
+    )
+
+
+def test_the_digest_does_not_depend_on_the_thread_count(files):
+    path = files[-1]
+    digests = {mtsum.file_digest(path, "sha256", "rfc6962", 64, threads=t) for t in (1, 2, 5)}
+    assert len(digests) == 1
+
+
+def test_names_and_constants():
+    assert mtsum.ALGORITHMS == ALGORITHMS
+    assert mtsum.LAYOUTS == ["mtsum", "plain", "merkle", "rfc6962"]
+    assert mtsum.Hasher("sha256", "plain").name == "sha256"
+    assert mtsum.Hasher("sha256").name == "mtsum-sha256"
+    h = mtsum.Hasher("blake3", "rfc6962", "1M")
+    assert (h.name, h.algorithm, h.layout, h.leaf_size) == ("rfc6962-blake3-1m", "blake3", "rfc6962", 1 << 20)
+    assert mtsum.Hasher("xxh3", "plain").digest_size == 8
+    assert mtsum.Hasher("sha512").digest_size == 64

@@ -1,0 +1,139 @@
+"""Bad input raises the exception Python raises for the same cause, with the CLI's message
+(`mtsum: NAME: cause` without `mtsum: `); one bad file never stops sum_files."""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import mtsum
+
+
+def cli_error(mtsum_bin, *args) -> str:
+    """The CLI's error line for `args`, without `mtsum: `."""
+    out = subprocess.run([mtsum_bin, *args], capture_output=True, text=True)
+    assert out.returncode != 0
+    line = out.stderr.strip().splitlines()[0]
+    assert line.startswith("mtsum: ")
+    return line[len("mtsum: ") :]
+
+
+def test_a_missing_file_is_file_not_found_with_the_cli_message(mtsum_bin, tmp_path):
+    missing = tmp_path / "no such file"
+    with pytest.raises(FileNotFoundError) as e:
+        mtsum.file_digest(missing)
+    assert str(e.value) == cli_error(mtsum_bin, str(missing))
+    assert str(e.value) == f"'{missing}': No such file or directory"
+    assert e.value.errno == errno.ENOENT
+    with pytest.raises(FileNotFoundError):
+        mtsum.hash_range(missing, 0, 0)
+
+
+def test_a_directory_is_is_a_directory_error(mtsum_bin, tmp_path):
+    with pytest.raises(IsADirectoryError) as e:
+        mtsum.file_digest(tmp_path)
+    assert str(e.value) == cli_error(mtsum_bin, str(tmp_path))
+    assert e.value.errno == errno.EISDIR
+
+
+def test_bad_parameters_are_value_errors_with_the_librarys_messages(tmp_path):
+    f = tmp_path / "f"
+    f.write_bytes(b"x")
+    with pytest.raises(ValueError, match=r"^unknown algorithm 'sha3' \(known: md5, sha1"):
+        mtsum.file_digest(f, algorithm="sha3")
+    with pytest.raises(ValueError, match=r"^unknown layout 'tree'"):
+        mtsum.Hasher(layout="tree")
+    with pytest.raises(ValueError, match="the mtsum layout has no leaf size"):
+        mtsum.file_digest(f, layout="mtsum", leaf_size=64)
+    with pytest.raises(ValueError, match="must be at least 1 byte"):
+        mtsum.file_digest(f, layout="merkle", leaf_size=0)
+    with pytest.raises(ValueError, match="invalid leaf size '-3'"):
+        mtsum.plan(10, 2, layout="merkle", leaf_size=-3)
+    with pytest.raises(ValueError, match="invalid leaf size '4Q'"):
+        mtsum.sum_files([f], layout="merkle", leaf_size="4Q")
+    with pytest.raises(ValueError, match="at least 1"):
+        mtsum.file_digest(f, threads=0)
+    with pytest.raises(ValueError, match="at least 1"):
+        mtsum.plan(10, 0)
+
+
+def test_sum_files_reports_each_bad_file_and_hashes_the_others(tmp_path):
+    good = tmp_path / "good"
+    good.write_bytes(b"abc")
+    missing = tmp_path / "missing"
+    result = mtsum.sum_files([good, missing, tmp_path, good])
+    assert list(result) == [str(good), str(missing), str(tmp_path)]
+    assert result[str(good)] == (3, mtsum.file_digest(good), None)
+    assert result[str(good)].ok
+    assert result[str(missing)] == (None, None, f"{missing}: No such file or directory")
+    assert not result[str(missing)].ok
+    assert result[str(tmp_path)].error == f"{tmp_path}: Is a directory"
+
+
+def test_a_fifo_is_a_stream_which_the_mtsum_layout_cannot_hash(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    # Opening a FIFO waits for a writer; this one writes nothing (the stream is refused
+    # before it is read).
+    writer = threading.Thread(target=lambda: open(fifo, "wb").close())
+    writer.start()
+    with pytest.raises(io.UnsupportedOperation, match="cannot hash a stream with the mtsum layout"):
+        mtsum.file_digest(fifo)
+    writer.join()
+    with pytest.raises(io.UnsupportedOperation, match="cannot hash a range of a stream"):
+        writer = threading.Thread(target=lambda: open(fifo, "wb").close())
+        writer.start()
+        try:
+            mtsum.hash_range(fifo, 0, 0, layout="plain")
+        finally:
+            writer.join()
+
+
+def unprivileged(script: str, cwd) -> subprocess.CompletedProcess | None:
+    """Runs `script` in a child Python (in `cwd`, away from the sources beside the tests) that root's DAC override does not help (the
+    capabilities dropped, else as nobody); None if neither can be arranged."""
+    if os.geteuid() != 0:
+        wrappers = [[]]
+    else:
+        wrappers = [
+            ["setpriv", "--bounding-set=-dac_override,-dac_read_search"],
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
+        ]
+    for wrapper in wrappers:
+        try:
+            probe = subprocess.run(wrapper + [sys.executable, "-c", "import mtsum"],
+                                   capture_output=True, cwd=cwd)
+        except FileNotFoundError:
+            continue
+        if probe.returncode == 0:
+            return subprocess.run(wrapper + [sys.executable, "-c", script],
+                                  capture_output=True, text=True, cwd=cwd)
+    return None
+
+
+def test_an_unreadable_file_is_permission_error_with_the_cli_message(mtsum_bin, tmp_path):
+    f = tmp_path / "secret"
+    f.write_bytes(b"x")
+    f.chmod(0)
+    tmp_path.chmod(0o755)
+    script = (
+        "import mtsum, sys\n"
+        "try:\n"
+        f"    mtsum.file_digest({str(f)!r})\n"
+        "except PermissionError as e:\n"
+        "    print(e.errno, e, sep='|')\n"
+        "print(mtsum.sum_files([" + repr(str(f)) + "])[" + repr(str(f)) + "].error)\n"
+    )
+    out = unprivileged(script, tmp_path)
+    if out is None:
+        pytest.skip("cannot run a child without root's DAC override (setpriv missing or refused)")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"{errno.EACCES}|{f}: Permission denied"
+    assert lines[1] == f"{f}: Permission denied"
