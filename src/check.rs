@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStringExt;
 
 use crate::algorithm::Algorithm;
 use crate::engine::{Engine, Request, Task};
-use crate::layout::{Layout, Root};
+use crate::layout::{Layout, PartSize, Root};
 use crate::report::error_line;
 use crate::source::{InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
@@ -44,6 +44,10 @@ pub struct Untagged {
     /// (with BLAKE3 and XXH128), as `sha256sum` and `md5sum` files are the common case; never
     /// a CRC.
     pub algorithm: Option<Algorithm>,
+    /// `--part-size auto`: an untagged line of the `s3` layout is tried with the part sizes of
+    /// common clients and those its part count allows ([`PartSize::candidates`]) until one
+    /// matches, and the verdict says which.
+    pub auto_part_size: bool,
 }
 
 impl Untagged {
@@ -121,6 +125,7 @@ pub fn check(
         io_error: None,
         untagged_mismatches: 0,
         untagged_matches: 0,
+        tries: Tries::default(),
     };
     engine.run(lines, |item, result| verdicts.on(item, result));
     if let Some(e) = verdicts.io_error {
@@ -156,6 +161,8 @@ enum Item {
         name: Vec<u8>,
         expected: Root,
         tagged: bool,
+        /// With `--part-size auto`: the part size this hash tries.
+        attempt: Option<Attempt>,
     },
     /// Line `line` (1-based) of sum file `file` is not a checksum line.
     Improper { file: usize, line: u64 },
@@ -167,6 +174,32 @@ enum Item {
     },
     /// The last line of sum file `file` has passed.
     End { file: usize },
+}
+
+/// One of the part sizes tried for a line with `--part-size auto`; the attempts of a line
+/// follow each other.
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    part: PartSize,
+    /// The line's last attempt: its verdict follows.
+    last: bool,
+}
+
+/// The part sizes to try for a line whose value is `expected`, for the file `target` (none
+/// for standard input or a file that cannot be read, which is then hashed once and reported
+/// as usual). A value without a part count is a single upload: any size of one part does.
+fn auto_part_sizes(target: &Target, expected: &Root) -> Vec<PartSize> {
+    let Target::Path(path) = target else {
+        return Vec::new();
+    };
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Vec::new();
+    };
+    let mut sizes = PartSize::candidates(meta.len(), expected.parts());
+    if expected.parts().is_none() {
+        sizes.truncate(1);
+    }
+    sizes
 }
 
 /// A sum file being read.
@@ -285,12 +318,36 @@ impl Lines {
             // A layout that needs the length refuses a stream without reading it.
             self.stdin_hashed |= !layout.needs_length();
         }
-        let item = Item::Line {
-            name: entry.name,
-            expected: entry.expected,
-            tagged: entry.spec.is_some(),
+        let tagged = entry.spec.is_some();
+        let auto = matches!(layout, Layout::S3(_)) && self.untagged.auto_part_size && !tagged;
+        let sizes = match auto {
+            true => auto_part_sizes(&target, &entry.expected),
+            false => Vec::new(),
         };
-        Some(Task::hash(target, Request::new(layout, alg), item))
+        let line = |layout, attempt| {
+            let item = Item::Line {
+                name: entry.name.clone(),
+                expected: entry.expected,
+                tagged,
+                attempt,
+            };
+            Task::hash(target.clone(), Request::new(layout, alg), item)
+        };
+        let Some((&first, rest)) = sizes.split_first() else {
+            return Some(line(layout, None));
+        };
+        for (i, &part) in rest.iter().enumerate() {
+            let attempt = Attempt {
+                part,
+                last: i + 1 == rest.len(),
+            };
+            self.queue.push_back(line(Layout::S3(part), Some(attempt)));
+        }
+        let attempt = Attempt {
+            part: first,
+            last: rest.is_empty(),
+        };
+        Some(line(Layout::S3(first), Some(attempt)))
     }
 }
 
@@ -330,6 +387,18 @@ struct Verdicts<'a> {
     /// Untagged lines whose digest differed or matched, for the hint about `-t`.
     untagged_mismatches: u64,
     untagged_matches: u64,
+    /// The attempts so far of a line with `--part-size auto`.
+    tries: Tries,
+}
+
+/// What the attempts of one line with `--part-size auto` found so far.
+#[derive(Debug, Default)]
+struct Tries {
+    /// The first part size whose value matched.
+    matched: Option<PartSize>,
+    /// Some attempt hashed the file (so a miss is a mismatch, not an unreadable file).
+    hashed: bool,
+    error: Option<InputError>,
 }
 
 impl Verdicts<'_> {
@@ -353,18 +422,44 @@ impl Verdicts<'_> {
                 name,
                 expected,
                 tagged,
+                attempt,
             } => {
+                let mut matched = match result.expect("a line is hashed") {
+                    Ok(digest) => Ok(digest.root == expected),
+                    Err(e) => Err(e),
+                };
+                let mut ok_text = String::from(": OK\n");
+                if let Some(attempt) = attempt {
+                    let tries = &mut self.tries;
+                    match matched {
+                        Ok(true) => _ = tries.matched.get_or_insert(attempt.part),
+                        Ok(false) => tries.hashed = true,
+                        Err(e) => _ = tries.error.get_or_insert(e),
+                    }
+                    if !attempt.last {
+                        return Ok(());
+                    }
+                    let tries = std::mem::take(&mut self.tries);
+                    matched = match (tries.matched, tries.hashed, tries.error) {
+                        (Some(part), _, _) => {
+                            ok_text = format!(": OK (--part-size {part})\n");
+                            Ok(true)
+                        }
+                        (None, true, _) | (None, false, None) => Ok(false),
+                        (None, false, Some(e)) => Err(e),
+                    };
+                }
                 self.tally.proper += 1;
-                let verdict: &[u8] = match result.expect("a line is hashed") {
-                    Ok(digest) if digest.root == expected => {
+                let verdict: &[u8] = match matched {
+                    Ok(true) => {
                         self.tally.matched += 1;
                         self.untagged_matches += u64::from(!tagged);
                         if verbosity != Verbosity::All {
                             return Ok(());
                         }
-                        b": OK\n"
+                        ok_text.as_bytes()
                     }
-                    Ok(_) => {
+                    Ok(false) => {
                         self.tally.mismatched += 1;
                         self.untagged_mismatches += u64::from(!tagged);
                         b": FAILED\n"

@@ -533,7 +533,7 @@ fn parse_value(value: &[u8], lens: &[usize]) -> Option<Root> {
     let digits = value.split_once('-').map_or(value, |(d, _)| d);
     let hex = digits.bytes().all(|b| b.is_ascii_hexdigit());
     lens.iter()
-        .filter(|&&len| (digits.len() == 2 * len) == hex)
+        .filter(|&&len| !hex || digits.len() == 2 * len)
         .find_map(|&len| Root::parse(value, len))
 }
 

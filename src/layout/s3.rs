@@ -76,9 +76,10 @@ impl PartSize {
 
     /// The part sizes worth trying for an object of `n` bytes whose S3 value has `parts`
     /// parts (`None`: one part, or unknown): those of common clients (the AWS CLI's 8 MiB and
-    /// its doubling, 5 MiB of most SDKs, s3cmd's 15 MiB, 16 MiB, 64 MiB, 100 MiB, 1 GiB) and
-    /// the whole MiB and whole MB sizes that give exactly `parts` parts, smallest first. Only
-    /// sizes that give `n` that many parts are returned, each once, in that order.
+    /// its doubling, 5 MiB of most SDKs, s3cmd's 15 MiB, 16 MiB, 64 MiB, 100 MiB, 1 GiB), then
+    /// of the sizes that give exactly `parts` parts the powers of two of MiB, the first few
+    /// whole MiB and the first whole MB. Only sizes that give `n` that many parts are
+    /// returned, each once, in that order.
     pub fn candidates(n: u64, parts: Option<u64>) -> Vec<PartSize> {
         let mib = 1 << 20;
         let mut sizes = vec![PartSize::aws_cli(n).get()];
@@ -86,12 +87,10 @@ impl PartSize {
         if let Some(count) = parts.filter(|&c| c >= 2) {
             // Sizes p with ceil(n / p) = count: n / count <= p < n / (count - 1).
             let (low, high) = (n.div_ceil(count), (n - 1) / (count - 1));
-            for unit in [mib, 1_000_000] {
-                let first = low.div_ceil(unit) * unit;
-                if first <= high {
-                    sizes.push(first);
-                }
-            }
+            let whole_mib = (low.div_ceil(mib)..=high / mib).map(|m| m * mib);
+            sizes.extend(whole_mib.clone().filter(|s| (s / mib).is_power_of_two()));
+            sizes.extend(whole_mib.take(4));
+            sizes.push(low.div_ceil(1_000_000) * 1_000_000);
         }
         let mut out: Vec<PartSize> = Vec::new();
         for size in sizes {

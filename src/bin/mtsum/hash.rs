@@ -3,6 +3,7 @@
 use std::io;
 
 use mtsum::engine::{FileDigest, Request, Task};
+use mtsum::layout::Encoding;
 use mtsum::source::{InputError, Target};
 use mtsum::walk::{Recursion, Walked, walk};
 use mtsum::{graph, report, sumfile};
@@ -23,6 +24,8 @@ struct Printer<'a> {
     config: &'a Config,
     request: &'a Request,
     output: Output,
+    /// `--base64`, or the layout's own encoding.
+    encoding: Option<Encoding>,
     progress: &'a Progress,
     stdout: io::StdoutLock<'static>,
     status: Status,
@@ -30,7 +33,13 @@ struct Printer<'a> {
     files_total: Option<u64>,
 }
 
-pub fn run(config: &Config, request: &Request, recursion: Recursion, output: Output) -> Status {
+pub fn run(
+    config: &Config,
+    request: &Request,
+    recursion: Recursion,
+    output: Output,
+    encoding: Option<Encoding>,
+) -> Status {
     if config.verbose {
         eprintln!("Algorithm: {}", request.algorithm);
         eprintln!("Layout: {}", request.layout);
@@ -64,6 +73,7 @@ pub fn run(config: &Config, request: &Request, recursion: Recursion, output: Out
         config,
         request,
         output,
+        encoding,
         progress: &progress,
         stdout: io::stdout().lock(),
         status: Status::Ok,
@@ -107,6 +117,11 @@ impl Printer<'_> {
 
     fn digest(&mut self, target: &Target, digest: &FileDigest) {
         let name = report::name_bytes(target);
+        let mut digest = digest.clone();
+        if let Some(encoding) = self.encoding {
+            digest.root = digest.root.with_encoding(encoding);
+        }
+        let digest = &digest;
         let (layout, alg) = (self.request.layout, self.request.algorithm);
         let line = match self.output {
             Output::Graph => {

@@ -48,7 +48,8 @@ fn main() -> ExitCode {
             request,
             recursion,
             output,
-        } => hash::run(&config, request, *recursion, *output),
+            encoding,
+        } => hash::run(&config, request, *recursion, *output, *encoding),
         Mode::Audit(settings) => audit::run(&config, settings),
         Mode::Check(options) => {
             let progress = Progress::start(config.progress, None);
