@@ -469,3 +469,197 @@ proptest! {
         prop_assert_eq!(combiner.finish(n).unwrap(), expected);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The command line
+// ---------------------------------------------------------------------------------------------
+
+/// Runs mtsum in `dir`: exit code, stdout, stderr.
+fn mtsum(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(common::MTSUM)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("mtsum runs");
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        text(out.stdout),
+        text(out.stderr),
+    )
+}
+
+#[test]
+fn every_storage_layout_writes_tags_and_checks_them_back() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "big", &pattern(11 * MIB as usize + 5, 1));
+    write_file(p, "small", b"hello");
+    for args in [
+        &["-t", "s3"][..],
+        &["-t", "s3", "--part-size", "5M", "-a", "crc32c"],
+        &["-t", "s3", "--part-size", "6M", "-a", "sha256"],
+        &["-t", "s3", "-a", "sha1"],
+        &["-t", "glacier"],
+        &["-t", "dropbox"],
+        &["-t", "btv2"],
+        &["-t", "plain", "-a", "crc64nvme"],
+    ] {
+        let (code, sums, err) = mtsum(p, &[args, &["--tag", "big", "small"]].concat());
+        assert_eq!(code, 0, "{args:?}: {err}");
+        write_file(p, "sums", sums.as_bytes());
+        let (code, out, err) = mtsum(p, &["-c", "sums"]);
+        assert_eq!(
+            (code, out.as_str()),
+            (0, "big: OK\nsmall: OK\n"),
+            "{args:?} {sums}: {err}"
+        );
+    }
+}
+
+#[test]
+fn etags_and_composite_checksums_print_as_s3_shows_them() {
+    let dir = tempdir();
+    let p = dir.path();
+    let data = pattern(11 * MIB as usize + 5, 1);
+    write_file(p, "big", &data);
+    let (code, out, _) = mtsum(p, &["-t", "s3", "big"]);
+    let etag = reference::checksum(Layout::S3(PartSize::DEFAULT), Algorithm::Md5, &data).unwrap();
+    assert_eq!((code, out), (0, format!("{etag}  big\n")));
+    assert!(etag.to_string().ends_with("-2"));
+    let (_, out, _) = mtsum(p, &["-t", "s3", "-a", "crc32", "big"]);
+    let (value, count) = out.split_once("  ").unwrap().0.split_once('-').unwrap();
+    assert_eq!((value.len(), count), (8, "2"), "base64 of 4 bytes: {out}");
+    let (_, json, _) = mtsum(p, &["-t", "s3", "--json", "big"]);
+    assert!(json.contains(&format!("\"digest\":\"{etag}\"")), "{json}");
+    assert!(json.contains("\"layout\":\"s3\""), "{json}");
+}
+
+#[test]
+fn base64_prints_any_digest_as_headers_show_it_and_check_reads_it() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "hello", b"hello");
+    let (code, out, _) = mtsum(p, &["-t", "plain", "-a", "crc32", "--base64", "hello"]);
+    assert_eq!((code, out.as_str()), (0, "NhCmhg==  hello\n"));
+    let (_, out, _) = mtsum(p, &["-t", "plain", "-a", "md5", "--base64", "hello"]);
+    // `Content-MD5` of "hello", as GCS and Azure show it.
+    assert_eq!(out, "XUFAKrxLKna5cZ2REBfFkg==  hello\n");
+    write_file(p, "sums", out.as_bytes());
+    let (code, out, err) = mtsum(p, &["-c", "-t", "plain", "sums"]);
+    assert_eq!((code, out.as_str()), (0, "hello: OK\n"), "{err}");
+}
+
+#[test]
+fn part_size_auto_finds_the_size_of_the_upload_and_says_which() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "big", &pattern(40 * MIB as usize + 3, 2));
+    write_file(p, "small", b"hello");
+    let (_, sums, _) = mtsum(p, &["-t", "s3", "--part-size", "16M", "big", "small"]);
+    write_file(p, "sums", sums.as_bytes());
+    // With the default 8 MiB the multipart value differs.
+    let (code, out, _) = mtsum(p, &["-c", "-t", "s3", "sums"]);
+    assert_eq!((code, out.as_str()), (1, "big: FAILED\nsmall: OK\n"));
+    let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "big: OK (--part-size 16M)\nsmall: OK (--part-size 8M)\n"
+    );
+    // A value no size gives fails like any other.
+    let wrong = sums.replacen("-3", "-4", 1);
+    write_file(p, "sums", wrong.as_bytes());
+    let (code, out, _) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+    assert_eq!((code, out.lines().next()), (1, Some("big: FAILED")));
+}
+
+#[test]
+fn meaningless_combinations_are_usage_errors_of_one_line() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "f", b"x");
+    for (args, needle) in [
+        (&["-t", "merkle", "-a", "crc32c"][..], "is a CRC"),
+        (&["-t", "mtsum", "-a", "crc64nvme"], "is a CRC"),
+        (&["-t", "btv2", "-a", "crc32"], "is a CRC"),
+        (&["-t", "glacier", "-a", "md5"], "sha256 only"),
+        (&["-t", "s3", "-a", "crc64nvme"], "-t plain -a crc64nvme"),
+        (&["-t", "s3", "-a", "blake3"], "s3 layout is defined with"),
+        (&["-t", "s3", "--part-size", "4M"], "at least 5 MiB"),
+        (&["-t", "s3", "--part-size", "6G"], "at most 5 GiB"),
+        (&["-t", "s3", "--part-size", "auto"], "applies to -c only"),
+        (
+            &["-t", "merkle", "--part-size", "8M"],
+            "applies to -t s3 only",
+        ),
+        (&["-t", "s3", "-l", "8M"], "part size"),
+        (&["-t", "glacier", "-l", "2M"], "has no leaf size"),
+        (&["-t", "dropbox", "-g"], "not one"),
+    ] {
+        let (code, out, err) = mtsum(p, &[args, &["f"]].concat());
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("mtsum: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn inputs_without_a_value_fail_alone() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "empty", b"");
+    write_file(p, "a", b"a");
+    let (code, out, err) = mtsum(p, &["-t", "btv2", "empty", "a"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "mtsum: empty: an empty file has no btv2 pieces root (BEP 52)\n"
+    );
+    let a = reference::root(Layout::Btv2, Algorithm::Sha256, b"a");
+    assert_eq!(out, format!("{a}  a\n"));
+    // 10 001 parts of 5 MiB: a sparse file, refused before it is read.
+    let file = std::fs::File::create(p.join("sparse")).unwrap();
+    file.set_len(10_000 * PartSize::MIN + 1).unwrap();
+    let (code, out, err) = mtsum(p, &["-t", "s3", "--part-size", "5M", "sparse", "a"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("mtsum: sparse: 10001 parts of 5M, more than S3's 10000"),
+        "{err}"
+    );
+    assert_eq!(out.lines().count(), 1, "a is hashed: {out}");
+}
+
+#[test]
+fn check_lines_whose_value_has_the_wrong_length_are_improper() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "a", b"a");
+    let etag = reference::checksum(Layout::S3(PartSize::DEFAULT), Algorithm::Md5, b"a").unwrap();
+    let short = &etag.to_string()[2..];
+    write_file(p, "sums", format!("S3-MD5-8M (a) = {short}\n").as_bytes());
+    let (code, out, err) = mtsum(p, &["-c", "sums"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        "mtsum: sums: no properly formatted checksum lines found\n"
+    );
+}
+
+#[test]
+fn recursion_hashes_every_file_below_with_a_storage_layout() {
+    let dir = tempdir();
+    let p = dir.path();
+    std::fs::create_dir(p.join("d")).unwrap();
+    write_file(&p.join("d"), "x", b"x");
+    write_file(&p.join("d"), "y", &pattern(5 * MIB as usize, 3));
+    let (code, out, _) = mtsum(p, &["-r", "-t", "dropbox", "d"]);
+    assert_eq!(code, 0);
+    let x = reference::root(Layout::Dropbox, Algorithm::Sha256, b"x");
+    assert_eq!(out.lines().next(), Some(format!("{x}  d/x").as_str()));
+    assert_eq!(out.lines().count(), 2);
+}

@@ -260,11 +260,11 @@ impl Config {
     pub fn from_args(args: Args) -> Result<Config, String> {
         let tree = args.tree.as_deref().unwrap_or("mtsum");
         let is_s3 = tree.eq_ignore_ascii_case("s3");
+        if is_s3 && args.leaf_size.is_some() {
+            return Err("-t s3 has a part size (--part-size), not a leaf size (-l)".into());
+        }
         let part = match args.part_size {
             Some(_) if !is_s3 => return Err("--part-size applies to -t s3 only".into()),
-            Some(_) if args.leaf_size.is_some() => {
-                return Err("-t s3 has a part size (--part-size), not a leaf size".into());
-            }
             Some(PartSizeArg::Auto) if !args.check => {
                 return Err("--part-size auto applies to -c only".into());
             }
