@@ -21,12 +21,20 @@
 //! ```text
 //! tag       = plain-tag | tree-tag
 //! plain-tag = ALG                       ; the ordinary digest, as the other tools spell it:
-//!                                       ; MD5 SHA1 SHA224 SHA256 SHA384 SHA512 BLAKE3 XXH3 XXH128
+//!                                       ; MD5 SHA1 SHA224 SHA256 SHA384 SHA512 BLAKE3 XXH3 XXH128,
+//!                                       ; and CRC32 CRC32C CRC64NVME
 //! tree-tag  = "MTSUM-" ALG              ; e.g. MTSUM-SHA256
 //!           | "MERKLE-" ALG "-" LEAF    ; e.g. MERKLE-SHA256-64
 //!           | "RFC6962-" ALG "-" LEAF   ; e.g. RFC6962-BLAKE3-1M
+//!           | "S3-" ALG "-" PART        ; e.g. S3-MD5-8M, S3-CRC32C-16M
+//!           | "GLACIER-SHA256" | "DROPBOX-SHA256" | "BTV2-SHA256"
 //! LEAF      = the leaf size as -l takes it; mtsum writes the shortest exact form (64, 4K, 1M, 2G)
+//! PART      = the part size as --part-size takes it, written the same way
 //! ```
+//!
+//! A tag whose algorithm its layout is not defined with (`MERKLE-CRC32-1M`, `GLACIER-MD5`) is
+//! not one we can recompute. The value after `=` (and before the name of an untagged line) is
+//! hex or base64 ([`Root::parse`]), followed by S3's `-N` where the value has one.
 //!
 //! A plain tag is the tag of `sha256sum --tag`, `md5sum --tag` and `xxhsum --tag`, so those
 //! tools check what `mtsum -t plain --tag` writes. A tree tag cannot be confused with theirs.

@@ -16,15 +16,15 @@
 //! combined later: the combiner takes nodes in order of their position, whoever hashed them.
 //!
 //! Layouts are few *shapes* with parameters, each a module:
-//! - [`halving`]: `mtsum` (C++ mtsum 1.1.0);
-//! - [`plain`]: the ordinary digest of the whole stream, joined from pieces where the
+//! - `halving`: `mtsum` (C++ mtsum 1.1.0);
+//! - `plain`: the ordinary digest of the whole stream, joined from pieces where the
 //!   algorithm allows (BLAKE3 subtrees, CRC combine: the full-object CRCs of S3 and GCS);
-//! - [`fixed`]: fixed leaves under a binary tree: `merkle`, `rfc6962`, and Glacier's tree
-//!   hash ([`glacier`]);
-//! - [`padded`]: the fixed shape padded to a power of two of leaves: BitTorrent v2
-//!   ([`btv2`]);
-//! - [`flat`]: one level of part digests under one more hash: S3's multipart ETag and
-//!   composite checksums ([`s3`]), Dropbox's `content_hash` ([`dropbox`]).
+//! - `fixed`: fixed leaves under a binary tree: `merkle`, `rfc6962`, and Glacier's tree
+//!   hash (`glacier`);
+//! - `padded`: the fixed shape padded to a power of two of leaves: BitTorrent v2
+//!   (`btv2`);
+//! - `flat`: one level of part digests under one more hash: S3's multipart ETag and
+//!   composite checksums (`s3`), Dropbox's `content_hash` (`dropbox`).
 //!
 //! A storage system is one small module naming its shape and parameters, a variant of
 //! [`Layout`] and a row in the tables below. [`Layout::walk`] is the definition of the binary
@@ -163,14 +163,14 @@ pub enum Layout {
     /// `H(0x00 || segment)`, node `H(0x01 || left || right)`, `H("")` for empty input.
     Rfc6962(LeafSize),
     /// Amazon S3's multipart ETag (MD5) and composite checksums (CRC32, CRC32C, SHA-1,
-    /// SHA-256) of an upload in parts of the given size: see [`s3`].
+    /// SHA-256) of an upload in parts of the given size: see `s3`.
     S3(PartSize),
-    /// Amazon Glacier's SHA-256 tree hash over 1 MiB chunks: see [`glacier`].
+    /// Amazon Glacier's SHA-256 tree hash over 1 MiB chunks: see `glacier`.
     Glacier,
-    /// Dropbox's `content_hash`, SHA-256 over the SHA-256s of 4 MiB blocks: see [`dropbox`].
+    /// Dropbox's `content_hash`, SHA-256 over the SHA-256s of 4 MiB blocks: see `dropbox`.
     Dropbox,
     /// BitTorrent v2's `pieces root` (BEP 52), a SHA-256 tree over 16 KiB blocks padded to a
-    /// power of two: see [`btv2`].
+    /// power of two: see `btv2`.
     Btv2,
 }
 
