@@ -6,7 +6,8 @@
 //! - [`reference`](mod@reference): every layout by its definition, the oracle of the tests;
 //! - [`source`]: where bytes come from (files, block devices, pipes) and how they are read;
 //! - [`walk`]: the command line's paths expanded into inputs (`-r`, symbolic links);
-//! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `--json`, `-c`);
+//! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `-c`);
+//! - [`json`]: `--json`, one object per input for scripts;
 //! - [`check`]: `-c`, verifying the files listed in sum files;
 //! - [`audit`]: `--audit`, records of each file's digest, size and mtime (extended attributes
 //!   or a manifest) and audits that tell corruption from modification;
@@ -27,6 +28,7 @@ pub mod audit;
 pub mod check;
 pub mod engine;
 pub mod graph;
+pub mod json;
 pub mod lanes;
 pub mod layout;
 pub mod reference;

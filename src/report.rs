@@ -2,7 +2,6 @@
 //! The checksum lines themselves are [`crate::sumfile`]'s, which also reads them back.
 
 use std::borrow::Cow;
-use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
@@ -26,13 +25,6 @@ pub fn timing_line(bytes: u64, elapsed: Duration) -> String {
         0.0
     };
     format!("{secs:.2} s ({rate:.2} GB/s)")
-}
-
-/// Writes `bytes` to `out` as one `write_all`, so that lines of concurrent writers never
-/// interleave.
-pub fn write_whole(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
-    out.write_all(bytes)?;
-    out.flush()
 }
 
 /// `mtsum: NAME: cause` for stderr, the name quoted as coreutils quotes it in messages.

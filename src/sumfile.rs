@@ -62,10 +62,7 @@
 //! assert_eq!(entry.spec, Some((layout, Algorithm::Sha256)));
 //! ```
 //!
-//! # JSON
-//!
-//! `--json` writes one object per input instead ([`json_line`], [`json_error_line`]), for
-//! scripts; it is not read back by `-c`.
+//! `--json` output is not a sum file: it is [`crate::json`]'s.
 
 use std::borrow::Cow;
 
@@ -271,31 +268,54 @@ pub fn format_line(
     root: &Root,
     name: &[u8],
 ) -> Vec<u8> {
+    let hex = root.to_string();
+    match format {
+        Format::Gnu => labelled_line(&hex, name, terminator),
+        Format::Tag => line_with_name(name, terminator, |line, name| {
+            line.extend_from_slice(tag(layout, alg).as_bytes());
+            line.extend_from_slice(b" (");
+            line.extend_from_slice(name);
+            line.extend_from_slice(b") = ");
+            line.extend_from_slice(hex.as_bytes());
+        }),
+    }
+}
+
+/// `LABEL  NAME`: a GNU line with any word in place of the digest, escaped alike, so that a
+/// line of another report (an audit's `corrupt  NAME`) holds one name just as a checksum
+/// line does.
+///
+/// ```
+/// use mtsum::sumfile::{Terminator, labelled_line};
+/// assert_eq!(labelled_line("ok", b"a b", Terminator::Newline), b"ok  a b\n");
+/// assert_eq!(labelled_line("corrupt", b"x\ny", Terminator::Newline), b"\\corrupt  x\\ny\n");
+/// ```
+pub fn labelled_line(label: &str, name: &[u8], terminator: Terminator) -> Vec<u8> {
+    line_with_name(name, terminator, |line, name| {
+        line.extend_from_slice(label.as_bytes());
+        line.extend_from_slice(b"  ");
+        line.extend_from_slice(name);
+    })
+}
+
+/// The line `fields` writes around `name`: the name escaped (and the line marked with a
+/// leading `\`) where a newline terminator calls for it, and the terminator at the end.
+fn line_with_name(
+    name: &[u8],
+    terminator: Terminator,
+    fields: impl FnOnce(&mut Vec<u8>, &[u8]),
+) -> Vec<u8> {
     let escaped = terminator == Terminator::Newline && needs_escape(name);
     let name = if escaped {
         escape_name(name)
     } else {
         Cow::Borrowed(name)
     };
-    let hex = root.to_string();
-    let mut line = Vec::with_capacity(name.len() + hex.len() + 32);
+    let mut line = Vec::with_capacity(name.len() + 160);
     if escaped {
         line.push(b'\\');
     }
-    match format {
-        Format::Gnu => {
-            line.extend_from_slice(hex.as_bytes());
-            line.extend_from_slice(b"  ");
-            line.extend_from_slice(&name);
-        }
-        Format::Tag => {
-            line.extend_from_slice(tag(layout, alg).as_bytes());
-            line.extend_from_slice(b" (");
-            line.extend_from_slice(&name);
-            line.extend_from_slice(b") = ");
-            line.extend_from_slice(hex.as_bytes());
-        }
-    }
+    fields(&mut line, &name);
     line.push(terminator.byte());
     line
 }
@@ -551,51 +571,6 @@ fn digest_lengths() -> Vec<usize> {
     lens.sort_unstable();
     lens.dedup();
     lens
-}
-
-/// One `--json` line for a hashed input: `{"path":…,"size":…,"layout":…,"leaf_size":…,
-/// "algorithm":…,"digest":…,"seconds":…}`. A path that is not UTF-8 is written lossily in
-/// `path`, and exactly as `path_bytes` (an array of byte values).
-pub fn json_line(
-    name: &[u8],
-    layout: Layout,
-    alg: Algorithm,
-    digest: &crate::engine::FileDigest,
-) -> Vec<u8> {
-    let mut object = json_path(name);
-    object.insert("size".into(), digest.size.into());
-    object.insert("layout".into(), layout.name().into());
-    let leaf = layout.leaf_size().map(|l| l.get());
-    object.insert("leaf_size".into(), leaf.into());
-    object.insert("algorithm".into(), alg.name().into());
-    object.insert("digest".into(), digest.root.to_string().into());
-    object.insert("seconds".into(), digest.elapsed.as_secs_f64().into());
-    json_bytes(object)
-}
-
-/// One `--json` line for an input that failed: `{"path":…,"error":…}`.
-pub fn json_error_line(name: &[u8], error: &dyn std::fmt::Display) -> Vec<u8> {
-    let mut object = json_path(name);
-    object.insert("error".into(), error.to_string().into());
-    json_bytes(object)
-}
-
-/// A JSON object holding `name` as `path` (and as `path_bytes` when it is not UTF-8): the
-/// start of every JSON line mtsum writes.
-pub fn json_path(name: &[u8]) -> serde_json::Map<String, serde_json::Value> {
-    let mut object = serde_json::Map::new();
-    object.insert("path".into(), String::from_utf8_lossy(name).into());
-    if std::str::from_utf8(name).is_err() {
-        object.insert("path_bytes".into(), name.to_vec().into());
-    }
-    object
-}
-
-/// `object` as one line of JSON.
-pub fn json_bytes(object: serde_json::Map<String, serde_json::Value>) -> Vec<u8> {
-    let mut line = serde_json::Value::Object(object).to_string().into_bytes();
-    line.push(b'\n');
-    line
 }
 
 #[cfg(test)]

@@ -1,7 +1,13 @@
-//! The command line: parsed by clap into [`Args`], then validated into a [`Config`] so that the
-//! rest of the program never sees an impossible combination.
+//! The command line: parsed by clap into [`Args`], then converted into a [`Config`] — the
+//! [`Common`] settings and one settings type per mode — so that the rest of the program never
+//! sees an impossible combination (as ripgrep does).
+//!
+//! A flag of one mode is a field of [`Args`] (with clap's `requires`/`conflicts_with` saying
+//! where it is allowed) and a line in that mode's conversion (`HashSettings::from_args`, ...);
+//! nothing else changes. The modes' runners read only their settings and [`Common`].
 
 use std::ffi::OsString;
+use std::io::{self, IsTerminal};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
@@ -15,7 +21,32 @@ use mtsum::sumfile::{Format, Terminator};
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, LeafSize};
 
-use crate::progress::When;
+/// Parses the command line. `Err` holds the message for a wrong one: one line, as
+/// `mtsum: cause (try 'mtsum --help')` or `mtsum: cause`. Help and version are printed here,
+/// and end the process with status 0, as clap does.
+pub fn parse() -> Result<Config, String> {
+    let args = Args::try_parse().map_err(usage_error)?;
+    Config::from_args(args).map_err(|e| e.to_string())
+}
+
+/// The one-line cause of a clap error, with a pointer to `--help`; help and version are not
+/// errors: they go to stdout with status 0.
+fn usage_error(e: clap::Error) -> String {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit();
+    }
+    let text = e.to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "the following required arguments were not provided:" names them on the next line.
+    let cause = match (first.ends_with(':'), lines.next()) {
+        (true, Some(next)) => format!("{first} {}", next.trim()),
+        _ => first.to_string(),
+    };
+    format!("{cause} (try 'mtsum --help')")
+}
 
 /// Checksums of huge files as Merkle trees, hashed on every core.
 ///
@@ -221,20 +252,68 @@ fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
     NonZeroUsize::new(n).ok_or_else(|| "the number of processors must be at least 1".to_string())
 }
 
-/// What one run of mtsum does.
+/// Whether to show a bar: `--progress`, `--no-progress`, or when stderr is a terminal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum When {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl When {
+    fn from_flags(progress: bool, no_progress: bool) -> When {
+        match (progress, no_progress) {
+            (_, true) => When::Never,
+            (true, false) => When::Always,
+            (false, false) => When::Auto,
+        }
+    }
+
+    pub fn enabled(self) -> bool {
+        match self {
+            When::Always => true,
+            When::Never => false,
+            When::Auto => io::stderr().is_terminal(),
+        }
+    }
+}
+
+/// The command line, validated.
+pub struct Config {
+    pub common: Common,
+    pub mode: Mode,
+}
+
+/// What one run of mtsum does, with the settings of that mode only.
 pub enum Mode {
     /// Hash the inputs and print one result each.
-    Hash {
-        request: Request,
-        recursion: Recursion,
-        output: Output,
-        /// `--base64`: every digest in base64 instead of the layout's own encoding.
-        encoding: Option<Encoding>,
-    },
+    Hash(HashSettings),
     /// Verify the files listed in sum files.
-    Check(CheckOptions),
+    Check(CheckSettings),
     /// Audit files against their records.
-    Audit(crate::audit::Settings),
+    Audit(AuditSettings),
+}
+
+/// What every mode uses: the inputs, the engine that hashes them, and what goes to stderr.
+pub struct Common {
+    /// The PATHs (sum files with `-c`); standard input when there are none.
+    pub targets: Vec<Target>,
+    pub engine: Engine,
+    pub progress: When,
+    /// `--verbose`: the settings, every input's size, fallbacks and skipped files.
+    pub verbose: bool,
+    /// `--benchmark`: the time and throughput of every input.
+    pub benchmark: bool,
+}
+
+/// Hash mode.
+pub struct HashSettings {
+    pub request: Request,
+    pub recursion: Recursion,
+    pub output: Output,
+    /// `--base64`: every digest in base64 instead of the layout's own encoding.
+    pub encoding: Option<Encoding>,
 }
 
 /// How hash results are printed.
@@ -246,41 +325,75 @@ pub enum Output {
     Graph,
 }
 
-/// The command line, validated.
-pub struct Config {
-    pub mode: Mode,
-    pub progress: When,
-    pub engine: Engine,
-    pub targets: Vec<Target>,
-    pub benchmark: bool,
-    pub verbose: bool,
+/// `-c`.
+pub struct CheckSettings {
+    pub options: CheckOptions,
+}
+
+/// `--audit`.
+pub struct AuditSettings {
+    pub options: audit::Options,
+    /// `--quiet`: no `ok` lines.
+    pub quiet: bool,
+    /// `--json`: one object per file and a summary object on stdout.
+    pub json: bool,
 }
 
 impl Config {
-    pub fn from_args(args: Args) -> Result<Config, String> {
-        let tree = args.tree.as_deref().unwrap_or("mtsum");
+    fn from_args(args: Args) -> Result<Config, String> {
+        // Checked in every mode, so that a wrong -t/-l is an error whatever else is asked.
+        let layout = args.layout()?;
+        let mode = if args.audit {
+            Mode::Audit(AuditSettings::from_args(&args, layout))
+        } else if args.check {
+            Mode::Check(CheckSettings::from_args(&args, layout))
+        } else {
+            Mode::Hash(HashSettings::from_args(&args, layout))
+        };
+        let common = Common::from_args(args);
+        Ok(Config { common, mode })
+    }
+}
+
+impl Args {
+    /// `-t`, `-l` and `--part-size`; the mtsum layout unless `-t` says otherwise. An algorithm
+    /// the layout is not defined with (a CRC in a tree, MD5 for Glacier) and `-g` of a layout
+    /// that is not a binary tree are refused here.
+    fn layout(&self) -> Result<Layout, String> {
+        let tree = self.tree.as_deref().unwrap_or("mtsum");
         let is_s3 = tree.eq_ignore_ascii_case("s3");
-        if is_s3 && args.leaf_size.is_some() {
+        if is_s3 && self.leaf_size.is_some() {
             return Err("-t s3 has a part size (--part-size), not a leaf size (-l)".into());
         }
-        let part = match args.part_size {
+        let part = match self.part_size {
             Some(_) if !is_s3 => return Err("--part-size applies to -t s3 only".into()),
-            Some(PartSizeArg::Auto) if !args.check => {
+            Some(PartSizeArg::Auto) if !self.check => {
                 return Err("--part-size auto applies to -c only".into());
             }
             Some(PartSizeArg::Size(p)) => Some(LeafSize::from(p)),
             Some(PartSizeArg::Auto) | None => None,
         };
-        let layout = Layout::from_name(tree, args.leaf_size.or(part)).map_err(|e| e.to_string())?;
-        if let Some(alg) = args.algorithm {
+        let size = self.leaf_size.or(part);
+        let layout = Layout::from_name(tree, size).map_err(|e| e.to_string())?;
+        if let Some(alg) = self.algorithm {
             layout.check_algorithm(alg).map_err(|e| e.to_string())?;
         }
-        if args.graph && !layout.is_binary_tree() {
+        if self.graph && !layout.is_binary_tree() {
+            let name = layout.name();
             return Err(format!(
-                "-g draws binary trees; the {} layout is not one",
-                layout.name()
+                "-g draws binary trees; the {name} layout is not one"
             ));
         }
+        Ok(layout)
+    }
+
+    fn recursion(&self) -> Recursion {
+        Recursion::from_flags(self.recursive, self.follow)
+    }
+}
+
+impl Common {
+    fn from_args(args: Args) -> Common {
         let read_mode = match (args.direct, args.mmap) {
             (true, _) => ReadMode::Direct,
             (false, true) => ReadMode::Mmap,
@@ -295,90 +408,100 @@ impl Config {
         if targets.is_empty() {
             targets.push(Target::Stdin);
         }
-        let mode = if args.audit {
-            let store = match args.manifest {
-                Some(path) => Store::Manifest(path),
-                None => Store::Xattr,
-            };
-            let mut options = audit::Options::new(store);
-            options.operation = match args.forget {
-                true => Operation::Forget,
-                false => Operation::Audit {
-                    update: args.update,
-                    fix: args.fix,
-                },
-            };
-            options.recursion = Recursion::from_flags(args.recursive, args.follow);
-            if args.tree.is_some() {
-                options.layout = layout;
-            }
-            options.algorithm = args.algorithm.unwrap_or(options.algorithm);
-            // A storage layout asked for without -a gets its own algorithm, not the default.
-            if options.layout.check_algorithm(options.algorithm).is_err() {
-                options.algorithm = options.layout.default_algorithm();
-            }
-            options.resolution = args.mtime_resolution.unwrap_or_default();
-            options.dry_run = args.dry_run;
-            Mode::Audit(crate::audit::Settings {
-                options,
-                quiet: args.quiet,
-                json: args.json,
-            })
-        } else if args.check {
-            let verbosity = match (args.status, args.quiet) {
-                (true, _) => Verbosity::Status,
-                (false, true) => Verbosity::Quiet,
-                (false, false) => Verbosity::All,
-            };
-            Mode::Check(CheckOptions {
-                untagged: Untagged {
-                    layout,
-                    algorithm: args.algorithm,
-                    auto_part_size: args.part_size == Some(PartSizeArg::Auto),
-                },
-                ignore_missing: args.ignore_missing,
-                strict: args.strict,
-                warn: args.warn,
-                hint_untagged_layout: args.tree.is_none() && layout != Layout::Plain,
-                verbosity,
-            })
-        } else {
-            let terminator = if args.zero {
-                Terminator::Nul
-            } else {
-                Terminator::Newline
-            };
-            let output = if args.graph {
-                Output::Graph
-            } else if args.json {
-                Output::Json
-            } else if args.no_names {
-                Output::BareDigest
-            } else if args.tag {
-                Output::Line(Format::Tag, terminator)
-            } else {
-                Output::Line(Format::Gnu, terminator)
-            };
-            Mode::Hash {
-                request: Request {
-                    layout,
-                    algorithm: args.algorithm.unwrap_or(layout.default_algorithm()),
-                    keep_leaves: args.graph,
-                },
-                recursion: Recursion::from_flags(args.recursive, args.follow),
-                output,
-                encoding: args.base64.then_some(Encoding::Base64),
-            }
-        };
         let quiet = args.quiet || args.status;
-        let progress = When::from_flags(args.progress, args.no_progress || quiet);
-        Ok(Config {
-            mode,
-            progress,
-            engine,
+        Common {
             targets,
-            benchmark: args.benchmark,
+            engine,
+            progress: When::from_flags(args.progress, args.no_progress || quiet),
             verbose: args.verbose,
-        })
+            benchmark: args.benchmark,
+        }
+    }
+}
+
+impl HashSettings {
+    fn from_args(args: &Args, layout: Layout) -> HashSettings {
+        let terminator = match args.zero {
+            true => Terminator::Nul,
+            false => Terminator::Newline,
+        };
+        let output = if args.graph {
+            Output::Graph
+        } else if args.json {
+            Output::Json
+        } else if args.no_names {
+            Output::BareDigest
+        } else if args.tag {
+            Output::Line(Format::Tag, terminator)
+        } else {
+            Output::Line(Format::Gnu, terminator)
+        };
+        HashSettings {
+            request: Request {
+                layout,
+                algorithm: args.algorithm.unwrap_or(layout.default_algorithm()),
+                keep_leaves: args.graph,
+            },
+            recursion: args.recursion(),
+            output,
+            encoding: args.base64.then_some(Encoding::Base64),
+        }
+    }
+}
+
+impl CheckSettings {
+    fn from_args(args: &Args, layout: Layout) -> CheckSettings {
+        let verbosity = match (args.status, args.quiet) {
+            (true, _) => Verbosity::Status,
+            (false, true) => Verbosity::Quiet,
+            (false, false) => Verbosity::All,
+        };
+        let options = CheckOptions {
+            untagged: Untagged {
+                layout,
+                algorithm: args.algorithm,
+                auto_part_size: args.part_size == Some(PartSizeArg::Auto),
+            },
+            ignore_missing: args.ignore_missing,
+            strict: args.strict,
+            warn: args.warn,
+            hint_untagged_layout: args.tree.is_none() && layout != Layout::Plain,
+            verbosity,
+        };
+        CheckSettings { options }
+    }
+}
+
+impl AuditSettings {
+    fn from_args(args: &Args, layout: Layout) -> AuditSettings {
+        let store = match &args.manifest {
+            Some(path) => Store::Manifest(path.clone()),
+            None => Store::Xattr,
+        };
+        let mut options = audit::Options::new(store);
+        options.operation = match args.forget {
+            true => Operation::Forget,
+            false => Operation::Audit {
+                update: args.update,
+                fix: args.fix,
+            },
+        };
+        options.recursion = args.recursion();
+        // New records are plain BLAKE3 (the library's default) unless -t/-a say otherwise.
+        if args.tree.is_some() {
+            options.layout = layout;
+        }
+        options.algorithm = args.algorithm.unwrap_or(options.algorithm);
+        // A storage layout asked for without -a gets its own algorithm, not the default.
+        if options.layout.check_algorithm(options.algorithm).is_err() {
+            options.algorithm = options.layout.default_algorithm();
+        }
+        options.resolution = args.mtime_resolution.unwrap_or_default();
+        options.dry_run = args.dry_run;
+        AuditSettings {
+            options,
+            quiet: args.quiet,
+            json: args.json,
+        }
     }
 }

@@ -3,148 +3,108 @@
 //! nothing wrong, 1 corrupt or unreadable files (or records that could not be written), 2
 //! usage or fatal error (no extended attributes, a manifest that cannot be read or written).
 
-use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
-use mtsum::audit::{self, Action, Event, Operation, Options, Prior, Status, Store, Summary};
+use mtsum::audit::{self, Action, Event, Operation, Options, Status, Store, Summary};
 use mtsum::source::Target;
+use mtsum::sumfile::{Terminator, labelled_line as line};
 use mtsum::walk::walk;
-use mtsum::{report, sumfile};
+use mtsum::{json, report};
 
-use crate::Status as Exit;
-use crate::args::Config;
-use crate::progress::{Progress, totals};
+use crate::args::{AuditSettings, Common};
+use crate::progress::totals;
+use crate::session::{self, Printer, Status as Exit};
 
-/// What `--audit` was asked to do, validated.
-pub struct Settings {
-    pub options: Options,
-    /// `--quiet`: no `ok` lines.
-    pub quiet: bool,
-    /// `--json`: one object per file and a summary object on stdout.
-    pub json: bool,
-}
-
-pub fn run(config: &Config, settings: &Settings) -> Exit {
-    if config.targets.contains(&Target::Stdin) {
+pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
+    if common.targets.contains(&Target::Stdin) {
         eprintln!("mtsum: --audit needs files or directories, not standard input");
         return Exit::Usage;
     }
     let options = &settings.options;
-    let (progress, files_total) = if config.progress.enabled() {
-        let (bytes, files) = totals(walk(config.targets.iter().cloned(), options.recursion));
-        (Progress::start(config.progress, Some(bytes)), Some(files))
-    } else {
-        (Progress::start(config.progress, None), None)
-    };
-    let engine = config.engine.clone().with_progress(progress.counter());
+    // The library walks the paths itself, so the bar's totals cost a walk of their own; the
+    // second walk runs from the directory cache, which is cheap next to hashing.
+    let (engine, printer) = session::start(common, || {
+        Some(totals(walk(
+            common.targets.iter().cloned(),
+            options.recursion,
+        )))
+    });
     let started = Instant::now();
-    let mut printer = Printer {
-        config,
+    let events = Events {
+        common,
         settings,
-        progress: &progress,
-        stdout: io::stdout().lock(),
-        files_done: 0,
-        files_total,
+        printer: &printer,
     };
-    let result = audit::audit(&engine, &config.targets, options, &mut |e| printer.on(e));
-    drop(printer);
-    progress.finish();
+    let result = audit::audit(&engine, &common.targets, options, &mut |e| events.on(e));
+    let elapsed = started.elapsed();
+    let mut fatal = false;
     match result {
+        // Nothing more can be printed; the status says so already.
+        _ if printer.broken() => {}
         Ok(summary) => {
-            let elapsed = started.elapsed();
             if settings.json {
-                let json = summary_json(&summary, options, elapsed);
-                if let Err(e) = report::write_whole(&mut io::stdout(), &json) {
-                    eprintln!("mtsum: standard output: {e}");
-                    return Exit::InputFailed;
-                }
+                printer.print(&json::audit_summary(&summary, options.dry_run, elapsed));
             }
-            eprint!("{}", summary_text(&summary, options, elapsed));
-            if summary.is_clean() {
-                Exit::Ok
-            } else {
-                Exit::InputFailed
+            printer.message(summary_text(&summary, options, elapsed).as_bytes());
+            if !summary.is_clean() {
+                printer.fail();
             }
         }
         Err(e) => {
-            let name = report::name_bytes(&Target::Path(e.path().to_path_buf())).to_vec();
-            let _ = io::stderr().write_all(&report::error_line(&name, &e));
-            Exit::Usage
+            printer.message(&report::error_line(e.path().as_os_str().as_bytes(), &e));
+            fatal = true;
         }
     }
+    let status = printer.finish();
+    if fatal { Exit::Usage } else { status }
 }
 
-/// Bytes and files below the targets, for the progress bar's ETA: the walk runs twice, the
-/// second time from the directory cache, which is cheap next to hashing.
-/// Prints events as they come, above the progress bar.
-struct Printer<'a> {
-    config: &'a Config,
-    settings: &'a Settings,
-    progress: &'a Progress,
-    stdout: io::StdoutLock<'static>,
-    files_done: u64,
-    files_total: Option<u64>,
+/// Prints the audit's events as they come.
+struct Events<'a> {
+    common: &'a Common,
+    settings: &'a AuditSettings,
+    printer: &'a Printer,
 }
 
-impl Printer<'_> {
-    fn on(&mut self, event: Event) {
+impl Events<'_> {
+    fn on(&self, event: Event) {
+        let printer = self.printer;
         match event {
             Event::Verdict(v) => {
-                let name = report::name_bytes(&Target::Path(v.path.clone())).to_vec();
+                let name = v.path.as_os_str().as_bytes();
                 if let Some(e) = &v.error
-                    && (v.status == Status::Unreadable || self.config.verbose)
+                    && (v.status == Status::Unreadable || self.common.verbose)
                 {
-                    self.stderr(&report::error_line(&name, e));
+                    printer.message(&report::error_line(name, e));
                 }
                 if let Some(e) = &v.action_error {
                     let cause = format!("cannot {} the record: {e}", verb(v.action));
-                    self.stderr(&report::error_line(&name, &cause));
+                    printer.message(&report::error_line(name, &cause));
                 }
                 if self.settings.json {
-                    self.stdout(&verdict_json(&name, v));
+                    printer.print(&json::verdict(name, v));
                 } else if !(self.settings.quiet && v.status == Status::Ok) {
-                    self.stdout(&line(v.status.name(), &name));
+                    printer.print(&line(v.status.name(), name, Terminator::Newline));
                 }
             }
             Event::Forgotten { path, error } => {
-                let name = report::name_bytes(&Target::Path(path.to_path_buf())).to_vec();
+                let name = path.as_os_str().as_bytes();
                 if let Some(e) = error {
                     let cause = format!("cannot remove the record: {e}");
-                    self.stderr(&report::error_line(&name, &cause));
+                    printer.message(&report::error_line(name, &cause));
                 }
                 if self.settings.json {
-                    let mut object = sumfile::json_path(&name);
-                    object.insert("action".into(), Action::Forgotten.name().into());
-                    if let Some(e) = error {
-                        object.insert("action_error".into(), e.to_string().into());
-                    }
-                    self.stdout(&sumfile::json_bytes(object));
+                    let error = error.map(|e| e as &dyn std::fmt::Display);
+                    printer.print(&json::forgotten(name, error));
                 } else if error.is_none() {
-                    self.stdout(&line("forgotten", &name));
+                    let forgotten = Action::Forgotten.name();
+                    printer.print(&line(forgotten, name, Terminator::Newline));
                 }
             }
-            Event::Skipped { path, reason } => {
-                if self.config.verbose {
-                    let name = report::name_bytes(&Target::Path(path.to_path_buf())).to_vec();
-                    self.stderr(&report::error_line(&name, &reason));
-                }
-                return;
-            }
+            Event::Skipped { path, reason } => return printer.skipped(path, &reason),
         }
-        self.files_done += 1;
-        self.progress.files(self.files_done, self.files_total);
-    }
-
-    /// Writes one whole line; a failing stdout ends the run, as it would end every later line.
-    fn stdout(&mut self, bytes: &[u8]) {
-        if let Err(e) = self.progress.write(&mut self.stdout, bytes) {
-            eprintln!("mtsum: standard output: {e}");
-            std::process::exit(Exit::InputFailed as i32);
-        }
-    }
-
-    fn stderr(&self, bytes: &[u8]) {
-        let _ = self.progress.write(&mut io::stderr(), bytes);
+        printer.file_done();
     }
 }
 
@@ -153,84 +113,6 @@ fn verb(action: Action) -> &'static str {
         Action::Removed | Action::Forgotten => "remove",
         _ => "write",
     }
-}
-
-/// `STATUS  NAME`, the name escaped as in sum files (a line starting with `\` holds an escaped
-/// name), so that one line is always one file.
-fn line(status: &str, name: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(status.len() + name.len() + 4);
-    if sumfile::needs_escape(name) {
-        out.push(b'\\');
-    }
-    out.extend_from_slice(status.as_bytes());
-    out.extend_from_slice(b"  ");
-    out.extend_from_slice(&sumfile::escape_name(name));
-    out.push(b'\n');
-    out
-}
-
-/// One `--json` object: path, status, the file now (size, mtime, layout, algorithm, digest),
-/// the record before (record, expected, recorded_size, recorded_mtime), action, errors.
-/// Times are strings `SECONDS.NANOSECONDS`: a JSON number would lose the nanoseconds.
-fn verdict_json(name: &[u8], v: &audit::Verdict) -> Vec<u8> {
-    let mut o = sumfile::json_path(name);
-    o.insert("status".into(), v.status.name().into());
-    if let Some((size, mtime)) = v.state {
-        o.insert("size".into(), size.into());
-        o.insert("mtime".into(), mtime.to_string().into());
-    }
-    if let Some(r) = &v.current {
-        o.insert("layout".into(), r.layout.name().into());
-        let leaf = r.layout.leaf_size().map(|l| l.get());
-        o.insert("leaf_size".into(), leaf.into());
-        o.insert("algorithm".into(), r.algorithm.name().into());
-        o.insert("digest".into(), r.digest.to_hex().into());
-    }
-    match &v.prior {
-        Prior::None => {}
-        Prior::Record(r) => {
-            o.insert("record".into(), r.tag().into());
-            o.insert("expected".into(), r.digest.to_hex().into());
-            o.insert("recorded_size".into(), r.size.into());
-            o.insert("recorded_mtime".into(), r.mtime.to_string().into());
-        }
-        Prior::Cshatag { mtime, digest } => {
-            o.insert("record".into(), "cshatag".into());
-            o.insert("expected".into(), digest.to_hex().into());
-            o.insert("recorded_mtime".into(), mtime.to_string().into());
-        }
-        Prior::Unusable(_) => {
-            o.insert("record".into(), "unusable".into());
-        }
-    }
-    o.insert("action".into(), v.action.name().into());
-    if let Some(e) = &v.error {
-        o.insert("error".into(), e.to_string().into());
-    }
-    if let Some(e) = &v.action_error {
-        o.insert("action_error".into(), e.to_string().into());
-    }
-    sumfile::json_bytes(o)
-}
-
-/// The last `--json` object: `{"summary":{"files":…,"ok":…,…,"recorded":…,…}}`.
-fn summary_json(s: &Summary, options: &Options, elapsed: Duration) -> Vec<u8> {
-    let mut o = serde_json::Map::new();
-    o.insert("files".into(), s.files().into());
-    for status in Status::ALL {
-        o.insert(status.name().into(), s.count(status).into());
-    }
-    for action in Action::ALL {
-        o.insert(action.name().into(), s.actions(action).into());
-    }
-    o.insert("action_errors".into(), s.action_errors.into());
-    o.insert("bytes".into(), s.bytes.into());
-    o.insert("seconds".into(), elapsed.as_secs_f64().into());
-    o.insert("dry_run".into(), options.dry_run.into());
-    o.insert("clean".into(), s.is_clean().into());
-    let mut outer = serde_json::Map::new();
-    outer.insert("summary".into(), o.into());
-    sumfile::json_bytes(outer)
 }
 
 /// The summary for stderr: what was audited, one line per class, what was written, and what
@@ -315,12 +197,6 @@ fn human_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_line_is_status_two_spaces_and_the_name_escaped_as_in_sum_files() {
-        assert_eq!(line("ok", b"a b"), b"ok  a b\n");
-        assert_eq!(line("corrupt", b"x\ny"), b"\\corrupt  x\\ny\n");
-    }
 
     #[test]
     fn sizes_read_in_binary_units() {

@@ -5,7 +5,7 @@
 //! so that they are printed above the bar instead of through it.
 
 use std::borrow::Borrow;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
@@ -15,32 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mtsum::source::Target;
 use mtsum::walk::Walked;
 
-/// Whether to show a bar: `--progress`, `--no-progress`, or when stderr is a terminal.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum When {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-impl When {
-    pub fn from_flags(progress: bool, no_progress: bool) -> When {
-        match (progress, no_progress) {
-            (_, true) => When::Never,
-            (true, false) => When::Always,
-            (false, false) => When::Auto,
-        }
-    }
-
-    pub fn enabled(self) -> bool {
-        match self {
-            When::Always => true,
-            When::Never => false,
-            When::Auto => io::stderr().is_terminal(),
-        }
-    }
-}
+use crate::args::When;
 
 /// A bar that appears only when the work lasts more than a moment.
 pub struct Progress {
@@ -147,21 +122,4 @@ pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> (u64, u6
         _ => None,
     });
     sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))
-}
-
-/// A writer whose every write goes through [`Progress::write`].
-pub struct Above<'p, W> {
-    pub progress: &'p Progress,
-    pub inner: W,
-}
-
-impl<W: Write> Write for Above<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.progress.write(&mut self.inner, buf)?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
 }

@@ -1,0 +1,169 @@
+//! `--json`: one JSON object per line for scripts, in every mode that has the flag (hashing
+//! and `--audit`). It is an output format only: `-c` does not read it back.
+//!
+//! Every object starts with the input's `path` (see [`path`]), so that a script can match
+//! objects to inputs whatever else they hold. Fields that describe a digest are the same
+//! in every object that has one: `layout`, `leaf_size` (`null` for layouts without leaves),
+//! `algorithm` and `digest` (hex; S3's values as S3 shows them). Times of files (`mtime`, `recorded_mtime`) are strings
+//! `SECONDS.NANOSECONDS`: a JSON number would lose the nanoseconds.
+//!
+//! ```
+//! use mtsum::json;
+//! let line = json::error(b"gone.txt", &"No such file or directory");
+//! assert_eq!(line, b"{\"path\":\"gone.txt\",\"error\":\"No such file or directory\"}\n");
+//! ```
+
+use std::fmt::Display;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::algorithm::Algorithm;
+use crate::audit::{Action, Prior, Status, Summary, Verdict};
+use crate::engine::FileDigest;
+use crate::layout::Layout;
+
+/// A JSON object under construction.
+pub type Object = Map<String, Value>;
+
+/// An object holding `name` as `path`, and as `path_bytes` (an array of byte values) when it
+/// is not UTF-8, since `path` then holds it lossily: the start of every object.
+pub fn path(name: &[u8]) -> Object {
+    let mut object = Object::new();
+    object.insert("path".into(), String::from_utf8_lossy(name).into());
+    if std::str::from_utf8(name).is_err() {
+        object.insert("path_bytes".into(), name.to_vec().into());
+    }
+    object
+}
+
+/// `object` as one line of JSON, newline included.
+pub fn line(object: Object) -> Vec<u8> {
+    let mut line = Value::Object(object).to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// The line for a hashed input: `{"path":…,"size":…,"layout":…,"leaf_size":…,
+/// "algorithm":…,"digest":…,"seconds":…}`.
+pub fn digest(name: &[u8], layout: Layout, alg: Algorithm, digest: &FileDigest) -> Vec<u8> {
+    let mut object = path(name);
+    object.insert("size".into(), digest.size.into());
+    insert_digest(&mut object, layout, alg, &digest.root);
+    object.insert("seconds".into(), digest.elapsed.as_secs_f64().into());
+    line(object)
+}
+
+/// The line for an input that failed: `{"path":…,"error":…}`.
+pub fn error(name: &[u8], error: &dyn Display) -> Vec<u8> {
+    let mut object = path(name);
+    object.insert("error".into(), error.to_string().into());
+    line(object)
+}
+
+/// The line for an audited file: path, status, the file now (size, mtime, layout,
+/// leaf_size, algorithm, digest), the record before (record, expected, recorded_size,
+/// recorded_mtime), action, error, action_error.
+pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
+    let mut o = path(name);
+    o.insert("status".into(), v.status.name().into());
+    if let Some((size, mtime)) = v.state {
+        o.insert("size".into(), size.into());
+        o.insert("mtime".into(), mtime.to_string().into());
+    }
+    if let Some(r) = &v.current {
+        insert_digest(&mut o, r.layout, r.algorithm, &r.digest);
+    }
+    match &v.prior {
+        Prior::None => {}
+        Prior::Record(r) => {
+            o.insert("record".into(), r.tag().into());
+            o.insert("expected".into(), r.digest.to_hex().into());
+            o.insert("recorded_size".into(), r.size.into());
+            o.insert("recorded_mtime".into(), r.mtime.to_string().into());
+        }
+        Prior::Cshatag { mtime, digest } => {
+            o.insert("record".into(), "cshatag".into());
+            o.insert("expected".into(), digest.to_hex().into());
+            o.insert("recorded_mtime".into(), mtime.to_string().into());
+        }
+        Prior::Unusable(_) => {
+            o.insert("record".into(), "unusable".into());
+        }
+    }
+    o.insert("action".into(), v.action.name().into());
+    if let Some(e) = &v.error {
+        o.insert("error".into(), e.to_string().into());
+    }
+    if let Some(e) = &v.action_error {
+        o.insert("action_error".into(), e.to_string().into());
+    }
+    line(o)
+}
+
+/// The line for a record removed by `--forget`: `{"path":…,"action":"forgotten"}`, with
+/// `action_error` when the store refused.
+pub fn forgotten(name: &[u8], action_error: Option<&dyn Display>) -> Vec<u8> {
+    let mut o = path(name);
+    o.insert("action".into(), Action::Forgotten.name().into());
+    if let Some(e) = action_error {
+        o.insert("action_error".into(), e.to_string().into());
+    }
+    line(o)
+}
+
+/// The last line of an audit: `{"summary":{"files":…,"ok":…,…,"recorded":…,…,
+/// "action_errors":…,"bytes":…,"seconds":…,"dry_run":…,"clean":…}}`, a count for every
+/// status and every action.
+pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
+    let mut o = Object::new();
+    o.insert("files".into(), s.files().into());
+    for status in Status::ALL {
+        o.insert(status.name().into(), s.count(status).into());
+    }
+    for action in Action::ALL {
+        o.insert(action.name().into(), s.actions(action).into());
+    }
+    o.insert("action_errors".into(), s.action_errors.into());
+    o.insert("bytes".into(), s.bytes.into());
+    o.insert("seconds".into(), elapsed.as_secs_f64().into());
+    o.insert("dry_run".into(), dry_run.into());
+    o.insert("clean".into(), s.is_clean().into());
+    let mut outer = Object::new();
+    outer.insert("summary".into(), o.into());
+    line(outer)
+}
+
+/// `layout`, `leaf_size`, `algorithm` and `digest`: how a digest is described everywhere. The
+/// digest is written as it displays: hex, or a [`Root`](crate::layout::Root) as its storage
+/// system shows it (S3's `-N`, base64).
+fn insert_digest(object: &mut Object, layout: Layout, alg: Algorithm, digest: &dyn Display) {
+    object.insert("layout".into(), layout.name().into());
+    let leaf = layout.leaf_size().map(|l| l.get());
+    object.insert("leaf_size".into(), leaf.into());
+    object.insert("algorithm".into(), alg.name().into());
+    object.insert("digest".into(), digest.to_string().into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_that_is_not_utf8_is_also_given_as_its_bytes() {
+        let o = path(b"a\xffb");
+        assert_eq!(o["path"], "a\u{fffd}b");
+        assert_eq!(o["path_bytes"], serde_json::json!([97, 255, 98]));
+        assert!(!path(b"ab").contains_key("path_bytes"));
+    }
+
+    #[test]
+    fn a_forgotten_record_names_its_action_and_any_refusal() {
+        assert_eq!(
+            forgotten(b"f", None),
+            b"{\"path\":\"f\",\"action\":\"forgotten\"}\n"
+        );
+        let refused = forgotten(b"f", Some(&"Permission denied"));
+        assert!(refused.ends_with(b",\"action_error\":\"Permission denied\"}\n"));
+    }
+}
