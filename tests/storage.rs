@@ -663,3 +663,27 @@ fn recursion_hashes_every_file_below_with_a_storage_layout() {
     assert_eq!(out.lines().next(), Some(format!("{x}  d/x").as_str()));
     assert_eq!(out.lines().count(), 2);
 }
+
+#[test]
+fn a_stream_on_standard_input_has_the_value_of_the_file() {
+    let dir = tempdir();
+    let p = dir.path();
+    let data = pattern(9 * MIB as usize + 7, 4);
+    let path = write_file(p, "f", &data);
+    for args in [
+        &["-t", "s3"][..],
+        &["-t", "s3", "-a", "crc32", "--part-size", "5M"],
+        &["-t", "dropbox"],
+        &["-t", "btv2"],
+        &["-t", "glacier"],
+    ] {
+        let (_, file, _) = mtsum(p, &[args, &["--no-names", "f"]].concat());
+        let out = Command::new(common::MTSUM)
+            .args(args)
+            .arg("--no-names")
+            .stdin(std::fs::File::open(&path).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), file, "{args:?}");
+    }
+}
