@@ -9,10 +9,16 @@
 #
 #   bench/compare.sh                    # 4 GiB file + 10000 files of 64 KiB, 5 runs per command
 #   BENCH_QUICK=1 bench/compare.sh      # 256 MiB + 1000 files, 2 runs, fewer commands: a smoke test
+#   BENCH_SECTIONS=leaves bench/compare.sh  # only the per-layout, per-leaf-size table
+#
+# Sections (BENCH_SECTIONS, default all): warm (every algorithm and layout, cold-cache reads),
+# leaves (the default layout against rfc6962 at 4K/64K/1M/16M leaves, for BENCH_LEAF_ALGS at
+# -p 1 and -p N: does any leaf size fall off a cliff?), many (many small files). The one-core
+# limits (openssl speed, dd) are always measured.
 #
 # Settings (environment): BENCH_QUICK BENCH_SIZE BENCH_FILE BENCH_DIR BENCH_RUNS BENCH_WARMUP
 # BENCH_SPEED_SECONDS BENCH_THREADS BENCH_ALGS BENCH_COLD BENCH_MANY_FILES BENCH_MANY_SIZE
-# BENCH_OUT BENCH_INSTALL MTSUM MTSUM_REFERENCE.
+# BENCH_SECTIONS BENCH_LEAF_ALGS BENCH_OUT BENCH_INSTALL MTSUM MTSUM_REFERENCE.
 set -euo pipefail
 export LC_ALL=C
 
@@ -55,6 +61,17 @@ else
     out=$root/docs/performance.md
 fi
 reference=${MTSUM_REFERENCE:-}
+sections=${BENCH_SECTIONS:-warm leaves many}
+sections=${sections//,/ }
+leaf_algs=${BENCH_LEAF_ALGS:-md5 sha256 sha512}
+leaf_algs=${leaf_algs//,/ }
+for s in $sections; do
+    case $s in warm | leaves | many) ;; *) die "unknown section '$s' in BENCH_SECTIONS (known: warm leaves many)" ;; esac
+done
+want() { [[ " $sections " == *" $1 "* ]]; } # SECTION: whether BENCH_SECTIONS selects it
+want many || many_files=0
+warm_algs=$algs
+want warm || { warm_algs= cold=0; }
 
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, not '$runs'"
 [[ $warmup =~ ^[0-9]+$ ]] || die "BENCH_WARMUP must be an integer, not '$warmup'"
@@ -327,6 +344,9 @@ for alg in $speed_algs; do
     fi
 done
 
+# The CPU features the kernels are chosen by: the figures mean little without them.
+say "CPU features: $(grep -o -E 'avx512[a-z]*|avx2|sha_ni|vpclmulqdq' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+
 # Memory bandwidth: dd from the page cache (the file is read once first to cache it)
 say "reading the test file into the page cache..."
 cat -- "$file" >/dev/null
@@ -337,7 +357,7 @@ measure limit limit mem - 1 dd if="$file" of=/dev/null bs=16M
 # before each algorithm: the machine's speed can drift over the minutes of a run, and each row's
 # "× page-cache read" is taken against the read measured just before it.
 first_alg=1
-for alg in $algs; do
+for alg in $warm_algs; do
     if ((!first_alg)); then measure limit limit mem - 1 dd if="$file" of=/dev/null bs=16M; fi
     first_alg=0
     case $alg in
@@ -383,6 +403,22 @@ for alg in $algs; do
         measure warm mtsum "$alg" "$alg merkle 1M" "$threads" "$mtsum" -p "$threads" -a "$alg" -t merkle "$file"
     fi
 done
+
+# Leaf sizes: the default layout against rfc6962 at short, medium and long leaves, at -p 1 and
+# -p N: many short leaves should be the SIMD lanes' best case, never a cliff.
+if want leaves; then
+    say "leaf sizes (default layout and rfc6962 -l 4K/64K/1M/16M):"
+    for alg in $leaf_algs; do
+        for p in 1 $((threads > 1 ? threads : 0)); do
+            ((p > 0)) || continue
+            measure leaves mtsum "$alg" "$alg" "$p" "$mtsum" -p "$p" -a "$alg" "$file"
+            for leaf in 4K 64K 1M 16M; do
+                measure leaves mtsum "$alg" "$alg rfc6962 $leaf" "$p" \
+                    "$mtsum" -p "$p" -a "$alg" -t rfc6962 -l "$leaf" "$file"
+            done
+        done
+    done
+fi
 
 # Many files: mtsum -r over the directory against the peers on the same files (find -exec feeds
 # them every file, in as few processes as the argument limit allows). md5 and sha256 always (the
@@ -676,6 +712,27 @@ elif mode == "impossible":
 elif mode == "off":
     w("")
     w("Cold-cache figures were not measured (`BENCH_COLD=0`).")
+
+leaves = [r for r in rows if r["section"] == "leaves"]
+if leaves:
+    w("")
+    w("### Leaf sizes: the default layout against `-t rfc6962 -l SIZE`")
+    w("")
+    w("Seconds (median), and in brackets the time over the default layout's at the same `-p`: "
+      "above 1.0 the fixed leaves are slower.")
+    w("")
+    sizes = ["4K", "64K", "1M", "16M"]
+    w("| | default layout | " + " | ".join(f"rfc6962 {l}" for l in sizes) + " |")
+    w("|---|---:|" + "---:|" * len(sizes))
+    for alg, p in dict.fromkeys((r["alg"], r["threads"]) for r in leaves):
+        cell = {r["digest"]: r for r in leaves if r["alg"] == alg and r["threads"] == p}
+        base = cell.get(alg)
+        cells = [f"{base['seconds']:.2f}" if base else ""]
+        for l in sizes:
+            r = cell.get(f"{alg} rfc6962 {l}")
+            ratio = f" ({r['seconds'] / base['seconds']:.2f})" if r and base else ""
+            cells.append(f"{r['seconds']:.2f}{ratio}" if r else "")
+        w(f"| {alg} -p {p} | " + " | ".join(cells) + " |")
 
 many = [r for r in rows if r["section"] == "many"]
 many_files, many_size = int(E["B_MANY_FILES"]), int(E["B_MANY_SIZE"])

@@ -649,9 +649,12 @@ impl Reader {
         let mut other = None;
         loop {
             let mut round = Vec::new();
-            // Fill free slots, but with at most one job longer than a round per round, so
-            // that a file's big leaves spread over every worker rather than the first.
-            let mut took_long = false;
+            // Fill free slots, but with only as many jobs longer than a round per round as
+            // keep the lanes full (one a round when a job lasts as many rounds as there are
+            // lanes), so that a file's big leaves spread over every worker rather than the
+            // first. One a round whatever their length left 1 MiB leaves, two rounds each
+            // for SHA-512, in 2 or 3 of the 8 lanes: the kernel ran 3 times as long.
+            let mut took_long = 0;
             while let Some(slot) = slots.iter().position(Option::is_none) {
                 if other.is_some() {
                     break;
@@ -666,15 +669,16 @@ impl Reader {
                 let JobSource::At(shared, len) = job.source else {
                     unreachable!("lane jobs are ranges of files")
                 };
-                let long = len > chunk as u64;
-                if long && took_long {
+                let rounds = len.div_ceil(chunk as u64);
+                let long = rounds > 1;
+                if long && took_long * rounds >= kernel.lanes() as u64 {
                     waiting = Some(Job {
                         source: JobSource::At(shared, len),
                         ..job
                     });
                     break;
                 }
-                took_long |= long;
+                took_long += u64::from(long);
                 let prefix = job.layout.message_prefix(len).expect("a one-message job");
                 let key = (job.input, job.index);
                 round.push(LaneOp::Open {

@@ -65,9 +65,13 @@ pub use s3::PartSize;
 const TARGET_JOB_BYTES: u64 = 4 << 20;
 const _: () = assert!(TARGET_JOB_BYTES.is_power_of_two() && TARGET_JOB_BYTES >= 1024);
 
-/// The fewest whole leaves in one chunk worth hashing in SIMD lanes: with fewer, most of the
-/// lanes idle and one stream is as fast.
+/// The fewest whole leaves in one chunk worth hashing in lanes: with fewer, most of MD5's
+/// lanes idle and one stream of OpenSSL (about a sixth of the lanes' throughput) is as fast.
 const MIN_LANE_LEAVES: u64 = 4;
+
+/// The shortest leaf that SHA-1 and SHA-224/256 hash in lanes within a job (see
+/// `Layout::lanes_pay`): 4 KiB leaves gained 13 % over one SHA-NI stream.
+const MIN_SHA_NI_LANE_LEAF: u64 = 4096;
 
 /// A validated leaf size for the fixed-leaf layouts: never zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -475,7 +479,24 @@ impl Layout {
     /// in SIMD lanes ([`crate::lanes`]) where the CPU has a multi-buffer kernel for the
     /// algorithm, unless `MTSUM_FORCE_PORTABLE` is set ([`Kernel::multi_buffer`]).
     pub fn job_hasher(self, alg: Algorithm) -> JobHasher {
-        self.job_hasher_with_lanes(alg, Kernel::multi_buffer(alg))
+        // Every algorithm's kernel beats its one stream on whole leaves: short leaves hashed
+        // one after another ran SHA-256 at one SHA-NI stream (half the two-stream kernel) and
+        // SHA-512 at one OpenSSL stream (a third of the AVX-512 lanes); see
+        // docs/performance.md, "Fixed leaves: where the time goes".
+        let lanes = Kernel::multi_buffer(alg).filter(|_| self.lanes_pay(alg));
+        self.job_hasher_with_lanes(alg, lanes)
+    }
+
+    /// Whether hashing this layout's whole leaves in lanes beats one leaf after another. A
+    /// lane set's bookkeeping per message costs about as much as hashing a few hundred bytes,
+    /// which SHA-1 and SHA-224/256 do cheaply in one SHA-NI stream: with two SHA-256 lanes,
+    /// 64-byte leaves took 1.7 × the time of one stream and 2 KiB leaves broke even, while
+    /// MD5 and SHA-512, which have no such instruction, gain at any leaf size. (BitTorrent v2's
+    /// 16 KiB blocks are well above the line.)
+    fn lanes_pay(self, alg: Algorithm) -> bool {
+        let sha_ni = matches!(alg, Algorithm::Sha1 | Algorithm::Sha224 | Algorithm::Sha256);
+        self.leaf_size()
+            .is_some_and(|leaf| !sha_ni || leaf.get() >= MIN_SHA_NI_LANE_LEAF)
     }
 
     /// [`Layout::job_hasher`] with the multi-buffer kernel chosen by the caller: `None` hashes
