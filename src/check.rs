@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStringExt;
 
 use crate::algorithm::Algorithm;
 use crate::engine::{Engine, Request, Task};
-use crate::layout::{Layout, PartSize, Root};
+use crate::layout::{Layout, Root};
 use crate::report::error_line;
 use crate::source::{InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
@@ -44,9 +44,9 @@ pub struct Untagged {
     /// (with BLAKE3 and XXH128), as `sha256sum` and `md5sum` files are the common case; never
     /// a CRC.
     pub algorithm: Option<Algorithm>,
-    /// `--part-size auto`: an untagged line of the `s3` layout is tried with the part sizes of
-    /// common clients and those its part count allows ([`PartSize::candidates`]) until one
-    /// matches, and the verdict says which.
+    /// `--part-size auto`: an untagged line is tried with each size the layout guesses
+    /// ([`Layout::size_guesses`]: S3's part sizes) until one matches, and the verdict says
+    /// which.
     pub auto_part_size: bool,
 }
 
@@ -176,30 +176,27 @@ enum Item {
     End { file: usize },
 }
 
-/// One of the part sizes tried for a line with `--part-size auto`; the attempts of a line
-/// follow each other.
+/// One of the sizes tried for a line with `--part-size auto`; the attempts of a line follow
+/// each other.
 #[derive(Clone, Copy, Debug)]
 struct Attempt {
-    part: PartSize,
+    /// The layout with the size tried.
+    layout: Layout,
     /// The line's last attempt: its verdict follows.
     last: bool,
 }
 
-/// The part sizes to try for a line whose value is `expected`, for the file `target` (none
-/// for standard input or a file that cannot be read, which is then hashed once and reported
-/// as usual). A value without a part count is a single upload: any size of one part does.
-fn auto_part_sizes(target: &Target, expected: &Root) -> Vec<PartSize> {
+/// The layouts to try for a line of `layout` whose value is `expected`, for the file `target`
+/// (none for standard input or a file that cannot be read, which is then hashed once and
+/// reported as usual).
+fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout> {
     let Target::Path(path) = target else {
         return Vec::new();
     };
     let Ok(meta) = std::fs::metadata(path) else {
         return Vec::new();
     };
-    let mut sizes = PartSize::candidates(meta.len(), expected.parts());
-    if expected.parts().is_none() {
-        sizes.truncate(1);
-    }
-    sizes
+    layout.size_guesses(meta.len(), expected)
 }
 
 /// A sum file being read.
@@ -319,9 +316,8 @@ impl Lines {
             self.stdin_hashed |= !layout.needs_length();
         }
         let tagged = entry.spec.is_some();
-        let auto = matches!(layout, Layout::S3(_)) && self.untagged.auto_part_size && !tagged;
-        let sizes = match auto {
-            true => auto_part_sizes(&target, &entry.expected),
+        let guesses = match self.untagged.auto_part_size && !tagged {
+            true => size_guesses(layout, &target, &entry.expected),
             false => Vec::new(),
         };
         let line = |layout, attempt| {
@@ -333,21 +329,22 @@ impl Lines {
             };
             Task::hash(target.clone(), Request::new(layout, alg), item)
         };
-        let Some((&first, rest)) = sizes.split_first() else {
+        let Some((&first, rest)) = guesses.split_first() else {
             return Some(line(layout, None));
         };
-        for (i, &part) in rest.iter().enumerate() {
-            let attempt = Attempt {
-                part,
-                last: i + 1 == rest.len(),
-            };
-            self.queue.push_back(line(Layout::S3(part), Some(attempt)));
+        for (i, &layout) in rest.iter().enumerate() {
+            let last = i + 1 == rest.len();
+            self.queue
+                .push_back(line(layout, Some(Attempt { layout, last })));
         }
-        let attempt = Attempt {
-            part: first,
-            last: rest.is_empty(),
-        };
-        Some(line(Layout::S3(first), Some(attempt)))
+        let last = rest.is_empty();
+        Some(line(
+            first,
+            Some(Attempt {
+                layout: first,
+                last,
+            }),
+        ))
     }
 }
 
@@ -394,8 +391,8 @@ struct Verdicts<'a> {
 /// What the attempts of one line with `--part-size auto` found so far.
 #[derive(Debug, Default)]
 struct Tries {
-    /// The first part size whose value matched.
-    matched: Option<PartSize>,
+    /// The first layout (size) whose value matched.
+    matched: Option<Layout>,
     /// Some attempt hashed the file (so a miss is a mismatch, not an unreadable file).
     hashed: bool,
     error: Option<InputError>,
@@ -432,7 +429,7 @@ impl Verdicts<'_> {
                 if let Some(attempt) = attempt {
                     let tries = &mut self.tries;
                     match matched {
-                        Ok(true) => _ = tries.matched.get_or_insert(attempt.part),
+                        Ok(true) => _ = tries.matched.get_or_insert(attempt.layout),
                         Ok(false) => tries.hashed = true,
                         Err(e) => _ = tries.error.get_or_insert(e),
                     }
@@ -441,8 +438,9 @@ impl Verdicts<'_> {
                     }
                     let tries = std::mem::take(&mut self.tries);
                     matched = match (tries.matched, tries.hashed, tries.error) {
-                        (Some(part), _, _) => {
-                            ok_text = format!(": OK (--part-size {part})\n");
+                        (Some(layout), _, _) => {
+                            let size = layout.size_parameter().expect("a guessed size");
+                            ok_text = format!(": OK (--part-size {size})\n");
                             Ok(true)
                         }
                         (None, true, _) | (None, false, None) => Ok(false),

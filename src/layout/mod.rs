@@ -11,9 +11,11 @@
 //! 3. [`Combiner`] folds the job digests, arriving in any order, into the [`Root`], which
 //!    prints itself as the system it imitates shows it (hex, base64, S3's `-N`).
 //!
-//! A job digest is always a node of the layout's tree (a leaf, a complete subtree, a part), so
-//! a run of jobs can be folded into the few nodes it completes and such partial results
-//! combined later: the combiner takes nodes in order of their position, whoever hashed them.
+//! A job digest is always a node of the layout's tree (a leaf, a complete aligned subtree, a
+//! part) and the combiner takes job digests by position, whoever hashed them and in whatever
+//! order: ranges of jobs can be hashed apart (on other machines) and combined later. Folding
+//! such a range into fewer nodes ahead of the combiner must keep to the tree's nodes (aligned
+//! power-of-two runs for the fixed shapes).
 //!
 //! Layouts are few *shapes* with parameters, each a module:
 //! - `halving`: `mtsum` (C++ mtsum 1.1.0);
@@ -305,6 +307,24 @@ impl Layout {
             Layout::S3(part) => part.check(n),
             Layout::Btv2 if n == 0 => Err(NoRoot::EmptyFile(self.name())),
             _ => Ok(()),
+        }
+    }
+
+    /// The same layout with the other sizes worth trying for a stream of `n` bytes whose value
+    /// `value` was computed with a size nobody wrote down (`-c --part-size auto`): for S3, the
+    /// part sizes of common clients and those that give `value`'s part count
+    /// ([`PartSize::candidates`]; one size for a value without a count, a single upload).
+    /// Empty for layouts whose size is always known.
+    pub fn size_guesses(self, n: u64, value: &Root) -> Vec<Layout> {
+        match self {
+            Layout::S3(_) => {
+                let mut sizes = PartSize::candidates(n, value.parts());
+                if value.parts().is_none() {
+                    sizes.truncate(1);
+                }
+                sizes.into_iter().map(Layout::S3).collect()
+            }
+            _ => Vec::new(),
         }
     }
 
