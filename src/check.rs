@@ -160,6 +160,8 @@ enum Item {
     Line {
         name: Vec<u8>,
         expected: Root,
+        /// The layout and algorithm the line is checked with.
+        spec: (Layout, Algorithm),
         tagged: bool,
         /// With `--part-size auto`: the part size this hash tries.
         attempt: Option<Attempt>,
@@ -324,6 +326,7 @@ impl Lines {
             let item = Item::Line {
                 name: entry.name.clone(),
                 expected: entry.expected,
+                spec: (layout, alg),
                 tagged,
                 attempt,
             };
@@ -418,11 +421,12 @@ impl Verdicts<'_> {
             Item::Line {
                 name,
                 expected,
+                spec: (layout, alg),
                 tagged,
                 attempt,
             } => {
                 let mut matched = match result.expect("a line is hashed") {
-                    Ok(digest) => Ok(digest.root == expected),
+                    Ok(digest) => Ok(layout.matches(alg, &digest.root, &expected)),
                     Err(e) => Err(e),
                 };
                 let mut ok_text = String::from(": OK\n");

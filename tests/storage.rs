@@ -687,3 +687,28 @@ fn a_stream_on_standard_input_has_the_value_of_the_file() {
         assert_eq!(String::from_utf8(out.stdout).unwrap(), file, "{args:?}");
     }
 }
+
+#[test]
+fn a_one_part_multipart_etag_checks_against_the_single_upload() {
+    // The AWS CLI uploads a file of exactly its 8 MiB threshold as a multipart upload of one
+    // part: ETag md5(md5(data))-1, where a single upload would have md5(data).
+    let dir = tempdir();
+    let p = dir.path();
+    let data = pattern(PartSize::DEFAULT.get() as usize, 5);
+    write_file(p, "f", &data);
+    let md5 = Algorithm::Md5;
+    let one_part = format!("{}-1", md5.hash(md5.hash(&data).as_bytes()));
+    write_file(p, "sums", format!("{one_part}  f\n").as_bytes());
+    let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "sums"]);
+    assert_eq!((code, out.as_str()), (0, "f: OK\n"), "{err}");
+    // Not for another count, nor for a layout without parts.
+    let two_parts = one_part.replace("-1", "-2");
+    write_file(p, "sums", format!("{two_parts}  f\n").as_bytes());
+    let (code, _, _) = mtsum(p, &["-c", "-t", "s3", "sums"]);
+    assert_eq!(code, 1);
+    let root = reference::checksum(Layout::S3(PartSize::DEFAULT), md5, &data).unwrap();
+    let plain = reference::checksum(Layout::Plain, md5, &data).unwrap();
+    let expected = Root::parse(&one_part, 16).unwrap();
+    assert!(Layout::S3(PartSize::DEFAULT).matches(md5, &root, &expected));
+    assert!(!Layout::Plain.matches(md5, &plain, &expected));
+}

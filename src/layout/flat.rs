@@ -53,6 +53,16 @@ impl Flat {
     }
 }
 
+impl Flat {
+    /// The value of the same bytes uploaded as a multipart upload of one part, for a value of
+    /// a single upload (`root` without a count): `H(H(part))-1`. S3 clients choose: the AWS CLI
+    /// uploads a file of exactly its threshold (8 MiB) in one part, as multipart.
+    pub fn as_one_part(&self, alg: Algorithm, root: &Root) -> Option<Root> {
+        let single = self.single_part_is_plain && root.parts().is_none();
+        single.then(|| Root::new(alg.hash(root.digest().as_bytes())).with_parts(1))
+    }
+}
+
 /// Hashes a job fed as chunks: one part (the jobs of a file), or a whole stream of many
 /// parts, whose digest is then the root's ([`Outer::push`] knows it by its length).
 #[derive(Clone)]

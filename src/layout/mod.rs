@@ -310,6 +310,20 @@ impl Layout {
         }
     }
 
+    /// Whether `expected` is the value of the bytes whose value under this layout is `root`:
+    /// the same value, or for S3 a single upload's value met as the multipart upload of one
+    /// part that some clients make of it (`H(H(data))-1`, the AWS CLI's for a file of exactly
+    /// its 8 MiB threshold). The encoding does not matter.
+    pub fn matches(self, alg: Algorithm, root: &Root, expected: &Root) -> bool {
+        if root == expected {
+            return true;
+        }
+        match self.shape() {
+            Shape::Flat(f) => f.as_one_part(alg, root).as_ref() == Some(expected),
+            _ => false,
+        }
+    }
+
     /// The same layout with the other sizes worth trying for a stream of `n` bytes whose value
     /// `value` was computed with a size nobody wrote down (`-c --part-size auto`): for S3, the
     /// part sizes of common clients and those that give `value`'s part count
