@@ -85,6 +85,9 @@ pub struct FileDigest {
     /// The engine's [`ReadMode`] that this input refused, and what it was read with instead
     /// (`O_DIRECT` on tmpfs, say), for a note under `--verbose`.
     pub fallback: Option<Fallback>,
+    /// For a task of [`Engine::hash_jobs_in`]: its jobs' ranges and digests, in order (the
+    /// root is then not computed). Private, so that only that method makes such a result.
+    jobs: Option<Vec<(Range<u64>, Digest)>>,
 }
 
 /// A pool of workers; cheap to create, threads live only during a call.
@@ -213,6 +216,33 @@ impl Engine {
         out.expect("hash_all reports every target")
     }
 
+    /// Hashes only the jobs of `request`'s plan of the file `target` that start in `bytes`
+    /// (and those at its end when that is the file's end: the empty leaves of a tiny `mtsum`
+    /// file), and returns each job's byte range and digest in order, not a root: the part of
+    /// a file one machine hashes when many share it ([`crate::range`]). The jobs are hashed
+    /// as [`Engine::hash`] hashes them (workers, read-ahead, lanes), so that the job ranges
+    /// may be finer than [`Layout::plan`]'s (one leaf each where lanes take leaves).
+    ///
+    /// `size` is the length the range was planned for: a file of another length fails with
+    /// [`InputError::Changed`], a stream with [`InputError::RangeOfStream`].
+    pub fn hash_jobs_in(
+        &self,
+        request: &Request,
+        target: Target,
+        size: u64,
+        bytes: Range<u64>,
+    ) -> Result<Vec<(Range<u64>, Digest)>, InputError> {
+        let task = Task {
+            input: Some((target, *request)),
+            slice: Some(Slice { size, bytes }),
+            context: (),
+        };
+        let mut out = None;
+        self.run([task], |(), result| out = result);
+        let digest = out.expect("run reports every task")?;
+        Ok(digest.jobs.expect("a task of a slice keeps its jobs"))
+    }
+
     /// Hashes every target and calls `sink` once per target, in the order of `targets`,
     /// as soon as that target and all before it are done. A failing input is reported to
     /// `sink` and the others go on.
@@ -339,7 +369,24 @@ impl Engine {
 /// caller's context, handed back with the result.
 pub struct Task<T> {
     input: Option<(Target, Request)>,
+    /// Only the jobs in a byte range ([`Engine::hash_jobs_in`]).
+    slice: Option<Slice>,
     context: T,
+}
+
+/// The jobs of a file to hash when only a range of it is asked for.
+struct Slice {
+    /// The file's length the range was planned for.
+    size: u64,
+    bytes: Range<u64>,
+}
+
+impl Slice {
+    /// Whether the job that starts at `start` belongs to the range.
+    fn holds(&self, start: u64) -> bool {
+        let Range { start: from, end } = self.bytes;
+        start >= from && (start < end || end == self.size)
+    }
 }
 
 impl<T> Task<T> {
@@ -347,6 +394,7 @@ impl<T> Task<T> {
     pub fn hash(target: Target, request: Request, context: T) -> Task<T> {
         Task {
             input: Some((target, request)),
+            slice: None,
             context,
         }
     }
@@ -355,6 +403,7 @@ impl<T> Task<T> {
     pub fn pass(context: T) -> Task<T> {
         Task {
             input: None,
+            slice: None,
             context,
         }
     }
@@ -977,11 +1026,16 @@ struct Pending<T> {
     /// Bytes hashed so far (a stream's length is known only at its end).
     size: u64,
     leaves: Option<Vec<Option<Digest>>>,
+    /// A task of a slice: every job's range and digest, in place of the combiner's fold.
+    jobs: Option<Vec<Option<JobDigest>>>,
     error: Option<InputError>,
     started: Instant,
 }
 
 type Outcome = Option<Result<FileDigest, InputError>>;
+
+/// A job's byte range and digest.
+type JobDigest = (Range<u64>, Digest);
 
 /// Plans inputs into jobs, folds finished jobs, and hands results out in input order.
 struct Coordinator<T, F> {
@@ -1007,7 +1061,7 @@ where
             self.emit(index, task.context, None);
             return Vec::new();
         };
-        let context = task.context;
+        let (context, slice) = (task.context, task.slice);
         let (layout, alg) = (request.layout, request.algorithm);
         let job = |index_in_input: usize, start: u64, kind, source| Job {
             input: index,
@@ -1026,6 +1080,12 @@ where
             Ok(Input::Stream(_)) if request.keep_leaves && layout.leaf_size().is_some() => {
                 return self.fail_now(index, context, InputError::GraphOfStream);
             }
+            Ok(Input::Stream(_)) if slice.is_some() => {
+                return self.fail_now(index, context, InputError::RangeOfStream);
+            }
+            Ok(Input::Sized(file)) if slice.as_ref().is_some_and(|s| s.size != file.len()) => {
+                return self.fail_now(index, context, InputError::Changed);
+            }
             Ok(Input::Stream(reader)) => (
                 None,
                 vec![job(0, 0, JobKind::Layout, JobSource::Stream(reader))],
@@ -1042,7 +1102,11 @@ where
                         .leaf_size()
                         .is_some_and(|l| l.get() >= LANE_JOB_MIN_LEAF)
                     && Kernel::multi_buffer(alg).is_some();
-                let plan = layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
+                let mut plan =
+                    layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
+                if let Some(slice) = &slice {
+                    plan.retain(|(r, _)| slice.holds(r.start));
+                }
                 if request.keep_leaves && plan.len() > MAX_KEPT_LEAVES {
                     let e = InputError::TooManyLeaves {
                         leaves: plan.len(),
@@ -1071,7 +1135,8 @@ where
             combiner: layout.combiner(alg),
             remaining: jobs.len(),
             size: 0,
-            leaves: request.keep_leaves.then(|| vec![None; jobs.len()]),
+            leaves: (request.keep_leaves && slice.is_none()).then(|| vec![None; jobs.len()]),
+            jobs: slice.map(|_| vec![None; jobs.len()]),
             error: None,
             started,
         };
@@ -1105,7 +1170,10 @@ where
                 if let Some(leaves) = &mut p.leaves {
                     leaves[done.index] = Some(digest);
                 }
-                p.combiner.add(done.index, range, digest);
+                match &mut p.jobs {
+                    Some(jobs) => jobs[done.index] = Some((range, digest)),
+                    None => p.combiner.add(done.index, range, digest),
+                }
             }
             Ok(_) => {}
         }
@@ -1127,11 +1195,16 @@ where
             Some(e) => Err(e),
             None => unchanged().and_then(|()| {
                 Ok(FileDigest {
-                    root: p.combiner.finish(p.size)?,
+                    // A slice has no root of its own; its caller reads `jobs`.
+                    root: match p.jobs {
+                        Some(_) => Root::new(Digest::from_slice(&[])),
+                        None => p.combiner.finish(p.size)?,
+                    },
                     size: p.size,
                     leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
                     elapsed: p.started.elapsed(),
                     fallback: p.file.as_ref().and_then(|f| f.file.fallback().cloned()),
+                    jobs: p.jobs.map(|j| j.into_iter().flatten().collect()),
                 })
             }),
         };

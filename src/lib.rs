@@ -13,6 +13,7 @@
 //!   or a manifest) and audits that tell corruption from modification;
 //! - [`lanes`]: multi-buffer hashing (MD5, SHA-1, SHA-2), many messages at once on one core
 //!   (SIMD lanes);
+//! - [`range`]: one file hashed in ranges anywhere (partials) and combined into its root;
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
 //! - [`report`]: what is printed besides checksum lines (timings, error lines).
@@ -31,6 +32,7 @@ pub mod graph;
 pub mod json;
 pub mod lanes;
 pub mod layout;
+pub mod range;
 pub mod reference;
 pub mod report;
 pub mod source;

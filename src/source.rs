@@ -61,6 +61,9 @@ pub enum InputError {
         "the tree has {leaves} leaves, more than the {max} a graph can show; use a larger --leaf-size"
     )]
     TooManyLeaves { leaves: usize, max: usize },
+    /// A range of a pipe or character device, whose bytes cannot be read from an offset.
+    #[error("cannot hash a range of a stream; save it to a file first")]
+    RangeOfStream,
 }
 
 /// An I/O error as coreutils prints it: `No such file or directory`, without Rust's

@@ -131,12 +131,13 @@ def hash_range(
     """Hashes bytes ``start`` to ``end`` of a file, a range of :func:`plan`, into a *partial*.
 
     A partial is one line of text (without a line end) that holds the digests of the range's
-    jobs and where they belong::
+    subtrees and where they belong, the line ``mtsum --range`` prints::
 
-        MTSUM-PARTIAL/1 TAG SIZE START-END DIGESTS
+        MTSUM-PARTIAL/2 TAG SIZE START-END DIGESTS
 
     (``TAG`` as in ``mtsum --tag``: ``MTSUM-SHA256``, ``RFC6962-SHA256-1M``; ``DIGESTS`` the
-    job digests as one run of hex, ``-`` for none). Pass ``size``, the size the plan was made
+    digests of the range's nodes as one run of hex, ``-`` for none: for ``merkle`` and
+    ``rfc6962`` the few largest aligned subtrees the range holds, for ``mtsum`` one per leaf). Pass ``size``, the size the plan was made
     for, to fail with ``OSError("NAME: changed while being read")`` when the file has another
     one. ``threads`` (default: every core) hash the range's jobs side by side.
     """

@@ -13,12 +13,10 @@ use std::fs::File;
 use std::io::{self, Write};
 
 use mtsum::engine::{Engine, Request};
-use mtsum::layout::{JobHasher, Root};
+use mtsum::layout::{JobHasher, NoRoot, Root};
 use mtsum::source::{InputError, Target};
 use mtsum::{Algorithm, Layout};
 use tempfile::NamedTempFile;
-
-use crate::ranges;
 
 /// Bytes of a spool kept in memory before it moves to a file; also how much is gathered in
 /// memory between two writes to the file.
@@ -119,7 +117,7 @@ impl Spool {
 
     fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, InputError> {
         if self.file.is_none() {
-            return Ok(ranges::hash_bytes(layout, algorithm, &self.memory)?);
+            return Ok(hash_bytes(layout, algorithm, &self.memory)?);
         }
         self.flush()?;
         let path = self
@@ -145,4 +143,17 @@ impl Spool {
         }
         Ok(copy)
     }
+}
+
+/// The digest of `data` in memory by the jobs and the combiner of a file: a spool too short to
+/// be worth a file and the engine's threads.
+fn hash_bytes(layout: Layout, algorithm: Algorithm, data: &[u8]) -> Result<Root, NoRoot> {
+    let mut combiner = layout.combiner(algorithm);
+    let jobs = layout.plan(algorithm, data.len() as u64, false);
+    for (index, (range, kind)) in jobs.into_iter().enumerate() {
+        let mut hasher = layout.hasher_for(algorithm, kind);
+        hasher.update(&data[range.start as usize..range.end as usize]);
+        combiner.add(index, range, hasher.finalize());
+    }
+    combiner.finish(data.len() as u64)
 }

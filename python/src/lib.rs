@@ -9,7 +9,6 @@
 mod buffer;
 mod errors;
 mod hasher;
-mod ranges;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -24,7 +23,7 @@ use pyo3::prelude::*;
 
 use buffer::Bytes;
 use errors::{input_error, io_error, value_error};
-use ranges::{Partial, Spec};
+use mtsum::range::{self, Partial, Spec};
 
 /// Below this many bytes `update` keeps the GIL: releasing and taking it back costs more than
 /// hashing them (hashlib's threshold is 2 KiB).
@@ -153,7 +152,7 @@ fn plan(
         algorithm,
         size,
     };
-    let ranges = ranges::plan(spec, parts).map_err(value_error)?;
+    let ranges = range::plan(spec, parts).map_err(value_error)?;
     Ok(ranges.into_iter().map(|r| (r.start, r.end)).collect())
 }
 
@@ -173,25 +172,28 @@ fn hash_range(
     threads: Option<usize>,
 ) -> PyResult<String> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
-    let threads = thread_count(threads)?.get();
+    let engine = Engine::new(thread_count(threads)?);
     let target = Target::Path(path.clone());
     let result = py.detach(|| {
-        let file = match Input::open(&target) {
-            Ok(Input::Sized(file)) => file,
-            Ok(Input::Stream(_)) => return Ok(None),
-            Err(e) => return Ok(Some(Err(e))),
+        let size = match size {
+            Some(size) => size,
+            None => match Input::open(&target) {
+                Ok(Input::Sized(file)) => file.len(),
+                Ok(Input::Stream(_)) => return Ok(None),
+                Err(e) => return Ok(Some(Err(e))),
+            },
         };
         let spec = Spec {
             layout,
             algorithm,
-            size: size.unwrap_or(file.len()),
+            size,
         };
-        ranges::hash_range(&file, spec, start..end, threads).map(Some)
+        range::hash_range(&engine, target.clone(), spec, start..end).map(Some)
     });
     match result.map_err(value_error)? {
         Some(Ok(partial)) => Ok(partial.to_line()),
+        Some(Err(InputError::RangeOfStream)) | None => Err(stream_has_no_ranges(&path)),
         Some(Err(e)) => Err(input_error(py, &path, &e)),
-        None => Err(stream_has_no_ranges(&path)),
     }
 }
 
@@ -238,7 +240,7 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
         .map(|line| Partial::from_line(line))
         .collect::<Result<_, _>>()
         .map_err(value_error)?;
-    Ok(ranges::combine(partials).map_err(value_error)?.to_string())
+    Ok(range::combine(partials).map_err(value_error)?.to_string())
 }
 
 /// A hasher in hashlib's shape for bytes that arrive in pieces: `update(data)` as often as

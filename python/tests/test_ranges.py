@@ -69,7 +69,7 @@ def test_a_partial_is_one_line_naming_layout_size_and_range(file_of_five_jobs):
     size = file_of_five_jobs.stat().st_size
     line = mtsum.hash_range(file_of_five_jobs, JOB, 3 * JOB, **KW)
     magic, tag, got_size, rng, digests = line.split(" ")
-    assert (magic, tag, int(got_size), rng) == ("MTSUM-PARTIAL/1", "RFC6962-SHA256-64", size, f"{JOB}-{3 * JOB}")
+    assert (magic, tag, int(got_size), rng) == ("MTSUM-PARTIAL/2", "RFC6962-SHA256-64", size, f"{JOB}-{3 * JOB}")
     assert len(digests) == 2 * 64 and "\n" not in line
     # Read back with surrounding white space, as from a file of lines.
     rest = partials_of(file_of_five_jobs, [(0, JOB), (3 * JOB, size)], **KW)
@@ -105,11 +105,11 @@ def test_wrong_sets_of_partials_are_refused_naming_the_bytes(file_of_five_jobs, 
     with pytest.raises(ValueError, match=f"{size} bytes and RFC6962-SHA256-64, {size + 1} bytes"):
         mtsum.combine([a, b, mtsum.hash_range(longer, 3 * JOB, size + 1, **KW)])
     # Lines that are not partials, or lie about their digests.
-    for junk in ["", "hello", a.replace("MTSUM-PARTIAL/1", "MTSUM-PARTIAL/2"), a + "0", a.replace(" 0-", " x-")]:
+    for junk in ["", "hello", a.replace("MTSUM-PARTIAL/2", "MTSUM-PARTIAL/1"), a + "0", a.replace(" 0-", " x-")]:
         with pytest.raises(ValueError, match="not a partial line"):
             mtsum.combine([junk])
     doubled = a + a.rsplit(" ", 1)[1]
-    with pytest.raises(ValueError, match=f"the partial of bytes 0-{JOB} holds 2 digests where the range has 1 jobs"):
+    with pytest.raises(ValueError, match=f"the partial of bytes 0-{JOB} holds 2 digests where the range has 1 nodes"):
         mtsum.combine([doubled, b, c])
 
 

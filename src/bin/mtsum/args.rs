@@ -62,7 +62,8 @@ fn usage_error(e: clap::Error) -> String {
     // As getopt_long in coreutils: a repeated flag is fine, a long option may be abbreviated.
     args_override_self = true,
     infer_long_args = true,
-    group(clap::ArgGroup::new("verify").args(["check", "audit"]))
+    group(clap::ArgGroup::new("verify").args(["check", "audit"])),
+    group(clap::ArgGroup::new("ranges").args(["plan", "range", "combine"]))
 )]
 pub struct Args {
     /// Files to hash, or with -c the sum files to check (- for standard input).
@@ -213,6 +214,19 @@ pub struct Args {
     #[arg(long = "mtime-resolution", value_name = "RES", requires = "audit")]
     mtime_resolution: Option<Resolution>,
 
+    /// Print at most N byte ranges START-END of the file, about equal and on subtree
+    /// boundaries, to hash apart with --range and join with --combine.
+    #[arg(long, value_name = "N", conflicts_with_all = ["verify", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    plan: Option<NonZeroUsize>,
+
+    /// Hash bytes START-END (a range of --plan) of the file and print a partial line.
+    #[arg(long, value_name = "START-END", value_parser = parse_range, conflicts_with_all = ["verify", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    range: Option<std::ops::Range<u64>>,
+
+    /// Read partial lines (of --range) from the PATHs and print the file's checksum line.
+    #[arg(long, conflicts_with_all = ["verify", "recursive", "graph", "json"])]
+    combine: bool,
+
     /// Print version information.
     #[arg(short = 'V', long = "version", short_alias = 'v', action = clap::ArgAction::Version)]
     version: (),
@@ -250,6 +264,17 @@ fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
         return Err(format!("at most {MAX_PROCESSORS} processors"));
     }
     NonZeroUsize::new(n).ok_or_else(|| "the number of processors must be at least 1".to_string())
+}
+
+/// `START-END`, two byte offsets.
+fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let bad = || format!("'{s}' is not a byte range START-END");
+    let (start, end) = s.split_once('-').ok_or_else(bad)?;
+    let (start, end) = (
+        start.parse().map_err(|_| bad())?,
+        end.parse().map_err(|_| bad())?,
+    );
+    Ok(start..end)
 }
 
 /// Whether to show a bar: `--progress`, `--no-progress`, or when stderr is a terminal.
@@ -293,6 +318,8 @@ pub enum Mode {
     Check(CheckSettings),
     /// Audit files against their records.
     Audit(AuditSettings),
+    /// `--plan`, `--range`, `--combine`: one file in ranges.
+    Ranges(RangeSettings),
 }
 
 /// What every mode uses: the inputs, the engine that hashes them, and what goes to stderr.
@@ -314,6 +341,23 @@ pub struct HashSettings {
     pub output: Output,
     /// `--base64`: every digest in base64 instead of the layout's own encoding.
     pub encoding: Option<Encoding>,
+}
+
+/// `--plan`, `--range`, `--combine`.
+pub struct RangeSettings {
+    pub step: RangeStep,
+    /// `-t`, `-l`, `-a` of `--plan` and `--range` (partials say what they are).
+    pub request: Request,
+}
+
+/// Which of the three steps of one file in ranges a run does.
+pub enum RangeStep {
+    /// Print at most this many ranges of the file.
+    Plan(NonZeroUsize),
+    /// Hash one range of the file into a partial line.
+    Range(std::ops::Range<u64>),
+    /// Read partial lines, print the root line as hash mode does (`Line` or `BareDigest`).
+    Combine(Output),
 }
 
 /// How hash results are printed.
@@ -343,7 +387,9 @@ impl Config {
     fn from_args(args: Args) -> Result<Config, String> {
         // Checked in every mode, so that a wrong -t/-l is an error whatever else is asked.
         let layout = args.layout()?;
-        let mode = if args.audit {
+        let mode = if args.plan.is_some() || args.range.is_some() || args.combine {
+            Mode::Ranges(RangeSettings::from_args(&args, layout))
+        } else if args.audit {
             Mode::Audit(AuditSettings::from_args(&args, layout))
         } else if args.check {
             Mode::Check(CheckSettings::from_args(&args, layout))
@@ -419,22 +465,46 @@ impl Common {
     }
 }
 
-impl HashSettings {
-    fn from_args(args: &Args, layout: Layout) -> HashSettings {
+impl Output {
+    /// A root line as hash mode and `--combine` print it: `--no-names`, `--tag`, `-z`.
+    fn line(args: &Args) -> Output {
         let terminator = match args.zero {
             true => Terminator::Nul,
             false => Terminator::Newline,
         };
-        let output = if args.graph {
-            Output::Graph
-        } else if args.json {
-            Output::Json
-        } else if args.no_names {
+        if args.no_names {
             Output::BareDigest
         } else if args.tag {
             Output::Line(Format::Tag, terminator)
         } else {
             Output::Line(Format::Gnu, terminator)
+        }
+    }
+}
+
+impl RangeSettings {
+    fn from_args(args: &Args, layout: Layout) -> RangeSettings {
+        let step = match (args.plan, &args.range) {
+            (Some(parts), _) => RangeStep::Plan(parts),
+            (_, Some(range)) => RangeStep::Range(range.clone()),
+            (None, None) => RangeStep::Combine(Output::line(args)),
+        };
+        let algorithm = args.algorithm.unwrap_or(layout.default_algorithm());
+        RangeSettings {
+            step,
+            request: Request::new(layout, algorithm),
+        }
+    }
+}
+
+impl HashSettings {
+    fn from_args(args: &Args, layout: Layout) -> HashSettings {
+        let output = if args.graph {
+            Output::Graph
+        } else if args.json {
+            Output::Json
+        } else {
+            Output::line(args)
         };
         HashSettings {
             request: Request {

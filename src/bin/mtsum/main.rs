@@ -2,7 +2,7 @@
 //! what happened to an exit code. Nothing here knows how hashing works.
 //!
 //! The modules depend one way, so that a mode can be read (and a flag added) without the
-//! others: `main` → the mode runners (`hash`, `check`, `audit`) → `session` (start-up,
+//! others: `main` → the mode runners (`hash`, `check`, `audit`, `ranges`) → `session` (start-up,
 //! printing, exit status) and `progress` → `args` (the command line, validated into common
 //! and per-mode settings) → the library.
 
@@ -11,6 +11,7 @@ mod audit;
 mod check;
 mod hash;
 mod progress;
+mod ranges;
 mod session;
 
 use std::process::ExitCode;
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         Mode::Hash(settings) => hash::run(common, settings),
         Mode::Check(settings) => check::run(common, settings),
         Mode::Audit(settings) => audit::run(common, settings),
+        Mode::Ranges(settings) => ranges::run(common, settings),
     };
     ExitCode::from(status as u8)
 }
