@@ -154,6 +154,24 @@ fn crcs_print_in_hex_and_as_s3_headers_show_them() {
 }
 
 #[test]
+fn a_full_object_crc_is_hashed_in_pieces_on_every_worker() {
+    // 9 MiB: three 4 MiB pieces, whose CRCs combine into the CRC of the whole.
+    let n = 9 * MIB;
+    for alg in [Algorithm::Crc32, Algorithm::Crc32c, Algorithm::Crc64Nvme] {
+        let plan = Layout::Plain.plan(alg, n, false);
+        assert_eq!(plan.len(), 3, "{alg}");
+        let data = pattern(n as usize, 9);
+        let mut combiner = Layout::Plain.combiner(alg);
+        for (i, (r, kind)) in plan.into_iter().enumerate().rev() {
+            let mut h = Layout::Plain.hasher_for(alg, kind);
+            h.update(&data[r.start as usize..r.end as usize]);
+            combiner.add(i, r, h.finalize());
+        }
+        assert_eq!(combiner.finish(n).unwrap(), alg.hash(&data));
+    }
+}
+
+#[test]
 fn a_file_of_at_most_one_part_has_its_plain_digest_without_a_count() {
     let p = part(5 * MIB);
     for alg in [Algorithm::Md5, Algorithm::Sha256, Algorithm::Crc32c] {
