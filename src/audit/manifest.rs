@@ -215,7 +215,7 @@ fn format_line(name: &[u8], record: &Record) -> Vec<u8> {
         Terminator::Newline,
         record.layout,
         record.algorithm,
-        &record.digest,
+        &crate::layout::Root::new(record.digest),
         name,
     ));
     line
@@ -242,7 +242,7 @@ fn parse_line(line: &[u8]) -> Result<(Vec<u8>, Record), String> {
         algorithm,
         size,
         mtime,
-        digest: entry.expected,
+        digest: *entry.expected.digest(),
     };
     Ok((entry.name, record))
 }

@@ -875,7 +875,9 @@ impl Sink<'_> {
                 before,
                 prior,
             } => {
-                let hashed = result.expect("files are hashed").map(|d| (d.root, d.size));
+                let hashed = result
+                    .expect("files are hashed")
+                    .map(|d| (*d.root.digest(), d.size));
                 let after = fs::metadata(&path).map(|m| (m.len(), Mtime::of(&m)));
                 let (status, current, error) = judge(
                     &prior,
