@@ -32,11 +32,18 @@ pub enum Algorithm {
     Xxh3,
     /// XXH3 with 128-bit output, printed big-endian as `xxhsum -H128` does.
     Xxh128,
+    /// CRC-32/ISO-HDLC, zlib's and gzip's CRC-32 (check value `cbf43926`).
+    Crc32,
+    /// CRC-32C (Castagnoli), as iSCSI, ext4, GCS and S3 use it (check value `e3069283`).
+    Crc32c,
+    /// CRC-64/NVME, S3's default checksum since December 2024 (check value
+    /// `ae8b14860a799888`).
+    Crc64Nvme,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order help texts list them.
-    pub const ALL: [Algorithm; 9] = [
+    pub const ALL: [Algorithm; 12] = [
         Algorithm::Md5,
         Algorithm::Sha1,
         Algorithm::Sha224,
@@ -46,6 +53,9 @@ impl Algorithm {
         Algorithm::Blake3,
         Algorithm::Xxh3,
         Algorithm::Xxh128,
+        Algorithm::Crc32,
+        Algorithm::Crc32c,
+        Algorithm::Crc64Nvme,
     ];
 
     /// The lowercase name used on the command line (`-a`) and in OpenSSL.
@@ -60,6 +70,9 @@ impl Algorithm {
             Algorithm::Blake3 => "blake3",
             Algorithm::Xxh3 => "xxh3",
             Algorithm::Xxh128 => "xxh128",
+            Algorithm::Crc32 => "crc32",
+            Algorithm::Crc32c => "crc32c",
+            Algorithm::Crc64Nvme => "crc64nvme",
         }
     }
 
@@ -75,6 +88,8 @@ impl Algorithm {
             Algorithm::Blake3 => 32,
             Algorithm::Xxh3 => 8,
             Algorithm::Xxh128 => 16,
+            Algorithm::Crc32 | Algorithm::Crc32c => 4,
+            Algorithm::Crc64Nvme => 8,
         }
     }
 
@@ -96,6 +111,9 @@ impl Algorithm {
             Algorithm::Blake3 => State::Blake3(Box::default()),
             Algorithm::Xxh3 => State::Xxh3(Box::default()),
             Algorithm::Xxh128 => State::Xxh128(Box::default()),
+            Algorithm::Crc32 | Algorithm::Crc32c | Algorithm::Crc64Nvme => {
+                State::Crc(self, Box::new(crc_fast::Digest::new(crc_parameters(self))))
+            }
         })
     }
 
@@ -132,6 +150,51 @@ impl Algorithm {
     pub fn is_tree(self) -> bool {
         self == Algorithm::Blake3
     }
+
+    /// Whether the algorithm is a CRC: linear, so that the CRC of a long message follows from
+    /// the CRCs of its pieces and their lengths ([`combine_crcs`]), which lets its plain digest
+    /// use every worker; and no hash to build a tree of.
+    pub fn is_crc(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Crc32 | Algorithm::Crc32c | Algorithm::Crc64Nvme
+        )
+    }
+}
+
+/// The `crc-fast` parameters of a CRC algorithm ([`Algorithm::is_crc`]). crc-fast folds with
+/// carry-less multiplication (PCLMULQDQ, VPCLMULQDQ on AVX-512 CPUs; PMULL on ARM) for every
+/// CRC width, and combines CRCs: measured against the single-CRC crates in
+/// `docs/performance.md`.
+fn crc_parameters(alg: Algorithm) -> crc_fast::CrcAlgorithm {
+    match alg {
+        Algorithm::Crc32 => crc_fast::CrcAlgorithm::Crc32IsoHdlc,
+        Algorithm::Crc32c => crc_fast::CrcAlgorithm::Crc32Iscsi,
+        Algorithm::Crc64Nvme => crc_fast::CrcAlgorithm::Crc64Nvme,
+        _ => unreachable!("{alg} is not a CRC"),
+    }
+}
+
+/// The CRC of a message `left ‖ right` from the CRCs of its two pieces and the length of
+/// the second (multiplication by `x^(8·right_len)` in GF(2), as zlib's `crc32_combine`).
+///
+/// # Panics
+/// If `alg` is not a CRC.
+pub fn combine_crcs(alg: Algorithm, left: &Digest, right: &Digest, right_len: u64) -> Digest {
+    assert!(alg.is_crc(), "{alg} is not a CRC");
+    let value = |d: &Digest| {
+        let mut be = [0u8; 8];
+        be[8 - d.as_bytes().len()..].copy_from_slice(d.as_bytes());
+        u64::from_be_bytes(be)
+    };
+    let crc = crc_fast::checksum_combine(crc_parameters(alg), value(left), value(right), right_len);
+    crc_digest(alg, crc)
+}
+
+/// A CRC value as its digest: the big-endian bytes of its width.
+fn crc_digest(alg: Algorithm, crc: u64) -> Digest {
+    let be = crc.to_be_bytes();
+    Digest::from_slice(&be[8 - alg.digest_len()..])
 }
 
 /// The MD5 hasher of libcrypto's EVP interface if libcrypto gave one, else RustCrypto's: a
@@ -173,7 +236,7 @@ impl fmt::Display for Algorithm {
 /// The error of parsing an unknown algorithm name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown algorithm '{0}' (known: md5, sha1, sha224, sha256, sha384, sha512, blake3, xxh3, xxh128)"
+    "unknown algorithm '{0}' (known: md5, sha1, sha224, sha256, sha384, sha512, blake3, xxh3, xxh128, crc32, crc32c, crc64nvme)"
 )]
 pub struct UnknownAlgorithm(pub String);
 
@@ -218,6 +281,8 @@ enum State {
     Blake3Subtree(Box<blake3::Hasher>),
     Xxh3(Box<xxhash_rust::xxh3::Xxh3Default>),
     Xxh128(Box<xxhash_rust::xxh3::Xxh3Default>),
+    /// crc-fast keeps every width in a `u64`; the algorithm says how many bytes are the CRC.
+    Crc(Algorithm, Box<crc_fast::Digest>),
 }
 
 impl Hasher {
@@ -258,6 +323,7 @@ impl Hasher {
                 h.update(data);
             }
             State::Xxh3(h) | State::Xxh128(h) => h.update(data),
+            State::Crc(_, h) => h.update(data),
         }
     }
 
@@ -285,6 +351,7 @@ impl Hasher {
             State::Blake3Subtree(h) => Digest::from_slice(&h.finalize_non_root()),
             State::Xxh3(h) => Digest::from_slice(&h.digest().to_be_bytes()),
             State::Xxh128(h) => Digest::from_slice(&h.digest128().to_be_bytes()),
+            State::Crc(alg, h) => crc_digest(alg, h.finalize()),
         }
     }
 }
@@ -472,5 +539,39 @@ mod tests {
             Algorithm::Xxh128.hash(b"abc").to_hex(),
             "06b05ab6733a618578af5f94892f3950"
         );
+    }
+
+    #[test]
+    fn crcs_give_the_catalogue_check_values() {
+        // The CRC catalogue's check value: the CRC of ASCII "123456789", printed big-endian.
+        for (alg, check) in [
+            (Algorithm::Crc32, "cbf43926"),
+            (Algorithm::Crc32c, "e3069283"),
+            (Algorithm::Crc64Nvme, "ae8b14860a799888"),
+        ] {
+            assert_eq!(alg.hash(b"123456789").to_hex(), check, "{alg}");
+            assert_eq!(alg.hash(b"").to_hex(), "0".repeat(2 * alg.digest_len()));
+        }
+        // S3's documented example: CRC32 of "hello".
+        assert_eq!(Algorithm::Crc32.hash(b"hello").to_hex(), "3610a686");
+    }
+
+    #[test]
+    fn crcs_of_pieces_combine_into_the_crc_of_the_whole() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for alg in Algorithm::ALL.into_iter().filter(|a| a.is_crc()) {
+            for cut in [0, 1, 63, 64, 2500, 4999, 5000] {
+                let (l, r) = data.split_at(cut);
+                let joined = combine_crcs(alg, &alg.hash(l), &alg.hash(r), r.len() as u64);
+                assert_eq!(joined, alg.hash(&data), "{alg} cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn crc_names_parse_with_or_without_dashes() {
+        assert_eq!("CRC-32C".parse::<Algorithm>(), Ok(Algorithm::Crc32c));
+        assert_eq!("crc64-nvme".parse::<Algorithm>(), Ok(Algorithm::Crc64Nvme));
+        assert_eq!("CRC32".parse::<Algorithm>(), Ok(Algorithm::Crc32));
     }
 }

@@ -17,9 +17,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStringExt;
 
-use crate::algorithm::{Algorithm, Digest};
+use crate::algorithm::Algorithm;
 use crate::engine::{Engine, Request, Task};
-use crate::layout::Layout;
+use crate::layout::{Layout, Root};
 use crate::report::error_line;
 use crate::source::{InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
@@ -41,8 +41,13 @@ pub enum Verbosity {
 pub struct Untagged {
     pub layout: Layout,
     /// `None`: chosen by the digest's length, SHA-256 or MD5 where the length is shared
-    /// (with BLAKE3 and XXH128), as `sha256sum` and `md5sum` files are the common case.
+    /// (with BLAKE3 and XXH128), as `sha256sum` and `md5sum` files are the common case; never
+    /// a CRC.
     pub algorithm: Option<Algorithm>,
+    /// `--part-size auto`: an untagged line is tried with each size the layout guesses
+    /// ([`Layout::size_guesses`]: S3's part sizes) until one matches, and the verdict says
+    /// which.
+    pub auto_part_size: bool,
 }
 
 impl Untagged {
@@ -52,7 +57,12 @@ impl Untagged {
         let alg = match self.algorithm {
             Some(alg) => alg,
             None => {
-                let fits = sumfile::algorithms_with_digest_len(len);
+                // A CRC shares its length with XXH3 (CRC-64) or another CRC (CRC-32, CRC-32C):
+                // it is checked only when asked for with -a or a tag.
+                let fits: Vec<Algorithm> = sumfile::algorithms_with_digest_len(len)
+                    .into_iter()
+                    .filter(|a| !a.is_crc())
+                    .collect();
                 [Algorithm::Sha256, Algorithm::Md5]
                     .into_iter()
                     .find(|a| fits.contains(a))
@@ -115,6 +125,7 @@ pub fn check(
         io_error: None,
         untagged_mismatches: 0,
         untagged_matches: 0,
+        tries: Tries::default(),
     };
     engine.run(lines, |item, result| verdicts.on(item, result));
     if let Some(e) = verdicts.io_error {
@@ -148,8 +159,12 @@ enum Item {
     /// A checksum line: `name` is hashed and compared with `expected`.
     Line {
         name: Vec<u8>,
-        expected: Digest,
+        expected: Root,
+        /// The layout and algorithm the line is checked with.
+        spec: (Layout, Algorithm),
         tagged: bool,
+        /// With `--part-size auto`: the part size this hash tries.
+        attempt: Option<Attempt>,
     },
     /// Line `line` (1-based) of sum file `file` is not a checksum line.
     Improper { file: usize, line: u64 },
@@ -161,6 +176,29 @@ enum Item {
     },
     /// The last line of sum file `file` has passed.
     End { file: usize },
+}
+
+/// One of the sizes tried for a line with `--part-size auto`; the attempts of a line follow
+/// each other.
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    /// The layout with the size tried.
+    layout: Layout,
+    /// The line's last attempt: its verdict follows.
+    last: bool,
+}
+
+/// The layouts to try for a line of `layout` whose value is `expected`, for the file `target`
+/// (none for standard input or a file that cannot be read, which is then hashed once and
+/// reported as usual).
+fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout> {
+    let Target::Path(path) = target else {
+        return Vec::new();
+    };
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Vec::new();
+    };
+    layout.size_guesses(meta.len(), expected)
 }
 
 /// A sum file being read.
@@ -262,7 +300,7 @@ impl Lines {
         };
         let spec = entry
             .spec
-            .or_else(|| self.untagged.spec(entry.expected.as_bytes().len()));
+            .or_else(|| self.untagged.spec(entry.expected.digest().as_bytes().len()));
         let Some((layout, alg)) = spec else {
             return Some(improper());
         };
@@ -279,12 +317,37 @@ impl Lines {
             // A layout that needs the length refuses a stream without reading it.
             self.stdin_hashed |= !layout.needs_length();
         }
-        let item = Item::Line {
-            name: entry.name,
-            expected: entry.expected,
-            tagged: entry.spec.is_some(),
+        let tagged = entry.spec.is_some();
+        let guesses = match self.untagged.auto_part_size && !tagged {
+            true => size_guesses(layout, &target, &entry.expected),
+            false => Vec::new(),
         };
-        Some(Task::hash(target, Request::new(layout, alg), item))
+        let line = |layout, attempt| {
+            let item = Item::Line {
+                name: entry.name.clone(),
+                expected: entry.expected,
+                spec: (layout, alg),
+                tagged,
+                attempt,
+            };
+            Task::hash(target.clone(), Request::new(layout, alg), item)
+        };
+        let Some((&first, rest)) = guesses.split_first() else {
+            return Some(line(layout, None));
+        };
+        for (i, &layout) in rest.iter().enumerate() {
+            let last = i + 1 == rest.len();
+            self.queue
+                .push_back(line(layout, Some(Attempt { layout, last })));
+        }
+        let last = rest.is_empty();
+        Some(line(
+            first,
+            Some(Attempt {
+                layout: first,
+                last,
+            }),
+        ))
     }
 }
 
@@ -324,6 +387,18 @@ struct Verdicts<'a> {
     /// Untagged lines whose digest differed or matched, for the hint about `-t`.
     untagged_mismatches: u64,
     untagged_matches: u64,
+    /// The attempts so far of a line with `--part-size auto`.
+    tries: Tries,
+}
+
+/// What the attempts of one line with `--part-size auto` found so far.
+#[derive(Debug, Default)]
+struct Tries {
+    /// The first layout (size) whose value matched.
+    matched: Option<Layout>,
+    /// Some attempt hashed the file (so a miss is a mismatch, not an unreadable file).
+    hashed: bool,
+    error: Option<InputError>,
 }
 
 impl Verdicts<'_> {
@@ -346,19 +421,47 @@ impl Verdicts<'_> {
             Item::Line {
                 name,
                 expected,
+                spec: (layout, alg),
                 tagged,
+                attempt,
             } => {
+                let mut matched = match result.expect("a line is hashed") {
+                    Ok(digest) => Ok(layout.matches(alg, &digest.root, &expected)),
+                    Err(e) => Err(e),
+                };
+                let mut ok_text = String::from(": OK\n");
+                if let Some(attempt) = attempt {
+                    let tries = &mut self.tries;
+                    match matched {
+                        Ok(true) => _ = tries.matched.get_or_insert(attempt.layout),
+                        Ok(false) => tries.hashed = true,
+                        Err(e) => _ = tries.error.get_or_insert(e),
+                    }
+                    if !attempt.last {
+                        return Ok(());
+                    }
+                    let tries = std::mem::take(&mut self.tries);
+                    matched = match (tries.matched, tries.hashed, tries.error) {
+                        (Some(layout), _, _) => {
+                            let size = layout.size_parameter().expect("a guessed size");
+                            ok_text = format!(": OK (--part-size {size})\n");
+                            Ok(true)
+                        }
+                        (None, true, _) | (None, false, None) => Ok(false),
+                        (None, false, Some(e)) => Err(e),
+                    };
+                }
                 self.tally.proper += 1;
-                let verdict: &[u8] = match result.expect("a line is hashed") {
-                    Ok(digest) if digest.root == expected => {
+                let verdict: &[u8] = match matched {
+                    Ok(true) => {
                         self.tally.matched += 1;
                         self.untagged_matches += u64::from(!tagged);
                         if verbosity != Verbosity::All {
                             return Ok(());
                         }
-                        b": OK\n"
+                        ok_text.as_bytes()
                     }
-                    Ok(_) => {
+                    Ok(false) => {
                         self.tally.mismatched += 1;
                         self.untagged_mismatches += u64::from(!tagged);
                         b": FAILED\n"

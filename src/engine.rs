@@ -31,7 +31,7 @@ use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::{self, Event, Kernel, Lane, Lanes};
-use crate::layout::{Combiner, JobHasher, JobKind, Layout};
+use crate::layout::{Combiner, JobHasher, JobKind, Layout, Root};
 use crate::source::{
     Buffer, Chunk, Fallback, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
 };
@@ -74,7 +74,8 @@ impl Request {
 /// The result of hashing one input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileDigest {
-    pub root: Digest,
+    /// The layout's value for the input, printed as its storage system shows it.
+    pub root: Root,
     /// Bytes hashed.
     pub size: u64,
     /// The leaf digests in order, when [`Request::keep_leaves`] asked for them.
@@ -1089,6 +1090,10 @@ where
                 None,
                 vec![job(0, 0, JobKind::Layout, JobSource::Stream(reader))],
             ),
+            Ok(Input::Sized(file)) if layout.check_size(file.len()).is_err() => {
+                let e = layout.check_size(file.len()).expect_err("checked");
+                return self.fail_now(index, context, e.into());
+            }
             Ok(Input::Sized(file)) => {
                 // Leaves too long for `JobHasher`'s lanes within one read are jobs of their
                 // own where the algorithm has lanes: then the workers' lanes take them.
@@ -1188,17 +1193,19 @@ where
         };
         let result = match p.error {
             Some(e) => Err(e),
-            None => unchanged().map(|()| FileDigest {
-                // A slice has no root of its own; its caller reads `jobs`.
-                root: match p.jobs {
-                    Some(_) => Digest::from_slice(&[]),
-                    None => p.combiner.finish(p.size),
-                },
-                size: p.size,
-                leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
-                elapsed: p.started.elapsed(),
-                fallback: p.file.as_ref().and_then(|f| f.file.fallback().cloned()),
-                jobs: p.jobs.map(|j| j.into_iter().flatten().collect()),
+            None => unchanged().and_then(|()| {
+                Ok(FileDigest {
+                    // A slice has no root of its own; its caller reads `jobs`.
+                    root: match p.jobs {
+                        Some(_) => Root::new(Digest::from_slice(&[])),
+                        None => p.combiner.finish(p.size)?,
+                    },
+                    size: p.size,
+                    leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
+                    elapsed: p.started.elapsed(),
+                    fallback: p.file.as_ref().and_then(|f| f.file.fallback().cloned()),
+                    jobs: p.jobs.map(|j| j.into_iter().flatten().collect()),
+                })
             }),
         };
         self.emit(index, p.context, Some(result));

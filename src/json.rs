@@ -4,7 +4,7 @@
 //! Every object starts with the input's `path` (see [`path`]), so that a script can match
 //! objects to inputs whatever else they hold. Fields that describe a digest are the same
 //! in every object that has one: `layout`, `leaf_size` (`null` for layouts without leaves),
-//! `algorithm` and `digest` in hex. Times of files (`mtime`, `recorded_mtime`) are strings
+//! `algorithm` and `digest` (hex; S3's values as S3 shows them). Times of files (`mtime`, `recorded_mtime`) are strings
 //! `SECONDS.NANOSECONDS`: a JSON number would lose the nanoseconds.
 //!
 //! ```
@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::algorithm::{Algorithm, Digest};
+use crate::algorithm::Algorithm;
 use crate::audit::{Action, Prior, Status, Summary, Verdict};
 use crate::engine::FileDigest;
 use crate::layout::Layout;
@@ -144,13 +144,15 @@ pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
     line(outer)
 }
 
-/// `layout`, `leaf_size`, `algorithm` and `digest`: how a digest is described everywhere.
-fn insert_digest(object: &mut Object, layout: Layout, alg: Algorithm, digest: &Digest) {
+/// `layout`, `leaf_size`, `algorithm` and `digest`: how a digest is described everywhere. The
+/// digest is written as it displays: hex, or a [`Root`](crate::layout::Root) as its storage
+/// system shows it (S3's `-N`, base64).
+fn insert_digest(object: &mut Object, layout: Layout, alg: Algorithm, digest: &dyn Display) {
     object.insert("layout".into(), layout.name().into());
     let leaf = layout.leaf_size().map(|l| l.get());
     object.insert("leaf_size".into(), leaf.into());
     object.insert("algorithm".into(), alg.name().into());
-    object.insert("digest".into(), digest.to_hex().into());
+    object.insert("digest".into(), digest.to_string().into());
 }
 
 #[cfg(test)]

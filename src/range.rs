@@ -42,7 +42,7 @@ use std::fmt;
 use std::ops::Range;
 
 use crate::engine::{Engine, Request};
-use crate::layout::JobKind;
+use crate::layout::{JobKind, NoRoot, Root};
 use crate::source::{InputError, Target};
 use crate::sumfile;
 use crate::{Algorithm, Digest, Layout};
@@ -103,6 +103,9 @@ pub enum RangeError {
     Disagree(u64, u64),
     #[error("bytes {0}-{1} are missing (no partial covers them)")]
     Missing(u64, u64),
+    /// The layout has no root for the file (an empty file with `btv2`).
+    #[error("{0}")]
+    NoRoot(#[from] NoRoot),
 }
 
 /// The digests of the nodes of one byte range of a file: what [`hash_range`] returns and
@@ -227,7 +230,11 @@ fn fold_subtrees<T>(
     jobs: impl IntoIterator<Item = (Range<u64>, T)>,
     mut join: impl FnMut(T, T) -> T,
 ) -> Vec<(Range<u64>, T)> {
-    let Some(leaf) = spec.layout.leaf_size().map(|l| l.get()) else {
+    // Only the unpadded binary trees of fixed leaves (merkle, rfc6962, glacier) fold here: the
+    // flat layouts' parts have no binary parent, and BitTorrent v2's padding is the
+    // combiner's to add.
+    let leaf = spec.layout.leaf_size().map(|l| l.get());
+    let Some(leaf) = leaf.filter(|_| spec.layout.is_binary_tree()) else {
         return jobs.into_iter().collect();
     };
     let leaves = |r: &Range<u64>| (r.end - r.start).div_ceil(leaf);
@@ -340,7 +347,7 @@ pub fn hash_range(
 /// The root from partials that cover the file once, in any order, folded by the layout's
 /// [`Combiner`](crate::layout::Combiner). Partials that are the same range twice with the
 /// same digests (a range hashed again after a failure) count once.
-pub fn combine(partials: impl IntoIterator<Item = Partial>) -> Result<Digest, RangeError> {
+pub fn combine(partials: impl IntoIterator<Item = Partial>) -> Result<Root, RangeError> {
     let mut partials: Vec<Partial> = partials.into_iter().collect();
     let spec = partials.first().ok_or(RangeError::Empty)?.spec;
     if let Some(other) = partials.iter().find(|p| p.spec != spec) {
@@ -389,5 +396,5 @@ pub fn combine(partials: impl IntoIterator<Item = Partial>) -> Result<Digest, Ra
     if covered < spec.size {
         return Err(RangeError::Missing(covered, spec.size));
     }
-    Ok(combiner.finish(spec.size))
+    Ok(combiner.finish(spec.size)?)
 }

@@ -52,6 +52,10 @@ pub enum InputError {
     /// `-g` on a stream of a fixed-leaf layout, whose leaves are not kept.
     #[error("cannot draw the tree of a stream; save it to a file first")]
     GraphOfStream,
+    /// The layout has no root for this input (an empty file in BitTorrent v2, more than
+    /// 10 000 parts for S3).
+    #[error("{0}")]
+    NoRoot(#[from] crate::layout::NoRoot),
     /// `-g` on a tree too large to draw.
     #[error(
         "the tree has {leaves} leaves, more than the {max} a graph can show; use a larger --leaf-size"

@@ -21,12 +21,20 @@
 //! ```text
 //! tag       = plain-tag | tree-tag
 //! plain-tag = ALG                       ; the ordinary digest, as the other tools spell it:
-//!                                       ; MD5 SHA1 SHA224 SHA256 SHA384 SHA512 BLAKE3 XXH3 XXH128
+//!                                       ; MD5 SHA1 SHA224 SHA256 SHA384 SHA512 BLAKE3 XXH3 XXH128,
+//!                                       ; and CRC32 CRC32C CRC64NVME
 //! tree-tag  = "MTSUM-" ALG              ; e.g. MTSUM-SHA256
 //!           | "MERKLE-" ALG "-" LEAF    ; e.g. MERKLE-SHA256-64
 //!           | "RFC6962-" ALG "-" LEAF   ; e.g. RFC6962-BLAKE3-1M
+//!           | "S3-" ALG "-" PART        ; e.g. S3-MD5-8M, S3-CRC32C-16M
+//!           | "GLACIER-SHA256" | "DROPBOX-SHA256" | "BTV2-SHA256"
 //! LEAF      = the leaf size as -l takes it; mtsum writes the shortest exact form (64, 4K, 1M, 2G)
+//! PART      = the part size as --part-size takes it, written the same way
 //! ```
+//!
+//! A tag whose algorithm its layout is not defined with (`MERKLE-CRC32-1M`, `GLACIER-MD5`) is
+//! not one we can recompute. The value after `=` (and before the name of an untagged line) is
+//! hex or base64 ([`Root::parse`]), followed by S3's `-N` where the value has one.
 //!
 //! A plain tag is the tag of `sha256sum --tag`, `md5sum --tag` and `xxhsum --tag`, so those
 //! tools check what `mtsum -t plain --tag` writes. A tree tag cannot be confused with theirs.
@@ -43,14 +51,14 @@
 //! use mtsum::{Algorithm, Layout, LeafSize};
 //!
 //! let layout = Layout::Rfc6962(LeafSize::DEFAULT);
-//! let digest = mtsum::reference::root(layout, Algorithm::Sha256, b"abc");
+//! let root = mtsum::reference::checksum(layout, Algorithm::Sha256, b"abc").unwrap();
 //! let line = sumfile::format_line(Format::Tag, Terminator::Newline, layout, Algorithm::Sha256,
-//!                                 &digest, b"a file");
+//!                                 &root, b"a file");
 //! assert!(line.starts_with(b"RFC6962-SHA256-1M (a file) = "));
 //!
 //! let entry = sumfile::parse_line(&line).unwrap().unwrap();
 //! assert_eq!(entry.name, b"a file");
-//! assert_eq!(entry.expected, digest);
+//! assert_eq!(entry.expected, root);
 //! assert_eq!(entry.spec, Some((layout, Algorithm::Sha256)));
 //! ```
 //!
@@ -59,7 +67,7 @@
 use std::borrow::Cow;
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::Layout;
+use crate::layout::{Layout, Root};
 
 /// How a checksum line is laid out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -108,7 +116,7 @@ pub fn tag(layout: Layout, alg: Algorithm) -> String {
         return alg;
     }
     let name = layout.name().to_ascii_uppercase();
-    match layout.leaf_size() {
+    match layout.size_parameter() {
         Some(leaf) => format!("{name}-{alg}-{leaf}"),
         None => format!("{name}-{alg}"),
     }
@@ -133,17 +141,20 @@ pub fn parse_tag(tag: &str) -> Option<(Layout, Algorithm)> {
     let Some((name, rest, layout)) = tree else {
         return Some((Layout::Plain, tag.parse().ok()?));
     };
-    match layout {
+    let (layout, alg) = match layout {
         // "PLAIN-SHA256" is not something we write: one spelling per layout.
-        Layout::Plain => None,
-        Layout::Mtsum => Some((layout, rest.parse().ok()?)),
-        Layout::Merkle(_) | Layout::Rfc6962(_) => {
-            // The leaf size comes last, so that an algorithm spelled with a dash still parses.
-            let (alg, leaf) = rest.rsplit_once('-')?;
-            let layout = Layout::from_name(name, Some(leaf.parse().ok()?)).ok()?;
-            Some((layout, alg.parse().ok()?))
+        Layout::Plain => return None,
+        _ if layout.size_parameter().is_none() => (layout, rest.parse().ok()?),
+        _ => {
+            // The size comes last, so that an algorithm spelled with a dash still parses.
+            let (alg, size) = rest.rsplit_once('-')?;
+            let layout = Layout::from_name(name, Some(size.parse().ok()?)).ok()?;
+            (layout, alg.parse().ok()?)
         }
-    }
+    };
+    // A tag naming an algorithm its layout is not defined with cannot be recomputed either.
+    layout.check_algorithm(alg).ok()?;
+    Some((layout, alg))
 }
 
 /// A tag as found in a line: ours and coreutils' ([`parse_tag`]), or xxhsum's
@@ -254,10 +265,10 @@ pub fn format_line(
     terminator: Terminator,
     layout: Layout,
     alg: Algorithm,
-    digest: &Digest,
+    root: &Root,
     name: &[u8],
 ) -> Vec<u8> {
-    let hex = digest.to_hex();
+    let hex = root.to_string();
     match format {
         Format::Gnu => labelled_line(&hex, name, terminator),
         Format::Tag => line_with_name(name, terminator, |line, name| {
@@ -314,9 +325,10 @@ fn line_with_name(
 pub struct Entry {
     /// The file to check, unescaped: the raw bytes of its path.
     pub name: Vec<u8>,
-    /// The digest the file should have, in the byte order mtsum computes (xxhsum's
-    /// little-endian `_LE` digests are turned around).
-    pub expected: Digest,
+    /// The value the file should have, in the byte order mtsum computes (xxhsum's
+    /// little-endian `_LE` digests are turned around), read from hex or base64, with S3's
+    /// part count if the line has one.
+    pub expected: Root,
     /// The layout and algorithm the line's tag names; `None` for an untagged line, whose
     /// algorithm the caller chooses (then `expected` has the length of at least one
     /// algorithm, but not necessarily of the chosen one: a mismatch is an improper line).
@@ -330,8 +342,9 @@ pub enum ImproperLine {
     /// `TAG (NAME) = HEX` with a tag we cannot recompute.
     #[error("unknown tag '{0}'")]
     UnknownTag(String),
-    /// The digest is not hex, or not as long as any algorithm's (or the tag's algorithm's).
-    #[error("the digest is not hex of a known length")]
+    /// The digest is neither hex nor base64 of the length of any algorithm's digest (or of
+    /// the tag's algorithm's).
+    #[error("the digest is not hex or base64 of a known length")]
     BadDigest,
     /// A line starting with `\` whose name holds an escape other than `\\`, `\n`, `\r`.
     #[error("invalid escape in the file name")]
@@ -462,14 +475,11 @@ impl Parser {
             Some(hex) => (hex, Some((Layout::Plain, Algorithm::Xxh3))),
             None => (field, None),
         };
-        let expected = parse_hex(field).ok_or(ImproperLine::BadDigest)?;
-        let len_ok = match spec {
-            Some((_, alg)) => alg.digest_len() == expected.as_bytes().len(),
-            None => !algorithms_with_digest_len(expected.as_bytes().len()).is_empty(),
-        };
-        if !len_ok {
-            return Err(ImproperLine::BadDigest);
+        let expected = match spec {
+            Some((_, alg)) => parse_value(field, &[alg.digest_len()]),
+            None => parse_value(field, &digest_lengths()),
         }
+        .ok_or(ImproperLine::BadDigest)?;
         // After the blank that ends the digest, at least one byte: the name is never empty.
         let mut name_start = hex_end + 1;
         let Some(&marker) = s.get(name_start) else {
@@ -515,14 +525,11 @@ fn parse_tagged(
         .ok_or(ImproperLine::Syntax)?;
     let after = trim_blanks_start(&s[close + 1..]);
     let hex = trim_blanks_start(after.strip_prefix(b"=").ok_or(ImproperLine::Syntax)?);
-    let mut expected = parse_hex(hex).ok_or(ImproperLine::BadDigest)?;
-    if expected.as_bytes().len() != alg.digest_len() {
-        return Err(ImproperLine::BadDigest);
-    }
+    let mut expected = parse_value(hex, &[alg.digest_len()]).ok_or(ImproperLine::BadDigest)?;
     if order == ByteOrder::Reversed {
-        let mut bytes = expected.as_bytes().to_vec();
+        let mut bytes = expected.digest().as_bytes().to_vec();
         bytes.reverse();
-        expected = Digest::from_slice(&bytes);
+        expected = Root::new(Digest::from_slice(&bytes));
     }
     Ok(Entry {
         name: name_bytes(&s[..close], escaped)?,
@@ -545,13 +552,25 @@ fn name_bytes(name: &[u8], escaped: bool) -> Result<Vec<u8>, ImproperLine> {
     }
 }
 
-/// A digest from hex digits only: [`Digest::from_hex`] relies on `from_str_radix`, which also
-/// takes a sign (`+f`), and a sum file is untrusted input.
-fn parse_hex(hex: &[u8]) -> Option<Digest> {
-    if hex.is_empty() || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    Digest::from_hex(std::str::from_utf8(hex).ok()?)
+/// A value as a line holds it, for a digest of one of the lengths `lens`: hex digits, or
+/// base64 (as `--base64` writes and S3, GCS and Azure report), either followed by S3's `-N`
+/// (see [`Root::parse`]). Hex is tried at every length first, so that the one value that is
+/// both (64 hex digits, or base64 of 48 bytes) is read as hex, as `sha256sum` means it.
+fn parse_value(value: &[u8], lens: &[usize]) -> Option<Root> {
+    let value = std::str::from_utf8(value).ok()?;
+    let digits = value.split_once('-').map_or(value, |(d, _)| d);
+    let hex = digits.bytes().all(|b| b.is_ascii_hexdigit());
+    lens.iter()
+        .filter(|&&len| !hex || digits.len() == 2 * len)
+        .find_map(|&len| Root::parse(value, len))
+}
+
+/// Every algorithm's digest length, each once.
+fn digest_lengths() -> Vec<usize> {
+    let mut lens: Vec<usize> = Algorithm::ALL.iter().map(|a| a.digest_len()).collect();
+    lens.sort_unstable();
+    lens.dedup();
+    lens
 }
 
 #[cfg(test)]
@@ -572,7 +591,7 @@ mod tests {
             Terminator::Newline,
             Layout::Plain,
             Algorithm::Sha256,
-            &sha256_of_abc(),
+            &Root::new(sha256_of_abc()),
             b"a b.txt",
         );
         assert_eq!(line, format!("{ABC_SHA256}  a b.txt\n").into_bytes());
@@ -585,7 +604,7 @@ mod tests {
             Terminator::Newline,
             Layout::Plain,
             Algorithm::Md5,
-            &Algorithm::Md5.hash(b""),
+            &Root::new(Algorithm::Md5.hash(b"")),
             b"a\\b\nc\rd",
         );
         assert_eq!(
@@ -601,7 +620,7 @@ mod tests {
             Terminator::Newline,
             Layout::Plain,
             Algorithm::Sha256,
-            &sha256_of_abc(),
+            &Root::new(sha256_of_abc()),
             b"a\\b\nc\rd",
         );
         assert_eq!(
@@ -617,7 +636,7 @@ mod tests {
             Terminator::Nul,
             Layout::Plain,
             Algorithm::Sha256,
-            &sha256_of_abc(),
+            &Root::new(sha256_of_abc()),
             b"a\\b\nc",
         );
         assert_eq!(line, format!("{ABC_SHA256}  a\\b\nc\0").into_bytes());
@@ -643,15 +662,16 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(e.name, b"f");
-        assert_eq!(e.expected, sha256_of_abc());
+        assert_eq!(e.expected, Root::new(sha256_of_abc()));
         assert_eq!(e.spec, None);
     }
 
     #[test]
     fn hex_with_a_sign_is_not_a_digest() {
-        assert_eq!(parse_hex(b"+f"), None);
-        assert_eq!(parse_hex(b""), None);
-        assert_eq!(parse_hex(b"0F").map(|d| d.to_hex()), Some("0f".into()));
+        assert_eq!(parse_value(b"+f", &[1]), None);
+        assert_eq!(parse_value(b"", &[1]), None);
+        let read = parse_value(b"0F", &[1]).map(|r| r.digest().to_hex());
+        assert_eq!(read, Some("0f".into()));
     }
 
     #[test]

@@ -349,7 +349,7 @@ fn merkle_reproduces_the_published_vector_through_the_engine() {
             read_ahead: threads,
         };
         assert_eq!(
-            hash(setup, &request, &path).unwrap().root.to_hex(),
+            hash(setup, &request, &path).unwrap().root.to_string(),
             "e9683665a90bd70aabd7705cba57c2be2a4e913a0ca1a14d765497112c178120"
         );
     }

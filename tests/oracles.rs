@@ -124,7 +124,7 @@ fn engine_roots(engine: &Engine, layout: Layout, alg: Algorithm, paths: &[PathBu
         let want = Target::Path(paths[roots.len()].clone());
         assert_eq!(target, want, "hash_all reports in input order");
         let digest = result.unwrap_or_else(|e| panic!("{}: {e}", target.display_name()));
-        roots.push(digest.root);
+        roots.push(*digest.root.digest());
     });
     assert_eq!(roots.len(), paths.len(), "one result per target");
     roots

@@ -28,6 +28,10 @@ fn layouts() -> Vec<Layout> {
         Layout::Rfc6962(leaf(64)),
         Layout::Rfc6962(leaf(1 << 20)),
         Layout::Rfc6962(leaf(5 << 20)),
+        Layout::S3(mtsum::layout::PartSize::new(5 << 20).unwrap()),
+        Layout::Glacier,
+        Layout::Dropbox,
+        Layout::Btv2,
     ]
 }
 
@@ -64,13 +68,18 @@ fn ranges_of_every_plan_combine_into_the_root_in_any_order() {
     let engine = Engine::default();
     let small = [0, 1, 1000, JOB - 1, JOB + 1];
     for layout in layouts() {
-        for algorithm in Algorithm::ALL {
+        // Each with the algorithms it is defined with (a CRC has no tree).
+        let algorithms = Algorithm::ALL.into_iter();
+        for algorithm in algorithms.filter(|&a| layout.check_algorithm(a).is_ok()) {
             let sizes = small.iter().map(|&s| (s, &[1, 2, 64][..]));
             let large = std::iter::once((data.len() as u64, &[3, 64][..]));
             for (size, parts) in sizes.chain(large) {
                 let bytes = &data[..size as usize];
                 let path = write_file(dir.path(), "f", bytes);
-                let want = reference::root(layout, algorithm, bytes);
+                // An empty file has no BitTorrent v2 pieces root (tests/storage.rs).
+                let Ok(want) = reference::checksum(layout, algorithm, bytes) else {
+                    continue;
+                };
                 let request = Request::new(layout, algorithm);
                 let local = engine.hash(&request, Target::Path(path.clone())).unwrap();
                 assert_eq!(local.root, want, "{layout} {algorithm:?} {size}: engine");

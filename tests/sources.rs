@@ -152,6 +152,10 @@ proptest! {
         let data = pattern(len, seed);
         let path = write_file(dir.path(), "f", &data);
         for layout in [Layout::Plain, Layout::Rfc6962(LeafSize::new(4096).unwrap()), Layout::Mtsum] {
+            // A CRC has no tree: the command line refuses it (tests/storage.rs).
+            if layout.check_algorithm(alg).is_err() {
+                continue;
+            }
             let expected = reference::root(layout, alg, &data).to_hex();
             let mut args = vec![
                 "-p".to_string(), p.to_string(), "-a".into(), alg.name().into(),

@@ -13,9 +13,9 @@ use std::fs::File;
 use std::io::{self, Write};
 
 use mtsum::engine::{Engine, Request};
-use mtsum::layout::JobHasher;
+use mtsum::layout::{JobHasher, NoRoot, Root};
 use mtsum::source::{InputError, Target};
-use mtsum::{Algorithm, Digest, Layout};
+use mtsum::{Algorithm, Layout};
 use tempfile::NamedTempFile;
 
 /// Bytes of a spool kept in memory before it moves to a file; also how much is gathered in
@@ -24,8 +24,8 @@ pub const SPOOL_MEMORY: usize = 1 << 20;
 
 /// What has been fed so far.
 pub enum State {
-    /// The stream hashed as it comes.
-    Streaming(Box<JobHasher>),
+    /// The stream hashed as it comes, with its length so far.
+    Streaming(Box<JobHasher>, u64),
     /// The stream collected for a layout that needs its length.
     Spooled(Spool),
 }
@@ -44,22 +44,30 @@ impl State {
         if layout.needs_length() {
             State::Spooled(Spool::default())
         } else {
-            State::Streaming(Box::new(layout.job_hasher(algorithm)))
+            State::Streaming(Box::new(layout.job_hasher(algorithm)), 0)
         }
     }
 
     pub fn update(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
-            State::Streaming(h) => h.update(data),
+            State::Streaming(h, n) => {
+                h.update(data);
+                *n += data.len() as u64;
+            }
             State::Spooled(spool) => spool.write(data)?,
         }
         Ok(())
     }
 
     /// The digest of everything fed so far; feeding may go on.
-    pub fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Digest, InputError> {
+    pub fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, InputError> {
         match self {
-            State::Streaming(h) => Ok(h.as_ref().clone().finalize()),
+            // The whole stream is one job, whose digest the combiner makes the root.
+            State::Streaming(h, n) => {
+                let mut combiner = layout.combiner(algorithm);
+                combiner.add(0, 0..*n, h.as_ref().clone().finalize());
+                Ok(combiner.finish(*n)?)
+            }
             State::Spooled(spool) => spool.digest(layout, algorithm),
         }
     }
@@ -67,7 +75,7 @@ impl State {
     /// An independent copy; a spool in a file is copied to another file.
     pub fn try_clone(&mut self) -> io::Result<State> {
         Ok(match self {
-            State::Streaming(h) => State::Streaming(h.clone()),
+            State::Streaming(h, n) => State::Streaming(h.clone(), *n),
             State::Spooled(spool) => State::Spooled(spool.try_clone()?),
         })
     }
@@ -107,9 +115,9 @@ impl Spool {
         Ok(())
     }
 
-    fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Digest, InputError> {
+    fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, InputError> {
         if self.file.is_none() {
-            return Ok(hash_bytes(layout, algorithm, &self.memory));
+            return Ok(hash_bytes(layout, algorithm, &self.memory)?);
         }
         self.flush()?;
         let path = self
@@ -139,7 +147,7 @@ impl Spool {
 
 /// The digest of `data` in memory by the jobs and the combiner of a file: a spool too short to
 /// be worth a file and the engine's threads.
-fn hash_bytes(layout: Layout, algorithm: Algorithm, data: &[u8]) -> Digest {
+fn hash_bytes(layout: Layout, algorithm: Algorithm, data: &[u8]) -> Result<Root, NoRoot> {
     let mut combiner = layout.combiner(algorithm);
     let jobs = layout.plan(algorithm, data.len() as u64, false);
     for (index, (range, kind)) in jobs.into_iter().enumerate() {

@@ -61,6 +61,7 @@ fn parse_spec(
     let algorithm: Algorithm = algorithm.parse().map_err(value_error)?;
     let leaf = leaf.map(LeafArg::parse).transpose()?;
     let layout = Layout::from_name(layout, leaf).map_err(value_error)?;
+    layout.check_algorithm(algorithm).map_err(value_error)?;
     Ok((layout, algorithm))
 }
 
@@ -92,7 +93,7 @@ fn file_digest(
     let request = Request::new(layout, algorithm);
     let target = Target::Path(path.clone());
     match py.detach(|| engine.hash(&request, target)) {
-        Ok(digest) => Ok(digest.root.to_hex()),
+        Ok(digest) => Ok(digest.root.to_string()),
         Err(e) => Err(input_error(py, &path, &e)),
     }
 }
@@ -120,7 +121,7 @@ fn sum_files(
         let mut out = Vec::new();
         engine.hash_all(&request, targets, |target, result| {
             out.push(match result {
-                Ok(d) => (Some(d.size), Some(d.root.to_hex()), None),
+                Ok(d) => (Some(d.size), Some(d.root.to_string()), None),
                 Err(e) => (None, None, Some(errors::message(target_path(&target), &e))),
             })
         });
@@ -239,7 +240,7 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
         .map(|line| Partial::from_line(line))
         .collect::<Result<_, _>>()
         .map_err(value_error)?;
-    Ok(range::combine(partials).map_err(value_error)?.to_hex())
+    Ok(range::combine(partials).map_err(value_error)?.to_string())
 }
 
 /// A hasher in hashlib's shape for bytes that arrive in pieces: `update(data)` as often as
@@ -313,13 +314,13 @@ impl Hasher {
 
     /// The digest of everything fed so far, as bytes.
     fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let digest = self.root(py)?;
-        Ok(pyo3::types::PyBytes::new(py, digest.as_bytes()))
+        let root = self.root(py)?;
+        Ok(pyo3::types::PyBytes::new(py, root.digest().as_bytes()))
     }
 
     /// The digest of everything fed so far, in lowercase hex (as the CLI prints it).
     fn hexdigest(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.root(py)?.to_hex())
+        Ok(self.root(py)?.to_string())
     }
 
     /// An independent hasher in the same state.
@@ -369,7 +370,7 @@ impl Hasher {
 }
 
 impl Hasher {
-    fn root(&self, py: Python<'_>) -> PyResult<mtsum::Digest> {
+    fn root(&self, py: Python<'_>) -> PyResult<mtsum::layout::Root> {
         let (layout, algorithm) = (self.layout, self.algorithm);
         let result = py.detach(|| self.state().digest(layout, algorithm));
         result.map_err(|e| match e {

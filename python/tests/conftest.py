@@ -27,7 +27,27 @@ LAYOUTS = [
     ("rfc6962", 64),
     ("rfc6962", None),
 ]
-ALGORITHMS = ["md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake3", "xxh3", "xxh128"]
+ALGORITHMS = [
+    "md5",
+    "sha1",
+    "sha224",
+    "sha256",
+    "sha384",
+    "sha512",
+    "blake3",
+    "xxh3",
+    "xxh128",
+    "crc32",
+    "crc32c",
+    "crc64nvme",
+]
+CRCS = {"crc32", "crc32c", "crc64nvme"}
+
+
+def defined(layout: str, algorithm: str) -> bool:
+    """Whether the layout is defined with the algorithm: a CRC builds no tree (the CLI and
+    the binding refuse it with a tree layout)."""
+    return layout == "plain" or algorithm not in CRCS
 
 # 0, 1, around the 64-byte leaves, the 4 KiB leaves, the 1 MiB spool of the mtsum Hasher, and
 # the 4 MiB jobs of the fixed-leaf layouts and plain BLAKE3.

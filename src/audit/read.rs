@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::{Combiner, JobHasher, JobKind, Layout};
+use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot};
 use crate::source::{Buffer, Input, InputError, ReadMode, Target};
 
 use super::plan::{self, IoPriority, Place};
@@ -154,9 +154,12 @@ impl Sequential {
         }
     }
 
-    fn finish(self, len: u64) -> (Digest, Option<Vec<Digest>>) {
+    /// The root's digest (an error for a stream the layout has no root for, such as an
+    /// empty file in BitTorrent v2), and the leaves if they were kept.
+    fn finish(self, len: u64) -> Result<(Digest, Option<Vec<Digest>>), NoRoot> {
         debug_assert!(self.current.is_none(), "every byte was fed");
-        (self.combiner.finish(len), self.kept)
+        let root = self.combiner.finish(len)?;
+        Ok((*root.digest(), self.kept))
     }
 }
 
@@ -237,10 +240,18 @@ pub fn hash_file(
         buffer = back;
     }
     file.check_unchanged()?;
+    let digests = sinks
+        .into_iter()
+        .map(|s| s.finish(len).map(|(root, _)| root))
+        .collect::<Result<Vec<Digest>, NoRoot>>()?;
+    let leaves = match leaves {
+        Some(l) => l.finish(len)?.1,
+        None => None,
+    };
     Ok(Hashed {
-        digests: sinks.into_iter().map(|s| s.finish(len).0).collect(),
+        digests,
         size: len,
-        leaves: leaves.and_then(|l| l.finish(len).1),
+        leaves,
     })
 }
 
@@ -403,6 +414,13 @@ mod tests {
                 (Layout::Plain, Algorithm::Sha256),
                 (Layout::Mtsum, Algorithm::Md5),
                 (Layout::Merkle(leaf), Algorithm::Sha1),
+                (Layout::Glacier, Algorithm::Sha256),
+                (Layout::Dropbox, Algorithm::Sha256),
+                (
+                    Layout::S3(crate::layout::PartSize::new(5 << 20).unwrap()),
+                    Algorithm::Md5,
+                ),
+                (Layout::Plain, Algorithm::Crc32c),
             ];
             let want = Want {
                 digests: specs.clone(),

@@ -56,7 +56,7 @@ pub fn export(
                     Terminator::Newline,
                     r.layout,
                     r.algorithm,
-                    &r.digest,
+                    &crate::layout::Root::new(r.digest),
                     name,
                 );
                 out.write_all(&line).map_err(written)?;
@@ -121,7 +121,7 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
             };
             let Some((layout, algorithm)) = entry
                 .spec
-                .or_else(|| untagged.spec(entry.expected.as_bytes().len()))
+                .or_else(|| untagged.spec(entry.expected.digest().as_bytes().len()))
             else {
                 let why = "no algorithm has a digest of this length".to_string();
                 imported.skipped.push((format!("line {number}"), why));
@@ -135,7 +135,7 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
                         layout,
                         algorithm,
                         stamp: Stamp::of(&meta),
-                        digest: entry.expected,
+                        digest: *entry.expected.digest(),
                     },
                 )),
                 Ok(_) => {

@@ -150,7 +150,12 @@ impl<T, B: AsRef<[u8]>> Lanes<T, B> {
             Algorithm::Sha1 => ByFamily::Sha1(Manager::new(kernel)),
             Algorithm::Sha224 | Algorithm::Sha256 => ByFamily::Sha256(Manager::new(kernel)),
             Algorithm::Sha384 | Algorithm::Sha512 => ByFamily::Sha512(Manager::new(kernel)),
-            alg @ (Algorithm::Blake3 | Algorithm::Xxh3 | Algorithm::Xxh128) => {
+            alg @ (Algorithm::Blake3
+            | Algorithm::Xxh3
+            | Algorithm::Xxh128
+            | Algorithm::Crc32
+            | Algorithm::Crc32c
+            | Algorithm::Crc64Nvme) => {
                 unreachable!("{alg} has no kernel")
             }
         })

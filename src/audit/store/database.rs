@@ -27,9 +27,9 @@
 //!     size          INTEGER NOT NULL,   -- bytes
 //!     mtime_sec     INTEGER NOT NULL,   -- st_mtim
 //!     mtime_nsec    INTEGER NOT NULL,
-//!     layout        TEXT NOT NULL,      -- mtsum, plain, merkle, rfc6962
-//!     leaf_size     INTEGER,            -- merkle and rfc6962
-//!     algorithm     TEXT NOT NULL,      -- md5, sha1, ..., blake3, xxh3, xxh128
+//!     layout        TEXT NOT NULL,      -- mtsum, plain, merkle, rfc6962, s3, glacier, ...
+//!     leaf_size     INTEGER,            -- merkle and rfc6962 (the part size for s3)
+//!     algorithm     TEXT NOT NULL,      -- md5, sha1, ..., blake3, xxh3, xxh128, crc32, ...
 //!     digest        BLOB NOT NULL,
 //!     verified      INTEGER,            -- ns since the epoch: when the file last matched
 //!     checked       INTEGER,            -- ns since the epoch: when an audit last read it
@@ -240,7 +240,7 @@ impl DatabaseStore {
                         sec,
                         nsec,
                         record.layout.name(),
-                        record.layout.leaf_size().map(|l| l.get() as i64),
+                        record.layout.size_parameter().map(|l| l.get() as i64),
                         record.algorithm.name(),
                         record.digest.as_bytes(),
                         now,
@@ -417,7 +417,7 @@ fn parse_row(row: &rusqlite::Row) -> Result<Record, String> {
         })
         .transpose()?;
     let layout = Layout::from_name(&layout, leaf).map_err(|e| e.to_string())?;
-    if layout.leaf_size().is_some() && leaf.is_none() {
+    if layout.size_parameter().is_some() && leaf.is_none() {
         return Err("leaf size missing".into());
     }
     let algorithm: String = row.get(6).map_err(|e| e.to_string())?;

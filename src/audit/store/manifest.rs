@@ -216,7 +216,7 @@ fn format_line(name: &[u8], record: &Record) -> Vec<u8> {
         Terminator::Newline,
         record.layout,
         record.algorithm,
-        &record.digest,
+        &crate::layout::Root::new(record.digest),
         name,
     ));
     line
@@ -242,7 +242,7 @@ fn parse_line(line: &[u8]) -> Result<(Vec<u8>, Record), String> {
         layout,
         algorithm,
         stamp: Stamp::new(size, mtime),
-        digest: entry.expected,
+        digest: *entry.expected.digest(),
     };
     Ok((entry.name, record))
 }

@@ -7,12 +7,14 @@
 //! offset  size  field
 //!      0     1  version = 1
 //!      1     1  algorithm: 1 md5, 2 sha1, 3 sha224, 4 sha256, 5 sha384, 6 sha512,
-//!                          7 blake3, 8 xxh3, 9 xxh128
-//!      2     1  layout: 0 plain, 1 mtsum, 2 merkle, 3 rfc6962
+//!                          7 blake3, 8 xxh3, 9 xxh128, 10 crc32, 11 crc32c, 12 crc64nvme
+//!      2     1  layout: 0 plain, 1 mtsum, 2 merkle, 3 rfc6962, 4 s3, 5 glacier, 6 dropbox,
+//!                       7 btv2
 //!      3     8  size in bytes, u64 little-endian
 //!     11     8  mtime seconds since the epoch, i64 little-endian (st_mtim.tv_sec)
 //!     19     4  mtime nanoseconds, u32 little-endian (st_mtim.tv_nsec, < 10^9)
-//!     23   (8)  leaf size in bytes, u64 little-endian: merkle and rfc6962 only
+//!     23   (8)  leaf size in bytes, u64 little-endian: merkle and rfc6962 only (the part
+//!               size for s3)
 //!   23/31     n  the digest, n = the algorithm's digest length
 //! ```
 //!
@@ -46,7 +48,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::{Layout, LeafSize};
+use crate::layout::{Layout, LeafSize, PartSize};
 use crate::source::{InputError, Mtime, Stamp};
 
 use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
@@ -67,7 +69,7 @@ const VERSION_VERIFIED: u8 = 2;
 const FIXED_LEN: usize = 1 + 1 + 1 + 8 + 8 + 4;
 
 /// The one-byte codes of the algorithms; 0 is never a valid code.
-const ALGORITHM_CODES: [(Algorithm, u8); 9] = [
+const ALGORITHM_CODES: [(Algorithm, u8); 12] = [
     (Algorithm::Md5, 1),
     (Algorithm::Sha1, 2),
     (Algorithm::Sha224, 3),
@@ -77,6 +79,9 @@ const ALGORITHM_CODES: [(Algorithm, u8); 9] = [
     (Algorithm::Blake3, 7),
     (Algorithm::Xxh3, 8),
     (Algorithm::Xxh128, 9),
+    (Algorithm::Crc32, 10),
+    (Algorithm::Crc32c, 11),
+    (Algorithm::Crc64Nvme, 12),
 ];
 
 /// The binary form of `record` (see the [module documentation](self)).
@@ -86,12 +91,17 @@ pub fn encode(record: &Record) -> Vec<u8> {
         .find(|(a, _)| *a == record.algorithm)
         .map(|(_, code)| *code)
         .expect("every algorithm has a code");
-    let (layout, leaf) = match record.layout {
-        Layout::Plain => (0, None),
-        Layout::Mtsum => (1, None),
-        Layout::Merkle(leaf) => (2, Some(leaf)),
-        Layout::Rfc6962(leaf) => (3, Some(leaf)),
+    let layout = match record.layout {
+        Layout::Plain => 0,
+        Layout::Mtsum => 1,
+        Layout::Merkle(_) => 2,
+        Layout::Rfc6962(_) => 3,
+        Layout::S3(_) => 4,
+        Layout::Glacier => 5,
+        Layout::Dropbox => 6,
+        Layout::Btv2 => 7,
     };
+    let leaf = record.layout.size_parameter();
     let mut out = Vec::with_capacity(FIXED_LEN + 8 + record.digest.as_bytes().len());
     out.extend_from_slice(&[VERSION, alg, layout]);
     out.extend_from_slice(&record.stamp.len.to_le_bytes());
@@ -162,6 +172,10 @@ pub fn decode_entry(bytes: &[u8]) -> Result<(Record, Option<SystemTime>), String
         1 => Layout::Mtsum,
         2 => Layout::Merkle(leaf()?),
         3 => Layout::Rfc6962(leaf()?),
+        4 => Layout::S3(PartSize::try_from(leaf()?).map_err(|e| e.to_string())?),
+        5 => Layout::Glacier,
+        6 => Layout::Dropbox,
+        7 => Layout::Btv2,
         code => return Err(format!("unknown layout code {code}")),
     };
     if rest.len() != algorithm.digest_len() {

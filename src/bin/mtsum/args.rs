@@ -18,7 +18,7 @@ use mtsum::audit::transfer::TransferFormat;
 use mtsum::audit::{self, Operation, Resolution, Store};
 use mtsum::check::{CheckOptions, Untagged, Verbosity};
 use mtsum::engine::{Engine, Request};
-use mtsum::layout::LayoutError;
+use mtsum::layout::{Encoding, LayoutError, LeafSizeError, PartSize};
 use mtsum::source::{ReadMode, Target};
 use mtsum::sumfile::{Format, Terminator};
 use mtsum::walk::Recursion;
@@ -78,19 +78,31 @@ pub struct Args {
     #[arg(short = 'p', value_name = "processors", value_parser = parse_processors)]
     processors: Option<NonZeroUsize>,
 
-    /// Hash algorithm: md5, sha1, sha224, sha256, sha384, sha512, blake3, xxh3, xxh128
-    /// [default: sha256].
+    /// Hash algorithm: md5, sha1, sha224, sha256, sha384, sha512, blake3, xxh3, xxh128, and
+    /// the CRCs crc32, crc32c, crc64nvme (with -t plain or s3) [default: sha256; md5 with -t
+    /// s3].
     #[arg(short = 'a', value_name = "algorithm")]
     algorithm: Option<Algorithm>,
 
-    /// Tree layout: mtsum (C++ mtsum 1.1.0), plain (what sha256sum prints), merkle, rfc6962
-    /// [default: mtsum].
+    /// Tree layout: mtsum (C++ mtsum 1.1.0), plain (what sha256sum prints), merkle, rfc6962;
+    /// the values storage systems report: s3 (multipart ETag, composite checksums), glacier
+    /// (tree hash), dropbox (content_hash), btv2 (BitTorrent v2 pieces root) [default: mtsum].
     #[arg(short = 't', long = "tree", value_name = "LAYOUT", value_parser = parse_layout_name)]
     tree: Option<String>,
 
     /// Leaf size of the merkle and rfc6962 layouts: 64, 4K, 1M, 1MiB, ... [default: 1M].
     #[arg(short = 'l', long = "leaf-size", value_name = "SIZE")]
     leaf_size: Option<LeafSize>,
+
+    /// Part size of the s3 layout, 5M to 5G [default: 8M, the AWS CLI's]; with -c, auto tries
+    /// the sizes of common clients and those the part count allows, and says which matched.
+    #[arg(long = "part-size", value_name = "SIZE|auto", value_parser = parse_part_size)]
+    part_size: Option<PartSizeArg>,
+
+    /// Print digests in base64 (of the big-endian bytes), as S3, GCS and Azure headers show
+    /// them; -c reads either encoding.
+    #[arg(long, conflicts_with_all = ["check", "graph", "audit"])]
+    base64: bool,
 
     /// Hash the files below directories, in bytewise order of their paths.
     #[arg(short = 'r', long)]
@@ -299,6 +311,23 @@ fn parse_layout_name(s: &str) -> Result<String, LayoutError> {
     Layout::from_name(s, None).map(|_| s.to_string())
 }
 
+/// `--part-size`: a size, or `auto` (with -c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartSizeArg {
+    Size(PartSize),
+    Auto,
+}
+
+fn parse_part_size(s: &str) -> Result<PartSizeArg, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(PartSizeArg::Auto);
+    }
+    let size: LeafSize = s.parse().map_err(|e: LeafSizeError| e.to_string())?;
+    PartSize::try_from(size)
+        .map(PartSizeArg::Size)
+        .map_err(|e| e.to_string())
+}
+
 /// More workers than this is a typo, not a machine: each one holds a few MiB of buffers.
 const MAX_PROCESSORS: usize = 1024;
 
@@ -385,6 +414,8 @@ pub struct HashSettings {
     pub request: Request,
     pub recursion: Recursion,
     pub output: Output,
+    /// `--base64`: every digest in base64 instead of the layout's own encoding.
+    pub encoding: Option<Encoding>,
 }
 
 /// `--plan`, `--range`, `--combine`.
@@ -444,7 +475,7 @@ pub struct AuditSettings {
 }
 
 impl Config {
-    fn from_args(args: Args) -> Result<Config, LayoutError> {
+    fn from_args(args: Args) -> Result<Config, String> {
         // Checked in every mode, so that a wrong -t/-l is an error whatever else is asked.
         let layout = args.layout()?;
         let mode = if args.plan.is_some() || args.range.is_some() || args.combine {
@@ -462,9 +493,35 @@ impl Config {
 }
 
 impl Args {
-    /// `-t` and `-l`; the mtsum layout unless `-t` says otherwise.
-    fn layout(&self) -> Result<Layout, LayoutError> {
-        Layout::from_name(self.tree.as_deref().unwrap_or("mtsum"), self.leaf_size)
+    /// `-t`, `-l` and `--part-size`; the mtsum layout unless `-t` says otherwise. An algorithm
+    /// the layout is not defined with (a CRC in a tree, MD5 for Glacier) and `-g` of a layout
+    /// that is not a binary tree are refused here.
+    fn layout(&self) -> Result<Layout, String> {
+        let tree = self.tree.as_deref().unwrap_or("mtsum");
+        let is_s3 = tree.eq_ignore_ascii_case("s3");
+        if is_s3 && self.leaf_size.is_some() {
+            return Err("-t s3 has a part size (--part-size), not a leaf size (-l)".into());
+        }
+        let part = match self.part_size {
+            Some(_) if !is_s3 => return Err("--part-size applies to -t s3 only".into()),
+            Some(PartSizeArg::Auto) if !self.check => {
+                return Err("--part-size auto applies to -c only".into());
+            }
+            Some(PartSizeArg::Size(p)) => Some(LeafSize::from(p)),
+            Some(PartSizeArg::Auto) | None => None,
+        };
+        let size = self.leaf_size.or(part);
+        let layout = Layout::from_name(tree, size).map_err(|e| e.to_string())?;
+        if let Some(alg) = self.algorithm {
+            layout.check_algorithm(alg).map_err(|e| e.to_string())?;
+        }
+        if self.graph && !layout.is_binary_tree() {
+            let name = layout.name();
+            return Err(format!(
+                "-g draws binary trees; the {name} layout is not one"
+            ));
+        }
+        Ok(layout)
     }
 
     fn recursion(&self) -> Recursion {
@@ -527,7 +584,7 @@ impl RangeSettings {
             (_, Some(range)) => RangeStep::Range(range.clone()),
             (None, None) => RangeStep::Combine(Output::line(args)),
         };
-        let algorithm = args.algorithm.unwrap_or(Algorithm::Sha256);
+        let algorithm = args.algorithm.unwrap_or(layout.default_algorithm());
         RangeSettings {
             step,
             request: Request::new(layout, algorithm),
@@ -547,11 +604,12 @@ impl HashSettings {
         HashSettings {
             request: Request {
                 layout,
-                algorithm: args.algorithm.unwrap_or(Algorithm::Sha256),
+                algorithm: args.algorithm.unwrap_or(layout.default_algorithm()),
                 keep_leaves: args.graph,
             },
             recursion: args.recursion(),
             output,
+            encoding: args.base64.then_some(Encoding::Base64),
         }
     }
 }
@@ -567,6 +625,7 @@ impl CheckSettings {
             untagged: Untagged {
                 layout,
                 algorithm: args.algorithm,
+                auto_part_size: args.part_size == Some(PartSizeArg::Auto),
             },
             ignore_missing: args.ignore_missing,
             strict: args.strict,
@@ -599,6 +658,10 @@ impl AuditSettings {
             options.layout = layout;
         }
         options.algorithm = args.algorithm.unwrap_or(options.algorithm);
+        // A storage layout asked for without -a gets its own algorithm, not the default.
+        if options.layout.check_algorithm(options.algorithm).is_err() {
+            options.algorithm = options.layout.default_algorithm();
+        }
         options.resolution = args.mtime_resolution.unwrap_or_default();
         options.dry_run = args.dry_run;
         options.max_age = args.max_age;
@@ -621,6 +684,8 @@ impl AuditSettings {
                 untagged: Untagged {
                     layout,
                     algorithm: args.algorithm,
+                    // An import records one value per file; it cannot try several.
+                    auto_part_size: false,
                 },
             }),
             (None, None) => None,

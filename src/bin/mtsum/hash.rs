@@ -85,6 +85,11 @@ impl Results<'_> {
 
     fn digest(&self, target: &Target, digest: &FileDigest) {
         let name = report::name_bytes(target);
+        let mut digest = digest.clone();
+        if let Some(encoding) = self.settings.encoding {
+            digest.root = digest.root.with_encoding(encoding);
+        }
+        let digest = &digest;
         let request = &self.settings.request;
         let (layout, alg) = (request.layout, request.algorithm);
         let line = match self.settings.output {

@@ -1,0 +1,164 @@
+//! The flat shape: one level of part digests under one more hash, `H(H(part 1) ‖ … ‖ H(part
+//! N))` over the raw digest bytes. S3's multipart ETag (MD5) and composite checksums (CRC32,
+//! CRC32C, SHA-1, SHA-256) and Dropbox's `content_hash` (SHA-256 of 4 MiB blocks) are this
+//! shape; they differ in the part size and in what S3 does for a single part.
+//!
+//! Every part is a job, and a job is one message, so parts are hashed several at once in the
+//! multi-buffer lanes when they are in flight together. The combiner feeds the part digests,
+//! in order, to the outer hasher as they arrive: its memory does not grow with the file.
+
+use std::ops::Range;
+
+use super::{JobKind, Root};
+use crate::algorithm::{Algorithm, Digest, Hasher};
+
+/// Parameters of the flat shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Flat {
+    /// Bytes per part, the last one shorter.
+    pub part: u64,
+    /// S3: a stream of at most one part was a single upload, whose value is the part's own
+    /// digest (the plain digest); an empty stream is one empty part. Otherwise (Dropbox) the
+    /// outer hash is always taken, over no part at all for an empty stream.
+    pub single_part_is_plain: bool,
+    /// S3: a multipart value is followed by `-N`, its part count.
+    pub count_suffix: bool,
+}
+
+impl Flat {
+    /// The number of parts of a stream of `n` bytes.
+    pub fn parts(&self, n: u64) -> u64 {
+        match n.div_ceil(self.part) {
+            0 if self.single_part_is_plain => 1,
+            parts => parts,
+        }
+    }
+
+    /// The jobs of a stream of `n` bytes: its parts.
+    pub fn plan(&self, n: u64) -> Vec<(Range<u64>, JobKind)> {
+        (0..self.parts(n))
+            .map(|i| i * self.part..n.min((i + 1).saturating_mul(self.part)))
+            .map(|r| (r, JobKind::Layout))
+            .collect()
+    }
+
+    pub fn job_hasher(self, alg: Algorithm) -> PartRun {
+        PartRun {
+            shape: self,
+            alg,
+            current: alg.bulk_hasher(),
+            filled: 0,
+            outer: Outer::new(self, alg),
+        }
+    }
+}
+
+impl Flat {
+    /// The value of the same bytes uploaded as a multipart upload of one part, for a value of
+    /// a single upload (`root` without a count): `H(H(part))-1`. S3 clients choose: the AWS CLI
+    /// uploads a file of exactly its threshold (8 MiB) in one part, as multipart.
+    pub fn as_one_part(&self, alg: Algorithm, root: &Root) -> Option<Root> {
+        let single = self.single_part_is_plain && root.parts().is_none();
+        single.then(|| Root::new(alg.hash(root.digest().as_bytes())).with_parts(1))
+    }
+}
+
+/// Hashes a job fed as chunks: one part (the jobs of a file), or a whole stream of many
+/// parts, whose digest is then the root's ([`Outer::push`] knows it by its length).
+#[derive(Clone)]
+pub(super) struct PartRun {
+    shape: Flat,
+    alg: Algorithm,
+    current: Hasher,
+    /// Bytes in `current`.
+    filled: u64,
+    /// The parts finished before `current`.
+    outer: Outer,
+}
+
+impl PartRun {
+    pub fn update(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            if self.filled == self.shape.part {
+                self.finish_part();
+            }
+            let take = (self.shape.part - self.filled).min(data.len() as u64) as usize;
+            self.current.update(&data[..take]);
+            self.filled += take as u64;
+            data = &data[take..];
+        }
+    }
+
+    fn finish_part(&mut self) {
+        let part = std::mem::replace(&mut self.current, self.alg.bulk_hasher());
+        self.outer.add_part(part.finalize());
+        self.filled = 0;
+    }
+
+    /// The digest of the one part fed, or with more parts the outer digest over them all.
+    pub fn finalize(mut self) -> Digest {
+        if self.outer.parts == 0 {
+            return self.current.finalize();
+        }
+        if self.filled > 0 {
+            self.finish_part();
+        }
+        self.outer.hasher.finalize()
+    }
+}
+
+/// The outer hash over the part digests, fed in order.
+#[derive(Clone)]
+pub(super) struct Outer {
+    shape: Flat,
+    hasher: Hasher,
+    parts: u64,
+    /// The digest of the only part so far.
+    single: Option<Digest>,
+    /// A job that covered many parts (a whole stream): its digest and part count.
+    whole: Option<(Digest, u64)>,
+}
+
+impl Outer {
+    pub fn new(shape: Flat, alg: Algorithm) -> Outer {
+        Outer {
+            shape,
+            hasher: alg.hasher(),
+            parts: 0,
+            single: None,
+            whole: None,
+        }
+    }
+
+    fn add_part(&mut self, digest: Digest) {
+        self.hasher.update(digest.as_bytes());
+        self.single = (self.parts == 0).then_some(digest);
+        self.parts += 1;
+    }
+
+    /// Takes the digest of the next job, which covers `range`: a part (an empty one only for
+    /// the empty stream), or a whole stream of many parts hashed by one [`PartRun`].
+    pub fn push(&mut self, range: Range<u64>, digest: Digest) {
+        match self.shape.parts(range.end - range.start) {
+            0 => {}
+            1 => self.add_part(digest),
+            parts => self.whole = Some((digest, parts)),
+        }
+    }
+
+    pub fn finish(self) -> Root {
+        let shape = self.shape;
+        let (digest, parts) = match (self.whole, self.single) {
+            (Some((digest, parts)), _) => (digest, parts),
+            (None, Some(one)) if shape.single_part_is_plain && self.parts == 1 => {
+                return Root::new(one);
+            }
+            (None, _) => (self.hasher.finalize(), self.parts),
+        };
+        let root = Root::new(digest);
+        match shape.count_suffix {
+            true => root.with_parts(parts),
+            false => root,
+        }
+    }
+}
