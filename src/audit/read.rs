@@ -195,6 +195,40 @@ impl RateLimiter {
     }
 }
 
+/// Feeds `bytes` to every sink: several digests of one read (a record's and its leaves, a
+/// migration's) are hashed side by side on as many cores, so that one reader on a spinning
+/// disk still keeps the cores busy. A thread per sink and chunk costs some microseconds
+/// against the milliseconds of hashing a chunk; where the system refuses a thread, the sink
+/// is fed here instead.
+fn update_all(sinks: &mut [Sequential], bytes: &[u8]) {
+    let Some((first, rest)) = sinks.split_first_mut() else {
+        return;
+    };
+    if rest.is_empty() {
+        return first.update(bytes);
+    }
+    let others: Vec<Mutex<&mut Sequential>> = rest.iter_mut().map(Mutex::new).collect();
+    let lock = |m: &Mutex<&mut Sequential>| {
+        let mut sink = m.lock().unwrap_or_else(|e| e.into_inner());
+        sink.update(bytes);
+    };
+    thread::scope(|scope| {
+        let mut refused = Vec::new();
+        for other in &others {
+            if thread::Builder::new()
+                .spawn_scoped(scope, move || lock(other))
+                .is_err()
+            {
+                refused.push(other);
+            }
+        }
+        first.update(bytes);
+        for other in refused {
+            lock(other);
+        }
+    });
+}
+
 /// Reads the regular file `path` once and computes what `want` asks.
 pub fn hash_file(
     path: &std::path::Path,
@@ -210,14 +244,16 @@ pub fn hash_file(
         }
     };
     let len = file.len();
+    // The whole-file digests first, the leaves last.
     let mut sinks: Vec<Sequential> = want
         .digests
         .iter()
         .map(|&(layout, alg)| Sequential::new(layout, alg, len, false))
+        .chain(
+            want.leaves
+                .map(|(layout, alg)| Sequential::new(layout, alg, len, true)),
+        )
         .collect();
-    let mut leaves = want
-        .leaves
-        .map(|(layout, alg)| Sequential::new(layout, alg, len, true));
     let mut reader = file.range_reader(0..len, CHUNK);
     let mut buffer = Buffer::new();
     while !reader.is_done() {
@@ -226,12 +262,7 @@ pub fn hash_file(
         }
         let chunk = reader.next_chunk(buffer).map_err(|(_, e)| e)?;
         let bytes = chunk.bytes();
-        for sink in &mut sinks {
-            sink.update(bytes);
-        }
-        if let Some(leaves) = &mut leaves {
-            leaves.update(bytes);
-        }
+        update_all(&mut sinks, bytes);
         if let Some(progress) = &io.progress {
             progress.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
@@ -240,14 +271,14 @@ pub fn hash_file(
         buffer = back;
     }
     file.check_unchanged()?;
+    let leaves = match want.leaves {
+        Some(_) => sinks.pop().expect("the leaves").finish(len)?.1,
+        None => None,
+    };
     let digests = sinks
         .into_iter()
         .map(|s| s.finish(len).map(|(root, _)| root))
         .collect::<Result<Vec<Digest>, NoRoot>>()?;
-    let leaves = match leaves {
-        Some(l) => l.finish(len)?.1,
-        None => None,
-    };
     Ok(Hashed {
         digests,
         size: len,
