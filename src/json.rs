@@ -64,7 +64,7 @@ pub fn error(name: &[u8], error: &dyn Display) -> Vec<u8> {
 /// The line for an audited file: path, status, the file now (size, mtime, layout,
 /// leaf_size, algorithm, digest), the record before (record, expected, recorded_size,
 /// recorded_mtime), where a corrupt file differs (damaged: `[[start, end_exclusive], …]`),
-/// action, error, action_error.
+/// action, error, action_error, repair_error.
 pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
     let mut o = path(name);
     o.insert("status".into(), v.status.name().into());
@@ -105,6 +105,9 @@ pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
     }
     if let Some(e) = &v.action_error {
         o.insert("action_error".into(), e.to_string().into());
+    }
+    if let Some(e) = &v.repair_error {
+        o.insert("repair_error".into(), e.to_string().into());
     }
     line(o)
 }

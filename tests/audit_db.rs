@@ -119,6 +119,15 @@ fn records_live_in_a_sqlite_database_of_our_own_in_wal_mode() {
 }
 
 #[test]
+fn the_database_and_its_log_inside_the_audited_tree_are_not_audited() {
+    let dir = tempdir();
+    fs::write(dir.path().join("a"), "a").unwrap();
+    audit(dir.path(), &["-r", "."]);
+    let again = audit(dir.path(), &["-r", "."]);
+    assert_eq!(again.stdout, "ok  ./a\n", "{}", again.stderr);
+}
+
+#[test]
 fn several_trees_share_one_database() {
     let dir = tempdir();
     for t in ["a", "b"] {

@@ -461,11 +461,7 @@ impl RecordStore for DatabaseStore {
         let is_companion = [&b"-wal"[..], b"-shm", b"-journal"]
             .iter()
             .any(|suffix| *name == [db.as_encoded_bytes(), suffix].concat());
-        is_companion
-            && fs::canonicalize(path.parent().unwrap_or(Path::new(".")))
-                .ok()
-                .zip(fs::canonicalize(self.path.parent().unwrap_or(Path::new("."))).ok())
-                .is_some_and(|(a, b)| a == b)
+        is_companion && super::same_directory(path, &self.path)
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {

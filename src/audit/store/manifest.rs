@@ -258,11 +258,7 @@ pub fn is_temporary_of(path: &Path, target: &Path) -> bool {
     if !(name.starts_with(&prefix) && name.ends_with(b".tmp")) {
         return false;
     }
-    let dir = |p: &Path| {
-        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
-        fs::canonicalize(parent.unwrap_or(Path::new(".")))
-    };
-    matches!((dir(path), dir(target)), (Ok(a), Ok(b)) if a == b)
+    super::same_directory(path, target)
 }
 
 /// Replaces the file at `path` with what `fill` writes, so that whatever happens the file is

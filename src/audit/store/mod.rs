@@ -162,6 +162,17 @@ impl Store {
     }
 }
 
+/// Whether `path` and `other` lie in the same directory (`a` and `./b` do): how a store
+/// recognises the files it keeps beside its own (a manifest's temporary files, a database's
+/// log) when the audited tree holds them.
+pub(crate) fn same_directory(path: &Path, other: &Path) -> bool {
+    let dir = |p: &Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::fs::canonicalize(parent.unwrap_or(Path::new(".")))
+    };
+    matches!((dir(path), dir(other)), (Ok(a), Ok(b)) if a == b)
+}
+
 /// Why a store could not read or write one file's record.
 #[derive(Debug)]
 pub enum StoreError {
