@@ -56,7 +56,7 @@ impl PartialEq for Io {
 impl Eq for Io {}
 
 impl Io {
-    fn readers(&self) -> usize {
+    fn reader_count(&self) -> usize {
         self.readers
             .or_else(|| thread::available_parallelism().ok())
             .map_or(1, NonZeroUsize::get)
@@ -342,7 +342,7 @@ where
     I: IntoIterator<Item = Work<T>>,
     F: FnMut(T, Option<Result<Hashed, InputError>>),
 {
-    let readers = io.readers();
+    let readers = io.reader_count();
     let limiter = io.rate_limit.map(RateLimiter::new);
     thread::scope(|scope| {
         let (job_tx, job_rx) = bounded::<(usize, PathBuf, Want)>(readers);

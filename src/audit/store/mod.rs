@@ -249,3 +249,28 @@ pub(crate) fn time(nanos: i64) -> SystemTime {
         UNIX_EPOCH - magnitude
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_survive_nanoseconds_since_the_epoch_both_sides_of_it() {
+        for t in [
+            UNIX_EPOCH,
+            UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789),
+            UNIX_EPOCH - Duration::new(5, 1),
+        ] {
+            assert_eq!(time(nanos(t)), t);
+        }
+    }
+
+    #[test]
+    fn files_side_by_side_are_in_the_same_directory_however_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        assert!(same_directory(&a, &dir.path().join("./b")));
+        assert!(!same_directory(&a, &dir.path().join("sub/b")));
+        assert!(same_directory(Path::new("x"), Path::new("./y")));
+    }
+}
