@@ -560,6 +560,9 @@ fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk(
     let dir = tempdir();
     fs::create_dir_all(dir.path().join("t")).unwrap();
     fs::write(dir.path().join("t/big"), pattern(4 << 20, 3)).unwrap();
+    // Recorded first: the runs below only verify, one digest per file, so no thread but the
+    // readers reads.
+    audit(dir.path(), &["-r", "t"]);
     // One reader where the tree lies on a spinning disk, one per core elsewhere.
     let dev = std::os::unix::fs::MetadataExt::dev(&fs::metadata(dir.path()).unwrap());
     let readers = match mtsum::audit::plan::is_rotational(dev) {

@@ -216,6 +216,7 @@ fn update_all(sinks: &mut [Sequential], bytes: &[u8]) {
         let mut refused = Vec::new();
         for other in &others {
             if thread::Builder::new()
+                .name("mtsum-hash".into())
                 .spawn_scoped(scope, move || lock(other))
                 .is_err()
             {
