@@ -2,6 +2,8 @@
 //! what `--max-age`, `--time-budget`, `--migrate`, `--limit-rate`, `--export` and `--import`
 //! do, and the databases that must be refused without being touched.
 
+#![cfg(feature = "database")]
+
 mod common;
 
 use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};

@@ -2,6 +2,8 @@
 //! the byte range of its leaf for sizes around leaf boundaries, repairs of one and of several
 //! ranges compared with `cmp`, and the repairs that must be refused without writing a byte.
 
+#![cfg(feature = "database")]
+
 mod common;
 
 use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};

@@ -84,9 +84,12 @@ use crate::walk::Recursion;
 pub use crate::source::{Mtime, Stamp};
 pub use read::Io;
 pub use report::{Event, Summary};
-pub use store::database::{self, DatabaseError};
+#[cfg(feature = "database")]
+pub use store::database;
 pub use store::manifest::{self, ManifestError};
-pub use store::{Change, Entry, Prior, Record, RecordStore, Store, StoreError, xattr};
+pub use store::{
+    Change, DatabaseError, Entry, Prior, Record, RecordStore, Store, StoreError, xattr,
+};
 pub use verdict::{Action, FileError, Resolution, Status, Verdict};
 
 /// What to do with the files.

@@ -62,12 +62,13 @@ use crate::layout::{Layout, LeafSize};
 use crate::source::{Mtime, Stamp};
 
 use super::manifest::{is_within, key};
-use super::{Change, Entry, Prior, Record, RecordStore, StoreError, nanos, time};
+use super::{
+    Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError, nanos,
+    time,
+};
 
 /// `PRAGMA application_id` of an mtsum database: `mtsm` in ASCII.
 pub const APPLICATION_ID: i32 = 0x6d74_736d;
-/// `PRAGMA user_version`: the schema above.
-pub const SCHEMA_VERSION: i32 = 1;
 /// The longest a commit goes without waiting for the disk while changes keep coming.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(2);
 
@@ -92,25 +93,6 @@ const SCHEMA: &str = "
 
 /// The columns of a record, in the order [`row_record`] reads them.
 const RECORD_COLUMNS: &str = "path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, outboard_leaf IS NOT NULL";
-
-/// Why a database cannot be used. The message is the part after `mtsum: FILE: `.
-#[derive(Debug, thiserror::Error)]
-pub enum DatabaseError {
-    #[error("another mtsum is using this database; try again when it is done")]
-    Busy,
-    #[error("the database is read-only{0}")]
-    ReadOnly(String),
-    #[error("not an mtsum database ({0})")]
-    Foreign(String),
-    #[error(
-        "the database was made by a newer mtsum (schema version {0}, this mtsum reads {SCHEMA_VERSION})"
-    )]
-    Newer(i32),
-    #[error("the database is damaged: {0}")]
-    Corrupt(String),
-    #[error("{0}")]
-    Sqlite(String),
-}
 
 impl From<rusqlite::Error> for DatabaseError {
     fn from(e: rusqlite::Error) -> Self {

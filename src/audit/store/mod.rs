@@ -7,6 +7,7 @@
 //! read back by the same run, so an argument named twice gets the same verdict twice whatever
 //! the order in which files finish.
 
+#[cfg(feature = "database")]
 pub mod database;
 pub mod manifest;
 pub mod xattr;
@@ -141,6 +142,7 @@ impl Store {
     /// Opens the store for one audit, or for reading only (`writable` false: a dry run,
     /// an export), which takes no lock and writes nothing. With `keep_times`, stores that
     /// keep verification times only where asked (extended attributes) keep them.
+    #[cfg_attr(not(feature = "database"), allow(unused_variables))]
     pub fn open(
         &self,
         writable: bool,
@@ -149,7 +151,15 @@ impl Store {
         Ok(match self {
             Store::Xattr => Box::new(xattr::XattrStore { keep_times }),
             Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path)?),
+            #[cfg(feature = "database")]
             Store::Database(path) => Box::new(database::DatabaseStore::open(path, writable)?),
+            #[cfg(not(feature = "database"))]
+            Store::Database(_) => {
+                return Err(AuditError::Unsupported(
+                    "this mtsum was built without the database store (Cargo feature `database`)"
+                        .into(),
+                ));
+            }
         })
     }
 
@@ -171,6 +181,28 @@ pub(crate) fn same_directory(path: &Path, other: &Path) -> bool {
         std::fs::canonicalize(parent.unwrap_or(Path::new(".")))
     };
     matches!((dir(path), dir(other)), (Ok(a), Ok(b)) if a == b)
+}
+
+/// `PRAGMA user_version` of the database store's schema ([`database`], feature `database`).
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Why a database cannot be used (the database store, feature `database`). The message is the part after `mtsum: FILE: `.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    #[error("another mtsum is using this database; try again when it is done")]
+    Busy,
+    #[error("the database is read-only{0}")]
+    ReadOnly(String),
+    #[error("not an mtsum database ({0})")]
+    Foreign(String),
+    #[error(
+        "the database was made by a newer mtsum (schema version {0}, this mtsum reads {SCHEMA_VERSION})"
+    )]
+    Newer(i32),
+    #[error("the database is damaged: {0}")]
+    Corrupt(String),
+    #[error("{0}")]
+    Sqlite(String),
 }
 
 /// Why a store could not read or write one file's record.
