@@ -53,7 +53,7 @@ pub struct Untagged {
 impl Untagged {
     /// The layout and algorithm for an untagged digest of `len` bytes; `None` when no
     /// algorithm fits, which makes the line improperly formatted.
-    fn spec(&self, len: usize) -> Option<(Layout, Algorithm)> {
+    pub fn spec(&self, len: usize) -> Option<(Layout, Algorithm)> {
         let alg = match self.algorithm {
             Some(alg) => alg,
             None => {

@@ -63,13 +63,14 @@ pub fn error(name: &[u8], error: &dyn Display) -> Vec<u8> {
 
 /// The line for an audited file: path, status, the file now (size, mtime, layout,
 /// leaf_size, algorithm, digest), the record before (record, expected, recorded_size,
-/// recorded_mtime), action, error, action_error.
+/// recorded_mtime), where a corrupt file differs (damaged: `[[start, end_exclusive], …]`),
+/// action, error, action_error, repair_error.
 pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
     let mut o = path(name);
     o.insert("status".into(), v.status.name().into());
-    if let Some((size, mtime)) = v.state {
-        o.insert("size".into(), size.into());
-        o.insert("mtime".into(), mtime.to_string().into());
+    if let Some(stamp) = v.state {
+        o.insert("size".into(), stamp.len.into());
+        o.insert("mtime".into(), stamp.mtime.to_string().into());
     }
     if let Some(r) = &v.current {
         insert_digest(&mut o, r.layout, r.algorithm, &r.digest);
@@ -79,8 +80,8 @@ pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
         Prior::Record(r) => {
             o.insert("record".into(), r.tag().into());
             o.insert("expected".into(), r.digest.to_hex().into());
-            o.insert("recorded_size".into(), r.size.into());
-            o.insert("recorded_mtime".into(), r.mtime.to_string().into());
+            o.insert("recorded_size".into(), r.stamp.len.into());
+            o.insert("recorded_mtime".into(), r.stamp.mtime.to_string().into());
         }
         Prior::Cshatag { mtime, digest } => {
             o.insert("record".into(), "cshatag".into());
@@ -91,12 +92,22 @@ pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
             o.insert("record".into(), "unusable".into());
         }
     }
+    if let Some(damaged) = &v.damaged {
+        let ranges: Vec<serde_json::Value> = damaged
+            .iter()
+            .map(|r| serde_json::json!([r.start, r.end]))
+            .collect();
+        o.insert("damaged".into(), ranges.into());
+    }
     o.insert("action".into(), v.action.name().into());
     if let Some(e) = &v.error {
         o.insert("error".into(), e.to_string().into());
     }
     if let Some(e) = &v.action_error {
         o.insert("action_error".into(), e.to_string().into());
+    }
+    if let Some(e) = &v.repair_error {
+        o.insert("repair_error".into(), e.to_string().into());
     }
     line(o)
 }
@@ -113,8 +124,8 @@ pub fn forgotten(name: &[u8], action_error: Option<&dyn Display>) -> Vec<u8> {
 }
 
 /// The last line of an audit: `{"summary":{"files":…,"ok":…,…,"recorded":…,…,
-/// "action_errors":…,"bytes":…,"seconds":…,"dry_run":…,"clean":…}}`, a count for every
-/// status and every action.
+/// "action_errors":…,"bytes":…,"not_due":…,"deferred":…,"seconds":…,"dry_run":…,
+/// "clean":…}}`, a count for every status and every action.
 pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
     let mut o = Object::new();
     o.insert("files".into(), s.files().into());
@@ -126,6 +137,8 @@ pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
     }
     o.insert("action_errors".into(), s.action_errors.into());
     o.insert("bytes".into(), s.bytes.into());
+    o.insert("not_due".into(), s.not_due.into());
+    o.insert("deferred".into(), s.deferred.into());
     o.insert("seconds".into(), elapsed.as_secs_f64().into());
     o.insert("dry_run".into(), dry_run.into());
     o.insert("clean".into(), s.is_clean().into());

@@ -9,8 +9,9 @@
 //! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `-c`);
 //! - [`json`]: `--json`, one object per input for scripts;
 //! - [`check`]: `-c`, verifying the files listed in sum files;
-//! - [`audit`]: `--audit`, records of each file's digest, size and mtime (extended attributes
-//!   or a manifest) and audits that tell corruption from modification;
+//! - [`audit`]: `--audit`, records of each file's digest, size and mtime (extended attributes,
+//!   a manifest or a database) and audits that tell corruption from modification, locate the
+//!   damage and repair it from a copy;
 //! - [`lanes`]: multi-buffer hashing (MD5, SHA-1, SHA-2), many messages at once on one core
 //!   (SIMD lanes);
 //! - [`range`]: one file hashed in ranges anywhere (partials) and combined into its root;

@@ -8,10 +8,10 @@
 
 mod common;
 
+use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in, run as run_cmd};
 use common::{MTSUM, mtsum_unprivileged, skip, tempdir, wait_until};
-use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::thread;
@@ -19,59 +19,18 @@ use std::time::{Duration, Instant, SystemTime};
 
 use assert_cmd::Command;
 use mtsum::audit::manifest::Manifest;
-use mtsum::audit::{self, Action, Event, Mtime, Options, Prior, Record, Status, Store};
-use mtsum::engine::Engine;
+use mtsum::audit::{self, Action, Event, Mtime, Options, Prior, Record, Stamp, Status, Store};
 use mtsum::source::Target;
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, reference};
-
-const TIMEOUT: Duration = Duration::from_secs(120);
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// What one run produced, checked for a panic.
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
-}
-
-impl Run {
-    /// `(status, name)` of each stdout line, in order.
-    fn verdicts(&self) -> Vec<(String, String)> {
-        self.stdout
-            .lines()
-            .map(|l| {
-                let (status, name) = l.split_once("  ").expect("STATUS  NAME");
-                (status.to_string(), name.to_string())
-            })
-            .collect()
-    }
-
-    /// The status of each name.
-    fn by_name(&self) -> BTreeMap<String, String> {
-        self.verdicts().into_iter().map(|(s, n)| (n, s)).collect()
-    }
-}
-
-fn run_cmd(cmd: &mut Command) -> Run {
-    let out = cmd.timeout(TIMEOUT).output().expect("mtsum runs");
-    let run = Run {
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 names in these tests"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-    run
-}
-
 /// `mtsum --audit ARGS` in `dir`.
 fn audit_in(dir: &Path, args: &[&str]) -> Run {
-    let mut cmd = Command::new(MTSUM);
-    cmd.arg("--audit").args(args).current_dir(dir);
-    run_cmd(&mut cmd)
+    mtsum_in(dir, &[&["--audit"], args].concat())
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -94,18 +53,7 @@ fn set_mtime(path: &Path, t: SystemTime) {
 
 /// Bit rot: one byte changes, and nothing else does (size, mtime to the nanosecond).
 fn flip_byte_keeping_mtime(path: &Path, offset: u64) {
-    let before = mtime(path);
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .unwrap();
-    let mut byte = [0];
-    f.read_exact_at(&mut byte, offset).unwrap();
-    f.write_all_at(&[byte[0] ^ 0x10], offset).unwrap();
-    f.set_modified(before).unwrap();
-    drop(f);
-    assert_eq!(mtime(path), before);
+    flip_bytes_keeping_mtime(path, &[offset]);
 }
 
 /// A legitimate edit: new content, and an mtime surely different from the recorded one
@@ -173,7 +121,7 @@ fn library_audit(targets: &[PathBuf], options: &Options) -> Vec<(Status, Action,
             out.push((v.status, v.action, v.path.clone()));
         }
     };
-    audit::audit(&Engine::default(), &targets, options, &mut on).expect("no fatal error");
+    audit::audit(&targets, options, &mut on).expect("no fatal error");
     out
 }
 
@@ -358,8 +306,7 @@ fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
         Record {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
-            size: 5,
-            mtime: Mtime::of(&meta),
+            stamp: Stamp::of(&meta),
             digest: reference::root(Layout::Plain, Algorithm::Blake3, b"alpha"),
         }
     );
@@ -607,7 +554,7 @@ fn a_cshatag_tree_is_audited_and_converted() {
         (record.layout, record.algorithm),
         (Layout::Plain, Algorithm::Sha256)
     );
-    assert_eq!(record.mtime, "1600000000.000000005".parse().unwrap());
+    assert_eq!(record.stamp.mtime, "1600000000.000000005".parse().unwrap());
     assert!(xattr::get(&good, "user.shatag.sha256").unwrap().is_some());
     assert_eq!(
         xattr_record(&rotten),
@@ -633,8 +580,7 @@ fn kill_9_during_a_manifest_update_leaves_the_previous_manifest_intact() {
     let record = Record {
         layout: Layout::Plain,
         algorithm: Algorithm::Blake3,
-        size: 1,
-        mtime: Mtime::new(1, 0).unwrap(),
+        stamp: Stamp::new(1, Mtime::new(1, 0).unwrap()),
         digest: Algorithm::Blake3.hash(b"x"),
     };
     for i in 0..400_000 {
@@ -863,14 +809,15 @@ fn the_library_audits_in_walk_order_whatever_the_thread_count() {
     flip_byte_keeping_mtime(&dir.path().join("t/150"), 10);
     for threads in [1, 2, 7] {
         let targets: Vec<Target> = targets.iter().map(|p| Target::Path(p.clone())).collect();
-        let engine = Engine::new(threads.try_into().unwrap());
+        let mut options = options.clone();
+        options.io.readers = Some(threads.try_into().unwrap());
         let mut statuses = Vec::new();
         let mut on = |e: Event| {
             if let Event::Verdict(v) = e {
                 statuses.push((v.path.clone(), v.status));
             }
         };
-        let summary = audit::audit(&engine, &targets, &options, &mut on).unwrap();
+        let summary = audit::audit(&targets, &options, &mut on).unwrap();
         assert_eq!(summary.count(Status::Corrupt), 1);
         assert_eq!(summary.count(Status::Ok), 199);
         assert!(!summary.is_clean());
@@ -894,7 +841,7 @@ fn the_library_reports_the_record_and_the_current_digest() {
             seen = Some((v.status, v.prior.clone(), v.current));
         }
     };
-    audit::audit(&Engine::default(), &targets, &options, &mut on).unwrap();
+    audit::audit(&targets, &options, &mut on).unwrap();
     let (status, prior, current) = seen.unwrap();
     assert_eq!(status, Status::Corrupt);
     let Prior::Record(recorded) = prior else {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod audit;
+
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};

@@ -10,8 +10,11 @@ use std::ffi::OsString;
 use std::io::{self, IsTerminal};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
+use mtsum::audit::plan::IoPriority;
+use mtsum::audit::transfer::TransferFormat;
 use mtsum::audit::{self, Operation, Resolution, Store};
 use mtsum::check::{CheckOptions, Untagged, Verbosity};
 use mtsum::engine::{Engine, Request};
@@ -63,6 +66,7 @@ fn usage_error(e: clap::Error) -> String {
     args_override_self = true,
     infer_long_args = true,
     group(clap::ArgGroup::new("verify").args(["check", "audit"])),
+    group(clap::ArgGroup::new("records").args(["audit", "repair"]).multiple(true)),
     group(clap::ArgGroup::new("ranges").args(["plan", "range", "combine"]))
 )]
 pub struct Args {
@@ -191,6 +195,31 @@ pub struct Args {
     #[arg(long, value_name = "FILE", requires = "audit")]
     manifest: Option<PathBuf>,
 
+    /// With --audit: keep the records in this SQLite database (any number of trees; progress
+    /// committed as the audit goes; two audits of one database are refused).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "records",
+        conflicts_with = "manifest"
+    )]
+    db: Option<PathBuf>,
+
+    /// Repair the corrupt FILE from a copy (--from), leaf by leaf as the database's leaf
+    /// digests locate the damage; every leaf of the copy is checked before a byte is
+    /// written, nothing is written if one is bad. Needs --db.
+    #[arg(long, value_name = "FILE", requires_all = ["from", "db"], conflicts_with_all = ["check", "export", "import", "forget", "update", "fix", "migrate"])]
+    repair: Option<PathBuf>,
+
+    /// With --repair: the copy to take the damaged ranges from.
+    #[arg(long, value_name = "COPY", requires = "repair")]
+    from: Option<PathBuf>,
+
+    /// With --audit --db: repair corrupt files from the copies in DIR, which mirrors each
+    /// PATH (DIR/x for PATH/x).
+    #[arg(long = "repair-from", value_name = "DIR", requires_all = ["audit", "db"])]
+    repair_from: Option<PathBuf>,
+
     /// With --audit: refresh the records of modified files, drop those of missing files.
     #[arg(long, requires = "audit")]
     update: bool,
@@ -205,8 +234,54 @@ pub struct Args {
     #[arg(long, requires = "audit", conflicts_with_all = ["update", "fix"])]
     forget: bool,
 
+    /// With --audit: write the records of the --db or --manifest store to FILE (- for
+    /// standard output) as a manifest, or with --export-as sums as tagged checksum lines
+    /// for -c; audit nothing.
+    #[arg(long, value_name = "FILE", requires = "audit", conflicts_with_all = ["update", "fix", "forget", "import"])]
+    export: Option<PathBuf>,
+
+    /// With --export: manifest [default] or sums.
+    #[arg(long = "export-as", value_name = "FORMAT", requires = "export", value_parser = ["manifest", "sums"])]
+    export_as: Option<String>,
+
+    /// With --audit: read the records of a manifest or of a sum file (whose files get the
+    /// size and mtime they have now; untagged lines as -c reads them, -t/-a) into the store;
+    /// audit nothing.
+    #[arg(long, value_name = "FILE", requires = "audit", conflicts_with_all = ["update", "fix", "forget"])]
+    import: Option<PathBuf>,
+
+    /// With --audit: audit only files not verified within DURATION (90s, 12h, 30d); with
+    /// --db or extended attributes (which then carry the time), not --manifest. The others
+    /// get no line; the summary counts them as not due.
+    #[arg(long = "max-age", value_name = "DURATION", requires = "audit", value_parser = audit::parse_duration)]
+    max_age: Option<Duration>,
+
+    /// With --audit: stop handing out files after DURATION, least recently verified first,
+    /// so that the next run goes on where this one stopped; not with --manifest.
+    #[arg(long = "time-budget", value_name = "DURATION", requires = "audit", value_parser = audit::parse_duration)]
+    time_budget: Option<Duration>,
+
+    /// With --audit: files that check out and whose record has another algorithm or layout
+    /// than -a/-t get a new record with those, computed from the same read.
+    #[arg(long, requires = "audit")]
+    migrate: bool,
+
+    /// With --audit: files read at once [default: -p, else the number of cores].
+    #[arg(long, value_name = "N", requires = "audit", value_parser = parse_processors)]
+    readers: Option<NonZeroUsize>,
+
+    /// With --audit: read at most RATE bytes per second on average (20M, 100M: binary
+    /// units).
+    #[arg(long = "limit-rate", value_name = "RATE", requires = "audit", value_parser = audit::parse_rate)]
+    limit_rate: Option<u64>,
+
+    /// With --audit: the readers' I/O priority, as ionice names it: idle [default: only when
+    /// no one else wants the disk], best-effort, best-effort:0 to 7, none (unchanged).
+    #[arg(long = "io-priority", value_name = "CLASS", requires = "records")]
+    io_priority: Option<IoPriority>,
+
     /// With --audit: report what would be done, write no record.
-    #[arg(long = "dry-run", requires = "audit")]
+    #[arg(long = "dry-run", requires = "records")]
     dry_run: bool,
 
     /// With --audit: modification times closer than this are equal: ns [default], 100ns
@@ -317,7 +392,7 @@ pub enum Mode {
     /// Verify the files listed in sum files.
     Check(CheckSettings),
     /// Audit files against their records.
-    Audit(AuditSettings),
+    Audit(Box<AuditSettings>),
     /// `--plan`, `--range`, `--combine`: one file in ranges.
     Ranges(RangeSettings),
 }
@@ -374,9 +449,25 @@ pub struct CheckSettings {
     pub options: CheckOptions,
 }
 
+/// `--export` or `--import` instead of an audit.
+pub enum Transfer {
+    Export {
+        file: PathBuf,
+        format: TransferFormat,
+    },
+    Import {
+        file: PathBuf,
+        untagged: Untagged,
+    },
+}
+
 /// `--audit`.
 pub struct AuditSettings {
     pub options: audit::Options,
+    /// Move records instead of auditing.
+    pub transfer: Option<Transfer>,
+    /// `--repair FILE --from COPY` instead of auditing.
+    pub repair: Option<(PathBuf, PathBuf)>,
     /// `--quiet`: no `ok` lines.
     pub quiet: bool,
     /// `--json`: one object per file and a summary object on stdout.
@@ -389,8 +480,8 @@ impl Config {
         let layout = args.layout()?;
         let mode = if args.plan.is_some() || args.range.is_some() || args.combine {
             Mode::Ranges(RangeSettings::from_args(&args, layout))
-        } else if args.audit {
-            Mode::Audit(AuditSettings::from_args(&args, layout))
+        } else if args.audit || args.repair.is_some() {
+            Mode::Audit(Box::new(AuditSettings::from_args(&args, layout)))
         } else if args.check {
             Mode::Check(CheckSettings::from_args(&args, layout))
         } else {
@@ -436,15 +527,19 @@ impl Args {
     fn recursion(&self) -> Recursion {
         Recursion::from_flags(self.recursive, self.follow)
     }
+
+    fn read_mode(&self) -> ReadMode {
+        match (self.direct, self.mmap) {
+            (true, _) => ReadMode::Direct,
+            (false, true) => ReadMode::Mmap,
+            (false, false) => ReadMode::Pread,
+        }
+    }
 }
 
 impl Common {
     fn from_args(args: Args) -> Common {
-        let read_mode = match (args.direct, args.mmap) {
-            (true, _) => ReadMode::Direct,
-            (false, true) => ReadMode::Mmap,
-            (false, false) => ReadMode::Pread,
-        };
+        let read_mode = args.read_mode();
         let engine = args
             .processors
             .map(Engine::new)
@@ -544,9 +639,10 @@ impl CheckSettings {
 
 impl AuditSettings {
     fn from_args(args: &Args, layout: Layout) -> AuditSettings {
-        let store = match &args.manifest {
-            Some(path) => Store::Manifest(path.clone()),
-            None => Store::Xattr,
+        let store = match (&args.manifest, &args.db) {
+            (Some(path), _) => Store::Manifest(path.clone()),
+            (None, Some(path)) => Store::Database(path.clone()),
+            (None, None) => Store::Xattr,
         };
         let mut options = audit::Options::new(store);
         options.operation = match args.forget {
@@ -568,7 +664,36 @@ impl AuditSettings {
         }
         options.resolution = args.mtime_resolution.unwrap_or_default();
         options.dry_run = args.dry_run;
+        options.max_age = args.max_age;
+        options.time_budget = args.time_budget;
+        options.migrate = args.migrate;
+        options.io.readers = args.readers.or(args.processors);
+        options.io.read_mode = args.read_mode();
+        options.io.rate_limit = args.limit_rate;
+        options.io.priority = args.io_priority.unwrap_or_default();
+        let transfer = match (&args.export, &args.import) {
+            (Some(file), _) => Some(Transfer::Export {
+                file: file.clone(),
+                format: match args.export_as.as_deref() {
+                    Some("sums") => TransferFormat::SumFile,
+                    _ => TransferFormat::Manifest,
+                },
+            }),
+            (None, Some(file)) => Some(Transfer::Import {
+                file: file.clone(),
+                untagged: Untagged {
+                    layout,
+                    algorithm: args.algorithm,
+                    // An import records one value per file; it cannot try several.
+                    auto_part_size: false,
+                },
+            }),
+            (None, None) => None,
+        };
+        options.repair_from = args.repair_from.clone();
         AuditSettings {
+            transfer,
+            repair: args.repair.clone().zip(args.from.clone()),
             options,
             quiet: args.quiet,
             json: args.json,

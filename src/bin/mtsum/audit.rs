@@ -3,20 +3,29 @@
 //! nothing wrong, 1 corrupt or unreadable files (or records that could not be written), 2
 //! usage or fatal error (no extended attributes, a manifest that cannot be read or written).
 
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
-use mtsum::audit::{self, Action, Event, Operation, Options, Status, Store, Summary};
+use mtsum::audit::repair::{self, RepairError};
+use mtsum::audit::transfer;
+use mtsum::audit::{self, Action, AuditError, Event, Operation, Options, Status, Store, Summary};
 use mtsum::source::Target;
 use mtsum::sumfile::{Terminator, labelled_line as line};
 use mtsum::walk::walk;
 use mtsum::{json, report};
 
-use crate::args::{AuditSettings, Common};
+use crate::args::{AuditSettings, Common, Transfer};
 use crate::progress::totals;
 use crate::session::{self, Printer, Status as Exit};
 
 pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
+    if let Some(t) = &settings.transfer {
+        return run_transfer(&settings.options.store, t);
+    }
+    if let Some((file, copy)) = &settings.repair {
+        return run_repair(&settings.options, file, copy);
+    }
     if common.targets.contains(&Target::Stdin) {
         eprintln!("mtsum: --audit needs files or directories, not standard input");
         return Exit::Usage;
@@ -24,19 +33,22 @@ pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
     let options = &settings.options;
     // The library walks the paths itself, so the bar's totals cost a walk of their own; the
     // second walk runs from the directory cache, which is cheap next to hashing.
-    let (engine, printer) = session::start(common, || {
+    let (_, printer) = session::start(common, || {
         Some(totals(walk(
             common.targets.iter().cloned(),
             options.recursion,
         )))
     });
+    let mut options = options.clone();
+    options.io.progress = Some(printer.progress_counter());
+    let options = &options;
     let started = Instant::now();
     let events = Events {
         common,
         settings,
         printer: &printer,
     };
-    let result = audit::audit(&engine, &common.targets, options, &mut |e| events.on(e));
+    let result = audit::audit(&common.targets, options, &mut |e| events.on(e));
     let elapsed = started.elapsed();
     let mut fatal = false;
     match result {
@@ -52,12 +64,106 @@ pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
             }
         }
         Err(e) => {
-            printer.message(&report::error_line(e.path().as_os_str().as_bytes(), &e));
+            printer.message(&fatal_line(&e));
             fatal = true;
         }
     }
     let status = printer.finish();
     if fatal { Exit::Usage } else { status }
+}
+
+/// `mtsum: FILE: cause` for an error that stopped the run (`mtsum: cause` when it names no
+/// file).
+fn fatal_line(e: &AuditError) -> Vec<u8> {
+    match e.path() {
+        Some(path) => report::error_line(path.as_os_str().as_bytes(), e),
+        None => format!("mtsum: {e}\n").into_bytes(),
+    }
+}
+
+/// `--repair FILE --from COPY`: `repaired  FILE  (bytes …)` (with --dry-run `would repair`),
+/// or `ok  FILE` when there was nothing to repair; status 0, 1 when the file could not be
+/// repaired (nothing was written then, unless it is still corrupt after writing), 2 when the
+/// database cannot be used.
+fn run_repair(options: &Options, file: &std::path::Path, copy: &std::path::Path) -> Exit {
+    let name = file.as_os_str().as_bytes();
+    match repair::repair(&options.store, file, copy, options.dry_run, &options.io) {
+        Ok(done) => {
+            let label = match (done.ranges.is_empty(), done.written) {
+                (true, _) => "ok",
+                (false, true) => "repaired",
+                (false, false) => "would repair",
+            };
+            let mut text = line(label, name, Terminator::Newline);
+            if !done.ranges.is_empty() {
+                text.pop();
+                text.extend_from_slice(damaged_suffix(&done.ranges).as_bytes());
+            }
+            let _ = std::io::stdout().write_all(&text);
+            Exit::Ok
+        }
+        Err(RepairError::Store(e)) => fatal_line_exit(&e),
+        Err(e) => {
+            let _ = std::io::stderr().write_all(&report::error_line(name, &e));
+            Exit::InputFailed
+        }
+    }
+}
+
+fn fatal_line_exit(e: &AuditError) -> Exit {
+    let _ = std::io::stderr().write_all(&fatal_line(e));
+    Exit::Usage
+}
+
+/// `--export` and `--import`: status 0, 1 when lines or files were left out of an import, 2
+/// when the store or the file cannot be used.
+fn run_transfer(store: &Store, t: &Transfer) -> Exit {
+    let fatal = |e: &AuditError| {
+        let _ = std::io::stderr().write_all(&fatal_line(e));
+        Exit::Usage
+    };
+    match t {
+        Transfer::Export { file, format } => {
+            let result = if file.as_os_str() == "-" {
+                transfer::export(store, *format, &mut std::io::stdout().lock())
+            } else {
+                // Written whole or not at all, as a manifest is.
+                let mut buffer = Vec::new();
+                transfer::export(store, *format, &mut buffer).and_then(|n| {
+                    audit::manifest::write_atomically(file, |out| out.write_all(&buffer))
+                        .map(|()| n)
+                        .map_err(|e| {
+                            let e = mtsum::source::InputError::Io(e);
+                            AuditError::Unsupported(format!("{}: {e}", file.display()))
+                        })
+                })
+            };
+            match result {
+                Ok(n) => {
+                    eprintln!("mtsum: {n} records exported");
+                    Exit::Ok
+                }
+                Err(e) => fatal(&e),
+            }
+        }
+        Transfer::Import { file, untagged } => match transfer::import(store, file, untagged) {
+            Ok(imported) => {
+                for (name, why) in &imported.skipped {
+                    eprintln!("mtsum: {}: {name}: {why}", file.display());
+                }
+                eprintln!(
+                    "mtsum: {} records imported, {} left out",
+                    imported.records,
+                    imported.skipped.len()
+                );
+                match imported.skipped.is_empty() {
+                    true => Exit::Ok,
+                    false => Exit::InputFailed,
+                }
+            }
+            Err(e) => fatal(&e),
+        },
+    }
 }
 
 /// Prints the audit's events as they come.
@@ -82,10 +188,23 @@ impl Events<'_> {
                     let cause = format!("cannot {} the record: {e}", verb(v.action));
                     printer.message(&report::error_line(name, &cause));
                 }
+                if let Some(e) = &v.repair_error {
+                    let cause = format!("cannot repair: {e}");
+                    printer.message(&report::error_line(name, &cause));
+                }
                 if self.settings.json {
                     printer.print(&json::verdict(name, v));
                 } else if !(self.settings.quiet && v.status == Status::Ok) {
-                    printer.print(&line(v.status.name(), name, Terminator::Newline));
+                    let label = match v.action {
+                        Action::Repaired => "repaired",
+                        _ => v.status.name(),
+                    };
+                    let mut text = line(label, name, Terminator::Newline);
+                    if let Some(damaged) = v.damaged.as_ref().filter(|d| !d.is_empty()) {
+                        text.pop();
+                        text.extend_from_slice(damaged_suffix(damaged).as_bytes());
+                    }
+                    printer.print(&text);
                 }
             }
             Event::Forgotten { path, error } => {
@@ -108,6 +227,16 @@ impl Events<'_> {
     }
 }
 
+/// `  (bytes 41943040-42991615, …)\n`: where a corrupt file differs, ends inclusive as in
+/// `cmp -l` and `dd` ranges people read.
+fn damaged_suffix(damaged: &[std::ops::Range<u64>]) -> String {
+    let ranges: Vec<String> = damaged
+        .iter()
+        .map(|r| format!("{}-{}", r.start, r.end - 1))
+        .collect();
+    format!("  (bytes {})\n", ranges.join(", "))
+}
+
 fn verb(action: Action) -> &'static str {
     match action {
         Action::Removed | Action::Forgotten => "remove",
@@ -121,6 +250,7 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
     let store = match &options.store {
         Store::Xattr => "extended attributes".to_string(),
         Store::Manifest(p) => format!("manifest {}", p.display()),
+        Store::Database(p) => format!("database {}", p.display()),
     };
     let dry_run = match options.dry_run {
         true => " (dry run: nothing was written)",
@@ -137,12 +267,26 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
         }
         return out;
     }
+    let seconds = elapsed.as_secs_f64();
+    let rate = s.bytes as f64 / seconds.max(1e-9);
     let mut out = format!(
-        "mtsum: audit of {} files ({}) in {:.2} s, records in {store}\n",
+        "mtsum: audit of {} files ({}) in {seconds:.2} s ({}/s), records in {store}\n",
         s.files(),
         human_bytes(s.bytes),
-        elapsed.as_secs_f64()
+        human_bytes(rate as u64),
     );
+    if s.not_due > 0 {
+        out.push_str(&format!(
+            "mtsum: {} files not due (verified within --max-age)\n",
+            s.not_due
+        ));
+    }
+    if s.deferred > 0 {
+        out.push_str(&format!(
+            "mtsum: {} files left for the next run (--time-budget ran out)\n",
+            s.deferred
+        ));
+    }
     let hint = |status: Status| match status {
         Status::Corrupt => {
             "same size and mtime, different content: restore from a backup (--fix accepts the content)"
@@ -197,6 +341,14 @@ fn human_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn damaged_ranges_print_with_inclusive_ends() {
+        assert_eq!(
+            damaged_suffix(&[0..65536, 131072..131073]),
+            "  (bytes 0-65535, 131072-131072)\n"
+        );
+    }
 
     #[test]
     fn sizes_read_in_binary_units() {

@@ -67,6 +67,11 @@ pub struct Printer {
 }
 
 impl Printer {
+    /// Bytes read so far, counted by whoever reads them (the audit's own readers).
+    pub fn progress_counter(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        self.progress.counter()
+    }
+
     /// Writes one whole result to stdout.
     pub fn print(&self, bytes: &[u8]) {
         if self.broken() {

@@ -18,6 +18,17 @@
 //!   23/31     n  the digest, n = the algorithm's digest length
 //! ```
 //!
+//! Version 2 is version 1 with one more field at the end, written only by audits that go by
+//! verification times (`--max-age`, `--time-budget`):
+//!
+//! ```text
+//!   end-8     8  when the file last matched the record: ns since the epoch, i64 little-endian
+//! ```
+//!
+//! The default record is then 63 bytes, still inside an ext4 inode. Such an audit rewrites the
+//! attribute of every file it verifies (a change of the file's ctime, never of its mtime or
+//! content); audits without those options leave version 1 records as they are.
+//!
 //! Why binary and this small: ext4 keeps extended attributes inside the inode when they fit
 //! (with 256-byte inodes about 90 bytes remain for entries after the inode's own fields), and
 //! an attribute that does not fit costs a whole extra 4 KiB block per file, read by every
@@ -34,11 +45,15 @@
 
 use std::io;
 use std::path::Path;
+use std::time::SystemTime;
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Layout, LeafSize, PartSize};
+use crate::source::{InputError, Mtime, Stamp};
 
-use super::{Mtime, Prior, Record};
+use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
+use crate::audit::AuditError;
+use crate::audit::verdict::Status;
 
 /// The attribute holding mtsum's record.
 pub const ATTR: &str = "user.mtsum";
@@ -48,6 +63,8 @@ pub const CSHATAG_SHA256: &str = "user.shatag.sha256";
 pub const CSHATAG_TS: &str = "user.shatag.ts";
 
 const VERSION: u8 = 1;
+/// Version 1 and the time of the last verification.
+const VERSION_VERIFIED: u8 = 2;
 /// Version, algorithm, layout, size, mtime seconds, mtime nanoseconds.
 const FIXED_LEN: usize = 1 + 1 + 1 + 8 + 8 + 4;
 
@@ -87,9 +104,9 @@ pub fn encode(record: &Record) -> Vec<u8> {
     let leaf = record.layout.size_parameter();
     let mut out = Vec::with_capacity(FIXED_LEN + 8 + record.digest.as_bytes().len());
     out.extend_from_slice(&[VERSION, alg, layout]);
-    out.extend_from_slice(&record.size.to_le_bytes());
-    out.extend_from_slice(&record.mtime.sec.to_le_bytes());
-    out.extend_from_slice(&record.mtime.nsec.to_le_bytes());
+    out.extend_from_slice(&record.stamp.len.to_le_bytes());
+    out.extend_from_slice(&record.stamp.mtime.sec.to_le_bytes());
+    out.extend_from_slice(&record.stamp.mtime.nsec.to_le_bytes());
     if let Some(leaf) = leaf {
         out.extend_from_slice(&leaf.get().to_le_bytes());
     }
@@ -97,14 +114,37 @@ pub fn encode(record: &Record) -> Vec<u8> {
     out
 }
 
-/// Reads a record written by [`encode`]; the error says what is wrong with it.
+/// The binary form of `record` with the time it was last verified (version 2).
+pub fn encode_verified(record: &Record, verified: SystemTime) -> Vec<u8> {
+    let mut out = encode(record);
+    out[0] = VERSION_VERIFIED;
+    out.extend_from_slice(&super::nanos(verified).to_le_bytes());
+    out
+}
+
+/// Reads a record written by [`encode`] or [`encode_verified`]; the error says what is wrong
+/// with it.
 pub fn decode(bytes: &[u8]) -> Result<Record, String> {
+    decode_entry(bytes).map(|(record, _)| record)
+}
+
+/// Reads a record and, from version 2, when it was last verified.
+pub fn decode_entry(bytes: &[u8]) -> Result<(Record, Option<SystemTime>), String> {
     let version = *bytes.first().ok_or("empty")?;
-    if version != VERSION {
-        return Err(format!(
-            "record version {version}, this mtsum reads version {VERSION}"
-        ));
-    }
+    let (bytes, verified) = match version {
+        VERSION => (bytes, None),
+        VERSION_VERIFIED if bytes.len() >= FIXED_LEN + 8 => {
+            let (record, time) = bytes.split_at(bytes.len() - 8);
+            let nanos = i64::from_le_bytes(time.try_into().expect("8 bytes"));
+            (record, Some(super::time(nanos)))
+        }
+        VERSION_VERIFIED => return Err(format!("{} bytes, too short", bytes.len())),
+        _ => {
+            return Err(format!(
+                "record version {version}, this mtsum reads versions {VERSION} and {VERSION_VERIFIED}"
+            ));
+        }
+    };
     if bytes.len() < FIXED_LEN {
         return Err(format!("{} bytes, too short", bytes.len()));
     }
@@ -145,30 +185,41 @@ pub fn decode(bytes: &[u8]) -> Result<Record, String> {
             algorithm.digest_len()
         ));
     }
-    Ok(Record {
+    let record = Record {
         layout,
         algorithm,
-        size,
-        mtime,
+        stamp: Stamp::new(size, mtime),
         digest: Digest::from_slice(rest),
-    })
+    };
+    Ok((record, verified))
 }
 
 /// What the attributes of `path` (symbolic links followed) say about it: our record, else
 /// cshatag's, else nothing. An attribute that cannot be read is an error; one that can be
 /// read but not understood is [`Prior::Unusable`].
 pub fn read(path: &Path) -> io::Result<Prior> {
+    read_entry(path).map(|entry| entry.prior)
+}
+
+/// [`read`], with the time of the last verification where the record keeps it.
+pub fn read_entry(path: &Path) -> io::Result<Entry> {
     if let Some(bytes) = xattr::get_deref(path, ATTR)? {
-        return Ok(match decode(&bytes) {
-            Ok(record) => Prior::Record(record),
-            Err(why) => Prior::Unusable(format!("damaged record in {ATTR}: {why}")),
+        return Ok(match decode_entry(&bytes) {
+            Ok((record, verified)) => Entry {
+                prior: Prior::Record(record),
+                verified,
+                has_outboard: false,
+            },
+            Err(why) => Entry::of(Prior::Unusable(format!("damaged record in {ATTR}: {why}"))),
         });
     }
     let Some(hex) = xattr::get_deref(path, CSHATAG_SHA256)? else {
-        return Ok(Prior::None);
+        return Ok(Entry::of(Prior::None));
     };
     let ts = xattr::get_deref(path, CSHATAG_TS)?.unwrap_or_default();
-    Ok(parse_cshatag(&hex, &ts).unwrap_or_else(Prior::Unusable))
+    Ok(Entry::of(
+        parse_cshatag(&hex, &ts).unwrap_or_else(Prior::Unusable),
+    ))
 }
 
 /// cshatag's two attributes as a [`Prior::Cshatag`].
@@ -206,6 +257,66 @@ pub fn is_unsupported(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EOPNOTSUPP)
 }
 
+/// The records of the files themselves: read and written at once, nothing to finish.
+pub struct XattrStore {
+    /// Whether records carry the time of their last verification (version 2), for audits
+    /// that go by it.
+    pub keep_times: bool,
+}
+
+impl XattrStore {
+    /// An I/O error of `path`'s attributes: the whole audit's when the file system has none.
+    fn error(path: &Path, e: io::Error) -> StoreError {
+        if is_unsupported(&e) {
+            let path = path.to_path_buf();
+            return StoreError::Fatal(AuditError::XattrUnsupported { path });
+        }
+        StoreError::File(InputError::Io(e))
+    }
+}
+
+impl RecordStore for XattrStore {
+    fn describe(&self) -> String {
+        "extended attributes".into()
+    }
+
+    fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
+        read_entry(path).map_err(|e| XattrStore::error(path, e))
+    }
+
+    fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
+        let now = SystemTime::now();
+        let result = match change {
+            Change::Set { record, .. } if self.keep_times => {
+                xattr::set_deref(path, ATTR, &encode_verified(record, now))
+            }
+            Change::Set { record, .. } | Change::Import { record } => write(path, record),
+            Change::Checked {
+                status: Status::Ok, ..
+            } if self.keep_times => match read(path) {
+                Ok(Prior::Record(record)) => {
+                    xattr::set_deref(path, ATTR, &encode_verified(&record, now))
+                }
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Change::Checked { .. } => Ok(()),
+            Change::Remove => remove(path).map(|_| ()),
+        };
+        result.map_err(|e| XattrStore::error(path, e))
+    }
+
+    fn finish(&mut self) -> Result<bool, AuditError> {
+        Ok(false)
+    }
+
+    fn records(&mut self) -> Result<Vec<(std::path::PathBuf, Record)>, AuditError> {
+        Err(AuditError::Unsupported(
+            "records in extended attributes cannot be listed without walking the files; audit with --manifest or --db to export them".into(),
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,8 +325,7 @@ mod tests {
         Record {
             layout,
             algorithm,
-            size: 0x0102_0304_0506_0708,
-            mtime: Mtime::new(-2, 999_999_999).unwrap(),
+            stamp: Stamp::new(0x0102_0304_0506_0708, Mtime::new(-2, 999_999_999).unwrap()),
             digest: algorithm.hash(b"x"),
         }
     }
@@ -237,6 +347,17 @@ mod tests {
     }
 
     #[test]
+    fn a_record_with_its_verification_time_survives_the_round_trip_and_fits_too() {
+        let r = record(Layout::Plain, Algorithm::Blake3);
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(1_700_000_000_123_456_789);
+        let bytes = encode_verified(&r, at);
+        assert_eq!(bytes.len(), 63);
+        assert!(16 + 8 + bytes.len().next_multiple_of(4) <= 88);
+        assert_eq!(decode_entry(&bytes), Ok((r, Some(at))));
+        assert_eq!(decode_entry(&encode(&r)), Ok((r, None)));
+    }
+
+    #[test]
     fn the_default_record_fits_in_an_ext4_inode() {
         // 55 bytes; the entry adds 16 bytes of header and the name `mtsum` padded to 8.
         let bytes = encode(&record(Layout::Plain, Algorithm::Blake3));
@@ -249,8 +370,7 @@ mod tests {
         let r = Record {
             layout: Layout::Plain,
             algorithm: Algorithm::Xxh3,
-            size: 3,
-            mtime: Mtime::new(1, 2).unwrap(),
+            stamp: Stamp::new(3, Mtime::new(1, 2).unwrap()),
             digest: Digest::from_slice(&[0xaa; 8]),
         };
         let mut want = vec![
@@ -264,7 +384,8 @@ mod tests {
     fn damaged_records_say_what_is_wrong() {
         let good = encode(&record(Layout::Plain, Algorithm::Sha256));
         assert_eq!(decode(&[]).unwrap_err(), "empty");
-        assert!(decode(&[2]).unwrap_err().contains("version 2"));
+        assert!(decode(&[3]).unwrap_err().contains("version 3"));
+        assert!(decode(&[2]).unwrap_err().contains("too short"));
         assert!(decode(&good[..10]).unwrap_err().contains("too short"));
         assert!(
             decode(&good[..good.len() - 1])

@@ -29,8 +29,8 @@
 //! full disk at any moment leaves either the old manifest or the new one, never a mix; at
 //! worst a temporary file `.NAME.*.tmp` is left behind, which the audit skips.
 
-use std::collections::BTreeMap;
-use std::ffi::OsStr;
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -38,10 +38,11 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::source::InputError;
+use crate::audit::AuditError;
+use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile::{self, Format, Terminator};
 
-use super::{Mtime, Record};
+use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
 
 /// The first line, up to the version.
 const HEADER: &str = "# mtsum audit manifest ";
@@ -209,7 +210,7 @@ fn is_header(line: &[u8]) -> bool {
 
 /// One record line, newline included.
 fn format_line(name: &[u8], record: &Record) -> Vec<u8> {
-    let mut line = format!("{} {} ", record.size, record.mtime).into_bytes();
+    let mut line = format!("{} {} ", record.stamp.len, record.stamp.mtime).into_bytes();
     line.extend_from_slice(&sumfile::format_line(
         Format::Tag,
         Terminator::Newline,
@@ -240,8 +241,7 @@ fn parse_line(line: &[u8]) -> Result<(Vec<u8>, Record), String> {
     let record = Record {
         layout,
         algorithm,
-        size,
-        mtime,
+        stamp: Stamp::new(size, mtime),
         digest: *entry.expected.digest(),
     };
     Ok((entry.name, record))
@@ -258,11 +258,7 @@ pub fn is_temporary_of(path: &Path, target: &Path) -> bool {
     if !(name.starts_with(&prefix) && name.ends_with(b".tmp")) {
         return false;
     }
-    let dir = |p: &Path| {
-        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
-        fs::canonicalize(parent.unwrap_or(Path::new(".")))
-    };
-    matches!((dir(path), dir(target)), (Ok(a), Ok(b)) if a == b)
+    super::same_directory(path, target)
 }
 
 /// Replaces the file at `path` with what `fill` writes, so that whatever happens the file is
@@ -324,6 +320,114 @@ pub fn write_atomically(
     File::open(dir)?.sync_all()
 }
 
+/// A manifest as one audit uses it: the records as loaded (every lookup reads these), the
+/// names the walk met, and the changes, applied and saved at the end ([`RecordStore::finish`]).
+pub struct ManifestStore {
+    path: PathBuf,
+    old: Manifest,
+    /// The manifest file itself, so that an audit of the tree holding it skips it.
+    id: Option<(u64, u64)>,
+    seen: HashSet<Vec<u8>>,
+    /// Records already reported unseen (arguments may overlap).
+    reported: HashSet<Vec<u8>>,
+    /// Records to set (`Some`) or remove (`None`), in the order the audit decided them.
+    edits: Vec<(Vec<u8>, Option<Record>)>,
+}
+
+impl ManifestStore {
+    /// Loads the manifest at `path` (none yet is an empty one).
+    pub fn open(path: &Path) -> Result<ManifestStore, AuditError> {
+        let old = Manifest::load(path).map_err(|error| AuditError::ManifestRead {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Ok(ManifestStore {
+            path: path.to_path_buf(),
+            old,
+            id: fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
+            seen: HashSet::new(),
+            reported: HashSet::new(),
+            edits: Vec::new(),
+        })
+    }
+}
+
+impl RecordStore for ManifestStore {
+    fn describe(&self) -> String {
+        format!("manifest {}", self.path.display())
+    }
+
+    fn is_own(&self, path: &Path, meta: &fs::Metadata) -> bool {
+        self.id == Some((meta.dev(), meta.ino())) || is_temporary_of(path, &self.path)
+    }
+
+    fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
+        let key = key(path);
+        let prior = self
+            .old
+            .get(&key)
+            .map_or(Prior::None, |r| Prior::Record(*r));
+        self.seen.insert(key);
+        Ok(Entry::of(prior))
+    }
+
+    fn has_records_below(&self, path: &Path) -> bool {
+        self.old.within(&key(path)).next().is_some()
+    }
+
+    fn unseen_below(&mut self, arg: &Path) -> Vec<(PathBuf, Record)> {
+        let arg = key(arg);
+        let mut unseen = Vec::new();
+        for (name, record) in self.old.within(&arg) {
+            if !self.seen.contains(name) && self.reported.insert(name.to_vec()) {
+                let path = PathBuf::from(OsString::from_vec(name.to_vec()));
+                unseen.push((path, *record));
+            }
+        }
+        unseen
+    }
+
+    fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
+        let record = match change {
+            Change::Set { record, .. } | Change::Import { record } => Some(*record),
+            Change::Checked { .. } => return Ok(()),
+            Change::Remove => None,
+        };
+        self.edits.push((key(path), record));
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<bool, AuditError> {
+        let mut manifest = std::mem::take(&mut self.old);
+        let mut changed = false;
+        for (name, record) in self.edits.drain(..) {
+            changed |= manifest.get(&name) != record.as_ref();
+            match record {
+                Some(r) => manifest.insert(name, r),
+                None => {
+                    manifest.remove(&name);
+                }
+            }
+        }
+        let saved = changed.then(|| manifest.save(&self.path)).transpose();
+        self.old = manifest;
+        saved
+            .map(|saved| saved.is_some())
+            .map_err(|e| AuditError::ManifestWrite {
+                path: self.path.clone(),
+                error: InputError::Io(e),
+            })
+    }
+
+    fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError> {
+        Ok(self
+            .old
+            .iter()
+            .map(|(name, record)| (PathBuf::from(OsString::from_vec(name.to_vec())), *record))
+            .collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,8 +437,7 @@ mod tests {
         Record {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
-            size: n,
-            mtime: Mtime::new(1_700_000_000 + n as i64, 7).unwrap(),
+            stamp: Stamp::new(n, Mtime::new(1_700_000_000 + n as i64, 7).unwrap()),
             digest: Algorithm::Blake3.hash(&n.to_le_bytes()),
         }
     }
@@ -419,7 +522,7 @@ mod tests {
                 r.layout = Layout::Rfc6962(LeafSize::new(4096).unwrap());
                 r.algorithm = Algorithm::Sha512;
                 r.digest = Algorithm::Sha512.hash(b"x");
-                r.mtime = Mtime::new(-3, 5).unwrap();
+                r.stamp.mtime = Mtime::new(-3, 5).unwrap();
             }
             m.insert(name.to_vec(), r);
         }

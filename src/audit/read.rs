@@ -1,0 +1,521 @@
+//! The audit's reads: each file read once, from start to end, by one of a few reader threads,
+//! and every digest the audit needs of it computed from that one read (the record's own, the
+//! new algorithm's of a migration, the leaf digests of its outboard tree).
+//!
+//! Audits read differently from `mtsum FILE`, which spreads one file over every core: a
+//! file server's audit is many files on disks that are slower than one core's hash function,
+//! where what matters is reading each file once, sequentially, in an order the disk likes, no
+//! faster than the machine's other users allow ([`Io::rate_limit`]), and at idle I/O priority.
+//! Files are read side by side by [`Io::readers`] threads and come back in the order they were
+//! handed in.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, unbounded};
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot};
+use crate::source::{Buffer, Input, InputError, ReadMode, Target};
+
+use super::plan::{self, IoPriority, Place};
+
+/// Bytes per read: large sequential reads, which is what a spinning disk wants too.
+const CHUNK: usize = 2 << 20;
+
+/// How the audit reads.
+#[derive(Clone, Debug, Default)]
+pub struct Io {
+    /// Files read at once; `None`: one per available core.
+    pub readers: Option<NonZeroUsize>,
+    pub read_mode: ReadMode,
+    /// At most this many bytes per second on average, over all readers.
+    pub rate_limit: Option<u64>,
+    /// Bytes read so far, for a progress display.
+    pub progress: Option<Arc<AtomicU64>>,
+    /// The I/O priority of the readers: idle unless told otherwise.
+    pub priority: IoPriority,
+}
+
+impl PartialEq for Io {
+    fn eq(&self, other: &Io) -> bool {
+        self.readers == other.readers
+            && self.read_mode == other.read_mode
+            && self.rate_limit == other.rate_limit
+            && self.priority == other.priority
+            && self.progress.as_ref().map(Arc::as_ptr) == other.progress.as_ref().map(Arc::as_ptr)
+    }
+}
+
+impl Eq for Io {}
+
+impl Io {
+    fn reader_count(&self) -> usize {
+        self.readers
+            .or_else(|| thread::available_parallelism().ok())
+            .map_or(1, NonZeroUsize::get)
+    }
+}
+
+/// Files on rotational disks handed to the readers at once, in physical order: enough for the
+/// head to sweep, few enough that verdicts keep coming.
+const WINDOW: usize = 1024;
+
+/// What to compute from one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Want {
+    /// Whole-file digests.
+    pub digests: Vec<(Layout, Algorithm)>,
+    /// The leaf digests of this fixed-leaf layout (an outboard tree).
+    pub leaves: Option<(Layout, Algorithm)>,
+}
+
+/// What one read of a file gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hashed {
+    /// One per [`Want::digests`], in order.
+    pub digests: Vec<Digest>,
+    /// Bytes read.
+    pub size: u64,
+    /// The leaf digests, if [`Want::leaves`] asked for them.
+    pub leaves: Option<Vec<Digest>>,
+}
+
+/// The digest of a whole stream of known length in one layout, fed in order: the jobs of
+/// [`Layout::plan`] hashed one after the other and folded by [`Combiner`], exactly as the
+/// engine folds them when it hashes them in parallel.
+struct Sequential {
+    layout: Layout,
+    alg: Algorithm,
+    jobs: std::vec::IntoIter<(Range<u64>, JobKind)>,
+    /// The job being fed, its index, and its bytes still to come.
+    current: Option<(usize, Range<u64>, JobHasher, u64)>,
+    next_index: usize,
+    combiner: Combiner,
+    /// Every job digest, kept when they are the leaves.
+    kept: Option<Vec<Digest>>,
+}
+
+impl Sequential {
+    fn new(layout: Layout, alg: Algorithm, len: u64, keep_leaves: bool) -> Sequential {
+        let mut s = Sequential {
+            layout,
+            alg,
+            jobs: layout.plan(alg, len, keep_leaves).into_iter(),
+            current: None,
+            next_index: 0,
+            combiner: layout.combiner(alg),
+            kept: keep_leaves.then(Vec::new),
+        };
+        s.advance();
+        s
+    }
+
+    /// Finishes the jobs that need no more bytes and starts the next one that does.
+    fn advance(&mut self) {
+        loop {
+            if let Some((_, _, _, 0)) = &self.current {
+                let (index, range, hasher, _) = self.current.take().expect("a job");
+                let digest = hasher.finalize();
+                if let Some(kept) = &mut self.kept {
+                    kept.push(digest);
+                }
+                self.combiner.add(index, range, digest);
+            }
+            if self.current.is_some() {
+                return;
+            }
+            let Some((range, kind)) = self.jobs.next() else {
+                return;
+            };
+            let hasher = self.layout.hasher_for(self.alg, kind);
+            let left = range.end - range.start;
+            self.current = Some((self.next_index, range, hasher, left));
+            self.next_index += 1;
+        }
+    }
+
+    fn update(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let Some((_, _, hasher, left)) = &mut self.current else {
+                return;
+            };
+            let take = (*left).min(data.len() as u64) as usize;
+            hasher.update(&data[..take]);
+            *left -= take as u64;
+            data = &data[take..];
+            self.advance();
+        }
+    }
+
+    /// The root's digest (an error for a stream the layout has no root for, such as an
+    /// empty file in BitTorrent v2), and the leaves if they were kept.
+    fn finish(self, len: u64) -> Result<(Digest, Option<Vec<Digest>>), NoRoot> {
+        debug_assert!(self.current.is_none(), "every byte was fed");
+        let root = self.combiner.finish(len)?;
+        Ok((*root.digest(), self.kept))
+    }
+}
+
+/// Shares the average rate of all readers: each read waits until the bytes read so far are
+/// no more than `rate` per second since the first one.
+#[derive(Debug)]
+pub struct RateLimiter {
+    rate: u64,
+    state: Mutex<Option<(Instant, u64)>>,
+}
+
+impl RateLimiter {
+    pub fn new(bytes_per_second: u64) -> RateLimiter {
+        RateLimiter {
+            rate: bytes_per_second.max(1),
+            state: Mutex::new(None),
+        }
+    }
+
+    /// Waits until `bytes` more may be read.
+    pub fn take(&self, bytes: u64) {
+        let wait = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let (start, used) = state.get_or_insert((Instant::now(), 0));
+            // The bytes already read are due by now; these are due when their time comes.
+            let due = Duration::from_secs_f64(*used as f64 / self.rate as f64);
+            *used += bytes;
+            (*start + due).saturating_duration_since(Instant::now())
+        };
+        if !wait.is_zero() {
+            thread::sleep(wait);
+        }
+    }
+}
+
+/// Feeds `bytes` to every sink: several digests of one read (a record's and its leaves, a
+/// migration's) are hashed side by side on as many cores, so that one reader on a spinning
+/// disk still keeps the cores busy. A thread per sink and chunk costs some microseconds
+/// against the milliseconds of hashing a chunk; where the system refuses a thread, the sink
+/// is fed here instead.
+fn update_all(sinks: &mut [Sequential], bytes: &[u8]) {
+    let Some((first, rest)) = sinks.split_first_mut() else {
+        return;
+    };
+    if rest.is_empty() {
+        return first.update(bytes);
+    }
+    let others: Vec<Mutex<&mut Sequential>> = rest.iter_mut().map(Mutex::new).collect();
+    let lock = |m: &Mutex<&mut Sequential>| {
+        let mut sink = m.lock().unwrap_or_else(|e| e.into_inner());
+        sink.update(bytes);
+    };
+    thread::scope(|scope| {
+        let mut refused = Vec::new();
+        for other in &others {
+            if thread::Builder::new()
+                .name("mtsum-hash".into())
+                .spawn_scoped(scope, move || lock(other))
+                .is_err()
+            {
+                refused.push(other);
+            }
+        }
+        first.update(bytes);
+        for other in refused {
+            lock(other);
+        }
+    });
+}
+
+/// Reads the regular file `path` once and computes what `want` asks.
+pub fn hash_file(
+    path: &std::path::Path,
+    want: &Want,
+    io: &Io,
+    limiter: Option<&RateLimiter>,
+) -> Result<Hashed, InputError> {
+    let target = Target::Path(path.to_path_buf());
+    let file = match Input::open_with(&target, io.read_mode)? {
+        Input::Sized(file) => file,
+        Input::Stream(_) => {
+            return Err(InputError::Io(std::io::Error::other("not a regular file")));
+        }
+    };
+    let len = file.len();
+    // The whole-file digests first, the leaves last.
+    let mut sinks: Vec<Sequential> = want
+        .digests
+        .iter()
+        .map(|&(layout, alg)| Sequential::new(layout, alg, len, false))
+        .chain(
+            want.leaves
+                .map(|(layout, alg)| Sequential::new(layout, alg, len, true)),
+        )
+        .collect();
+    let mut reader = file.range_reader(0..len, CHUNK);
+    let mut buffer = Buffer::new();
+    while !reader.is_done() {
+        if let Some(limiter) = limiter {
+            limiter.take((len - reader.position()).min(CHUNK as u64));
+        }
+        let chunk = reader.next_chunk(buffer).map_err(|(_, e)| e)?;
+        let bytes = chunk.bytes();
+        update_all(&mut sinks, bytes);
+        if let Some(progress) = &io.progress {
+            progress.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
+        let (back, ok) = chunk.finish();
+        ok?;
+        buffer = back;
+    }
+    file.check_unchanged()?;
+    let leaves = match want.leaves {
+        Some(_) => sinks.pop().expect("the leaves").finish(len)?.1,
+        None => None,
+    };
+    let digests = sinks
+        .into_iter()
+        .map(|s| s.finish(len).map(|(root, _)| root))
+        .collect::<Result<Vec<Digest>, NoRoot>>()?;
+    Ok(Hashed {
+        digests,
+        size: len,
+        leaves,
+    })
+}
+
+/// A file to read.
+pub struct Read {
+    pub path: PathBuf,
+    pub want: Want,
+    /// Where it lies, if that decides the order of reading (a rotational disk).
+    pub place: Option<Place>,
+}
+
+/// One unit of work: a file to read, or a context that only has to come out in its place.
+pub struct Work<T> {
+    pub read: Option<Read>,
+    pub context: T,
+}
+
+/// What a read gave, once it is known: `Some(None)` for work that reads nothing.
+type Outcome = Option<Option<Result<Hashed, InputError>>>;
+
+/// Hands results to the sink in the order of the work, each as soon as all before it are.
+struct Reorder<'a, T, F> {
+    waiting: BTreeMap<usize, (T, Outcome)>,
+    next: usize,
+    sink: &'a mut F,
+}
+
+impl<T, F> Reorder<'_, T, F>
+where
+    F: FnMut(T, Option<Result<Hashed, InputError>>),
+{
+    fn ready(&mut self, index: usize, context: T, result: Option<Result<Hashed, InputError>>) {
+        self.waiting.insert(index, (context, Some(result)));
+        self.flush();
+    }
+
+    fn done(&mut self, index: usize, result: Result<Hashed, InputError>) {
+        if let Some(slot) = self.waiting.get_mut(&index) {
+            slot.1 = Some(Some(result));
+        }
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        while let Some((_, Some(_))) = self.waiting.get(&self.next) {
+            let (context, result) = self.waiting.remove(&self.next).expect("present");
+            (self.sink)(context, result.expect("done"));
+            self.next += 1;
+        }
+    }
+}
+
+/// Runs `work` on [`Io::readers`] threads and calls `sink` once per item, in the order of
+/// `work`, with its context and what reading gave (`None` for items that read nothing).
+pub fn in_order<T, I, F>(io: &Io, work: I, mut sink: F)
+where
+    I: IntoIterator<Item = Work<T>>,
+    F: FnMut(T, Option<Result<Hashed, InputError>>),
+{
+    let readers = io.reader_count();
+    let limiter = io.rate_limit.map(RateLimiter::new);
+    thread::scope(|scope| {
+        let (job_tx, job_rx) = bounded::<(usize, PathBuf, Want)>(readers);
+        let (done_tx, done_rx) = unbounded::<(usize, Result<Hashed, InputError>)>();
+        let mut started = 0;
+        for _ in 0..readers {
+            let (jobs, done, limiter) = (job_rx.clone(), done_tx.clone(), limiter.as_ref());
+            let reader = thread::Builder::new().name("mtsum-audit".into());
+            let spawned = reader.spawn_scoped(scope, move || {
+                io.priority.apply_to_this_thread();
+                for (index, path, want) in jobs {
+                    let result = hash_file(&path, &want, io, limiter);
+                    if done.send((index, result)).is_err() {
+                        return;
+                    }
+                }
+            });
+            // Fewer readers than asked (the system refused a thread) still read everything.
+            match spawned {
+                Ok(_) => started += 1,
+                Err(_) => break,
+            }
+        }
+        drop((job_rx, done_tx));
+        if started == 0 {
+            // No reader at all: every file fails, in order, instead of a panic.
+            for item in work {
+                let error =
+                    || InputError::Io(std::io::Error::other("cannot start a reader thread"));
+                sink(item.context, item.read.map(|_| Err(error())));
+            }
+            return;
+        }
+        // Contexts stay on this thread: only paths travel.
+        let mut out = Reorder {
+            waiting: BTreeMap::new(),
+            next: 0,
+            sink: &mut sink,
+        };
+        // Files on rotational disks wait in a window and go out in physical order.
+        let mut window: Vec<(usize, Read)> = Vec::new();
+        let send_window = |window: &mut Vec<(usize, Read)>| {
+            let places: Vec<Place> = window
+                .iter()
+                .map(|(_, r)| r.place.expect("placed"))
+                .collect();
+            let mut taken: Vec<Option<(usize, Read)>> = window.drain(..).map(Some).collect();
+            for i in plan::read_order(&places) {
+                let (index, read) = taken[i].take().expect("each once");
+                job_tx
+                    .send((index, read.path, read.want))
+                    .expect("readers run");
+            }
+        };
+        for (index, item) in work.into_iter().enumerate() {
+            match item.read {
+                None => out.ready(index, item.context, None),
+                Some(read) => {
+                    out.waiting.insert(index, (item.context, None));
+                    if read.place.is_some_and(|p| p.rotational) {
+                        window.push((index, read));
+                        if window.len() == WINDOW {
+                            send_window(&mut window);
+                        }
+                    } else {
+                        job_tx
+                            .send((index, read.path, read.want))
+                            .expect("readers run");
+                    }
+                }
+            }
+            for (index, result) in done_rx.try_iter() {
+                out.done(index, result);
+            }
+        }
+        send_window(&mut window);
+        drop(job_tx);
+        for (index, result) in done_rx.iter() {
+            out.done(index, result);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::LeafSize;
+    use crate::reference;
+
+    #[test]
+    fn one_read_gives_every_layout_the_reference_digest_and_the_leaves() {
+        let dir = tempfile::tempdir().unwrap();
+        let leaf = LeafSize::new(4096).unwrap();
+        for len in [0usize, 1, 4095, 4096, 4097, 3 * CHUNK + 5, (4 << 20) + 1] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+            let path = dir.path().join(format!("f{len}"));
+            std::fs::write(&path, &data).unwrap();
+            let specs = vec![
+                (Layout::Plain, Algorithm::Blake3),
+                (Layout::Plain, Algorithm::Sha256),
+                (Layout::Mtsum, Algorithm::Md5),
+                (Layout::Merkle(leaf), Algorithm::Sha1),
+                (Layout::Glacier, Algorithm::Sha256),
+                (Layout::Dropbox, Algorithm::Sha256),
+                (
+                    Layout::S3(crate::layout::PartSize::new(5 << 20).unwrap()),
+                    Algorithm::Md5,
+                ),
+                (Layout::Plain, Algorithm::Crc32c),
+            ];
+            let want = Want {
+                digests: specs.clone(),
+                leaves: Some((Layout::Rfc6962(leaf), Algorithm::Sha256)),
+            };
+            let hashed = hash_file(&path, &want, &Io::default(), None).unwrap();
+            assert_eq!(hashed.size, len as u64);
+            for (i, (layout, alg)) in specs.into_iter().enumerate() {
+                assert_eq!(
+                    hashed.digests[i],
+                    reference::root(layout, alg, &data),
+                    "{len} {layout} {alg}"
+                );
+            }
+            let leaves = hashed.leaves.unwrap();
+            assert_eq!(leaves.len(), len.div_ceil(4096));
+            for (i, d) in leaves.iter().enumerate() {
+                let part = &data[i * 4096..len.min((i + 1) * 4096)];
+                assert_eq!(*d, Layout::Rfc6962(leaf).hash_leaf(Algorithm::Sha256, part));
+            }
+        }
+    }
+
+    #[test]
+    fn results_come_back_in_the_order_of_the_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut work = Vec::new();
+        for i in 0..50usize {
+            let path = dir.path().join(i.to_string());
+            std::fs::write(&path, vec![i as u8; (50 - i) * 1000]).unwrap();
+            let want = Want {
+                digests: vec![(Layout::Plain, Algorithm::Sha256)],
+                leaves: None,
+            };
+            let read = (i % 7 != 3).then_some(Read {
+                path,
+                want,
+                place: None,
+            });
+            work.push(Work { read, context: i });
+        }
+        let io = Io {
+            readers: NonZeroUsize::new(4),
+            ..Io::default()
+        };
+        let mut seen = Vec::new();
+        in_order(&io, work, |i, result| {
+            assert_eq!(result.is_none(), i % 7 == 3);
+            if let Some(r) = result {
+                assert_eq!(r.unwrap().size, ((50 - i) * 1000) as u64);
+            }
+            seen.push(i);
+        });
+        assert_eq!(seen, (0..50).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_rate_limiter_lets_the_average_catch_up_and_no_further() {
+        let limiter = RateLimiter::new(1000);
+        let start = Instant::now();
+        limiter.take(100); // due at once
+        limiter.take(100); // due after 0.1 s
+        limiter.take(100); // due after 0.2 s
+        assert!(start.elapsed() >= Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,253 @@
+//! Repair (`--repair FILE --from COPY`, `--repair-from DIR`): put back the damaged byte ranges
+//! of a corrupt file from a copy, leaf by leaf, checking every leaf of the copy against the
+//! recorded leaf digest before a byte is written.
+//!
+//! Only what is known to be damaged is touched: the leaves whose digests differ from the
+//! outboard ([`super::outboard`]). Nothing at all is written unless every leaf to fetch from
+//! the copy checks out and the copy has the file's size; then the leaves are written in place,
+//! flushed to the disk, the recorded mtime is put back (the content is the recorded one
+//! again), and the whole file is verified against its record.
+
+use std::fs::{File, OpenOptions};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::source::{InputError, Mtime, Stamp};
+
+use super::AuditError;
+use super::outboard::{self, Outboard};
+use super::read::{self, Io, Want};
+use super::store::{Change, Prior, Record, Store, StoreError};
+use super::verdict::Status;
+
+/// Why a file was not repaired. The message is the part after `mtsum: FILE: `.
+#[derive(Debug, thiserror::Error)]
+pub enum RepairError {
+    #[error("no record of this file in the database")]
+    NoRecord,
+    #[error("the database has no leaf digests of this file (audit it once with --db first)")]
+    NoOutboard,
+    #[error(
+        "the file was modified since it was recorded (size or mtime differ): not bit rot, nothing to repair"
+    )]
+    Modified,
+    #[error(
+        "the leaf digests find no damage but the digest differs: the record and its leaf digests disagree"
+    )]
+    Undetected,
+    #[error("the copy {copy} has {got} bytes, the file {want}: refused, nothing written")]
+    CopySize { copy: PathBuf, want: u64, got: u64 },
+    #[error("the copy {copy} is damaged too (bytes {}-{}): refused, nothing written", .range.start, .range.end - 1)]
+    CopyDamaged { copy: PathBuf, range: Range<u64> },
+    #[error("still corrupt after the repair")]
+    StillCorrupt,
+    #[error("{0}")]
+    Input(#[from] InputError),
+    #[error("{0}")]
+    Store(#[from] AuditError),
+}
+
+impl From<std::io::Error> for RepairError {
+    fn from(e: std::io::Error) -> Self {
+        RepairError::Input(InputError::Io(e))
+    }
+}
+
+/// What a repair did (or, in a dry run, would do).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Repaired {
+    /// The byte ranges taken from the copy (end exclusive); none when the file was fine.
+    pub ranges: Vec<Range<u64>>,
+    /// Whether anything was written.
+    pub written: bool,
+}
+
+/// Repairs `file` from `copy` with the record and leaf digests that `store` (a database)
+/// keeps for it.
+pub fn repair(
+    store: &Store,
+    file: &Path,
+    copy: &Path,
+    dry_run: bool,
+    io: &Io,
+) -> Result<Repaired, RepairError> {
+    let mut store = store.open(!dry_run, false)?;
+    let fatal = |e: StoreError| match e {
+        StoreError::File(e) => RepairError::Input(e),
+        StoreError::Fatal(e) => RepairError::Store(e),
+    };
+    let Prior::Record(record) = store.lookup(file).map_err(fatal)?.prior else {
+        return Err(RepairError::NoRecord);
+    };
+    let recorded = store
+        .outboard(file)
+        .map_err(fatal)?
+        .filter(|o| o.fits(record.stamp.len))
+        .ok_or(RepairError::NoOutboard)?;
+    if Stamp::of(&std::fs::metadata(file)?) != record.stamp {
+        return Err(RepairError::Modified);
+    }
+    let want = Want {
+        digests: vec![(record.layout, record.algorithm)],
+        leaves: Some((recorded.layout(), outboard::ALGORITHM)),
+    };
+    let now = read::hash_file(file, &want, io, None)?;
+    if now.digests[0] == record.digest {
+        return Ok(Repaired {
+            ranges: Vec::new(),
+            written: false,
+        });
+    }
+    let current = now.leaves.expect("asked for");
+    let ranges = recorded.damaged(&current, record.stamp.len);
+    let repaired = from_copy(file, &record, &recorded, &ranges, copy, dry_run, io)?;
+    if repaired.written {
+        store
+            .set(
+                file,
+                Change::Checked {
+                    status: Status::Ok,
+                    outboard: None,
+                },
+            )
+            .map_err(fatal)?;
+        store.finish()?;
+    }
+    Ok(repaired)
+}
+
+/// Puts back `ranges` of `file` (whose record and leaf digests are `record` and `recorded`)
+/// from `copy`: checks every leaf of the copy first, writes nothing if one is bad, else
+/// writes them, flushes, restores the mtime and verifies the whole file.
+pub fn from_copy(
+    file: &Path,
+    record: &Record,
+    recorded: &Outboard,
+    ranges: &[Range<u64>],
+    copy: &Path,
+    dry_run: bool,
+    io: &Io,
+) -> Result<Repaired, RepairError> {
+    if ranges.is_empty() {
+        return Err(RepairError::Undetected);
+    }
+    let len = record.stamp.len;
+    let source = File::open(copy)?;
+    let got = source.metadata()?.len();
+    if got != len {
+        return Err(RepairError::CopySize {
+            copy: copy.to_path_buf(),
+            want: len,
+            got,
+        });
+    }
+    let leaves = recorded.leaves_of(ranges);
+    // Every leaf checked before anything is written.
+    for &i in &leaves {
+        good_leaf(&source, recorded, i, len, copy)?;
+    }
+    if dry_run {
+        return Ok(Repaired {
+            ranges: ranges.to_vec(),
+            written: false,
+        });
+    }
+    let target = OpenOptions::new().write(true).open(file)?;
+    for &i in &leaves {
+        // Read and checked again: the copy may have changed since.
+        let bytes = good_leaf(&source, recorded, i, len, copy)?;
+        target.write_all_at(&bytes, recorded.range(i, len).start)?;
+    }
+    target.sync_all()?;
+    target.set_modified(system_time(record.stamp.mtime))?;
+    target.sync_all()?;
+    drop(target);
+    let want = Want {
+        digests: vec![(record.layout, record.algorithm)],
+        leaves: None,
+    };
+    let after = read::hash_file(file, &want, io, None)?;
+    if after.digests[0] != record.digest {
+        return Err(RepairError::StillCorrupt);
+    }
+    Ok(Repaired {
+        ranges: ranges.to_vec(),
+        written: true,
+    })
+}
+
+/// The bytes of leaf `i` of `copy`, if they have the recorded digest.
+fn good_leaf(
+    copy: &File,
+    recorded: &Outboard,
+    i: usize,
+    len: u64,
+    name: &Path,
+) -> Result<Vec<u8>, RepairError> {
+    let range = recorded.range(i, len);
+    let mut bytes = vec![0; (range.end - range.start) as usize];
+    copy.read_exact_at(&mut bytes, range.start)?;
+    if recorded.layout().hash_leaf(outboard::ALGORITHM, &bytes) != recorded.leaves[i] {
+        return Err(RepairError::CopyDamaged {
+            copy: name.to_path_buf(),
+            range,
+        });
+    }
+    Ok(bytes)
+}
+
+fn system_time(t: Mtime) -> std::time::SystemTime {
+    let nanos = Duration::from_nanos(u64::from(t.nsec));
+    if t.sec >= 0 {
+        UNIX_EPOCH + Duration::from_secs(t.sec as u64) + nanos
+    } else {
+        UNIX_EPOCH - Duration::from_secs(t.sec.unsigned_abs()) + nanos
+    }
+}
+
+/// Where the copy of `path` lies when the tree `arg` is mirrored at `dir` (`--repair-from`).
+pub fn copy_path(dir: &Path, arg: &Path, path: &Path) -> Option<PathBuf> {
+    if path == arg {
+        return path.file_name().map(|name| dir.join(name));
+    }
+    path.strip_prefix(arg).ok().map(|rest| dir.join(rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_found_by_the_path_below_the_argument() {
+        let dir = Path::new("/backup/data");
+        assert_eq!(
+            copy_path(dir, Path::new("/srv/data"), Path::new("/srv/data/a/b")),
+            Some(PathBuf::from("/backup/data/a/b"))
+        );
+        assert_eq!(
+            copy_path(
+                dir,
+                Path::new("/srv/data/x.img"),
+                Path::new("/srv/data/x.img")
+            ),
+            Some(PathBuf::from("/backup/data/x.img"))
+        );
+        assert_eq!(
+            copy_path(dir, Path::new("/srv/a"), Path::new("/srv/b/c")),
+            None
+        );
+    }
+
+    #[test]
+    fn mtimes_before_and_after_the_epoch_become_system_times() {
+        let t = system_time(Mtime::new(-2, 500_000_000).unwrap());
+        assert_eq!(
+            UNIX_EPOCH.duration_since(t).unwrap(),
+            Duration::from_millis(1500)
+        );
+        let t = system_time(Mtime::new(3, 7).unwrap());
+        assert_eq!(t.duration_since(UNIX_EPOCH).unwrap(), Duration::new(3, 7));
+    }
+}

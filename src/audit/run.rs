@@ -1,0 +1,612 @@
+//! The run: walks the arguments, looks up each file's record, decides which files are due,
+//! hands them to the readers ([`super::read`]), and turns each result into a verdict, in walk
+//! order (with a time budget: least recently verified first).
+//!
+//! The stamp (size and mtime) of a file is taken before it is read and again after its
+//! digest is known; [`judge`] compares them. Records below an argument that its walk did not
+//! meet are reported `missing` once the argument is done.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fs;
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use crate::algorithm::Algorithm;
+use crate::layout::Layout;
+use crate::source::{InputError, Stamp, Target};
+use crate::walk::{SkipReason, Walk, Walked, walk};
+
+use super::outboard::{self, Outboard};
+use super::plan;
+use super::read::{self, Hashed, Want, Work};
+use super::repair;
+use super::report::{Event, Summary};
+use super::store::{Change, Prior, Record, RecordStore, StoreError};
+use super::verdict::{Action, FileError, Status, Verdict, decide, judge};
+use super::{AuditError, Operation, Options};
+
+/// State shared by the planner and the sink, which run in turn on one thread.
+struct Shared {
+    store: Box<dyn RecordStore>,
+    /// The first error that stops the audit.
+    fatal: Option<AuditError>,
+    /// Files verified within `--max-age`, not read.
+    not_due: u64,
+    /// Files left for the next run when the time budget ran out.
+    deferred: u64,
+}
+
+/// Audits `targets` with `store` (see [`super::audit`]).
+pub(super) fn run(
+    targets: &[Target],
+    options: &Options,
+    store: Box<dyn RecordStore>,
+    on: &mut dyn FnMut(Event),
+) -> Result<Summary, AuditError> {
+    let started = Instant::now();
+    let shared = RefCell::new(Shared {
+        store,
+        fatal: None,
+        not_due: 0,
+        deferred: 0,
+    });
+    let mut planner = Planner {
+        options,
+        args: targets.iter(),
+        current: None,
+        queue: VecDeque::new(),
+        shared: &shared,
+        now: SystemTime::now(),
+        deadline: options.time_budget.map(|budget| started + budget),
+        ordered: None,
+    };
+    let mut sink = Sink {
+        options,
+        on,
+        summary: Summary::default(),
+        shared: &shared,
+    };
+    let mut io = options.io.clone();
+    io.readers = io.readers.or_else(|| default_readers(targets));
+    read::in_order(&io, &mut planner, |item, result| sink.on(item, result));
+    let mut summary = sink.summary;
+    let mut shared = shared.into_inner();
+    if let Some(e) = shared.fatal {
+        return Err(e);
+    }
+    summary.not_due = shared.not_due;
+    summary.deferred = shared.deferred;
+    summary.store_written = shared.store.finish()?;
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+/// One reader when an argument lies on a rotational disk (seeks between readers would cost
+/// more than they gain), else `None`: one per core.
+fn default_readers(targets: &[Target]) -> Option<std::num::NonZeroUsize> {
+    use std::os::unix::fs::MetadataExt;
+    let spins = targets.iter().any(|t| match t {
+        Target::Path(p) => fs::metadata(p).is_ok_and(|m| plan::is_rotational(m.dev())),
+        Target::Stdin => false,
+    });
+    spins.then_some(std::num::NonZeroUsize::MIN)
+}
+
+/// What travels through the readers with each file.
+enum Item {
+    /// A regular file read for its prior's layout and algorithm (or the defaults), and
+    /// with `migrate_to` for that one too.
+    File {
+        path: PathBuf,
+        before: Stamp,
+        prior: Prior,
+        migrate_to: Option<(Layout, Algorithm)>,
+        /// Whether the store has the file's leaf digests already.
+        has_outboard: bool,
+        /// Where its copy lies (`--repair-from`).
+        copy: Option<PathBuf>,
+    },
+    /// Decided without reading.
+    Done(Box<Verdict>),
+    /// A record below an argument that the walk did not meet.
+    Missing {
+        path: PathBuf,
+        record: Record,
+    },
+    /// A file whose record is to be removed ([`Operation::Forget`]).
+    Forget {
+        path: PathBuf,
+        prior: Prior,
+    },
+    Skipped {
+        path: PathBuf,
+        reason: SkipReason,
+    },
+}
+
+/// Turns the arguments into work, one argument's walk at a time, looking up each file's
+/// record on the way.
+struct Planner<'a> {
+    options: &'a Options,
+    args: std::slice::Iter<'a, Target>,
+    /// The argument being walked, and its walk.
+    current: Option<(Target, Walk<std::iter::Once<Target>>)>,
+    queue: VecDeque<(Option<SystemTime>, Work<Item>)>,
+    shared: &'a RefCell<Shared>,
+    /// When the audit started, for `--max-age`.
+    now: SystemTime,
+    /// When the time budget runs out.
+    deadline: Option<Instant>,
+    /// With a time budget, all the work, planned before anything is read, in the order it
+    /// is handed out.
+    ordered: Option<VecDeque<Work<Item>>>,
+}
+
+impl Iterator for Planner<'_> {
+    type Item = Work<Item>;
+
+    fn next(&mut self) -> Option<Work<Item>> {
+        if self.deadline.is_none() {
+            return self.next_planned().map(|(_, work)| work);
+        }
+        if self.ordered.is_none() {
+            // Everything first, then the files least recently verified (never, first); the
+            // sort is stable, so ties keep the walk's order.
+            let mut all: Vec<(Option<SystemTime>, Work<Item>)> =
+                std::iter::from_fn(|| self.next_planned()).collect();
+            all.sort_by_key(|(verified, work)| (work.read.is_some(), *verified));
+            self.ordered = Some(all.into_iter().map(|(_, work)| work).collect());
+        }
+        let ordered = self.ordered.as_mut().expect("planned");
+        loop {
+            let work = ordered.pop_front()?;
+            let late = self.deadline.is_some_and(|d| Instant::now() >= d);
+            if work.read.is_some() && late {
+                self.shared.borrow_mut().deferred += 1;
+                continue;
+            }
+            return Some(work);
+        }
+    }
+}
+
+impl Planner<'_> {
+    /// The next piece of work in walk order, with when its file was last verified.
+    fn next_planned(&mut self) -> Option<(Option<SystemTime>, Work<Item>)> {
+        loop {
+            if self.shared.borrow().fatal.is_some() {
+                return None;
+            }
+            if let Some(work) = self.queue.pop_front() {
+                return Some(work);
+            }
+            if let Some((arg, walk)) = &mut self.current {
+                match walk.next() {
+                    Some(walked) => {
+                        let arg = arg.clone();
+                        self.plan(&arg, walked);
+                    }
+                    None => {
+                        let (arg, _) = self.current.take().expect("walking");
+                        self.report_missing(&arg);
+                    }
+                }
+                continue;
+            }
+            let arg = self.args.next()?.clone();
+            let walk = walk(std::iter::once(arg.clone()), self.options.recursion);
+            self.current = Some((arg, walk));
+        }
+    }
+
+    fn pass(&mut self, item: Item) {
+        let work = Work {
+            read: None,
+            context: item,
+        };
+        self.queue.push_back((None, work));
+    }
+
+    fn done(&mut self, path: PathBuf, status: Status, error: FileError) {
+        self.pass(Item::Done(Box::new(Verdict {
+            path,
+            status,
+            prior: Prior::None,
+            state: None,
+            current: None,
+            error: Some(error),
+            damaged: None,
+            repair_error: None,
+            action: Action::Kept,
+            action_error: None,
+        })));
+    }
+
+    fn unreadable(&mut self, path: PathBuf, error: impl Into<FileError>) {
+        self.done(path, Status::Unreadable, error.into());
+    }
+
+    fn plan(&mut self, arg: &Target, walked: Walked) {
+        let path = match walked {
+            Walked::Input(Target::Path(path)) => path,
+            Walked::Input(Target::Stdin) => return self.unreadable("-".into(), FileError::Stdin),
+            Walked::Skipped { path, reason } => return self.pass(Item::Skipped { path, reason }),
+            Walked::Error { path, error } => return self.unreadable(path, error),
+        };
+        let named = matches!(arg, Target::Path(a) if *a == path);
+        let meta = match fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if !named {
+                    return self.done(path, Status::Changed, FileError::Vanished);
+                }
+                if self.shared.borrow().store.has_records_below(&path) {
+                    // Its records are reported missing when the argument is done.
+                    return;
+                }
+                return self.unreadable(path, InputError::Io(e));
+            }
+            Err(e) => return self.unreadable(path, InputError::Io(e)),
+        };
+        if meta.is_dir() {
+            return self.unreadable(path, InputError::IsADirectory);
+        }
+        if !meta.is_file() {
+            return self.unreadable(path, FileError::NotRegular);
+        }
+        let mut shared = self.shared.borrow_mut();
+        if shared.store.is_own(&path, &meta) {
+            return;
+        }
+        let entry = match shared.store.lookup(&path) {
+            Ok(entry) => entry,
+            Err(StoreError::Fatal(e)) => {
+                shared.fatal.get_or_insert(e);
+                return;
+            }
+            Err(StoreError::File(e)) => {
+                drop(shared);
+                return self.unreadable(path, e);
+            }
+        };
+        let before = Stamp::of(&meta);
+        if self.options.operation == Operation::Forget {
+            drop(shared);
+            return self.pass(Item::Forget {
+                path,
+                prior: entry.prior,
+            });
+        }
+        // Not due: verified recently, and not edited since (an edit is always worth a line).
+        let recent = |verified: SystemTime| {
+            self.options.max_age.is_some_and(|age| {
+                self.now
+                    .duration_since(verified)
+                    .is_ok_and(|since| since < age)
+            })
+        };
+        if let (Some(verified), Prior::Record(r)) = (entry.verified, &entry.prior)
+            && recent(verified)
+            && r.stamp.len == before.len
+            && self.options.resolution.matches(r.stamp.mtime, before.mtime)
+        {
+            shared.not_due += 1;
+            return;
+        }
+        drop(shared);
+        let new = (self.options.layout, self.options.algorithm);
+        let spec = entry.prior.spec().unwrap_or(new);
+        let migrate_to = (self.options.migrate && matches!(entry.prior, Prior::Record(_)))
+            .then_some(new)
+            .filter(|&new| new != spec);
+        // Leaf digests wherever a record with them may be written: a new file, a record
+        // without them yet, records refreshed by --update, --fix or a migration.
+        let Operation::Audit { update, fix } = self.options.operation else {
+            unreachable!("forgetting reads nothing")
+        };
+        let may_write = !matches!(entry.prior, Prior::Record(_))
+            || !entry.has_outboard
+            || update
+            || fix
+            || migrate_to.is_some();
+        let keeps = self.shared.borrow().store.keeps_outboards();
+        let want = Want {
+            digests: std::iter::once(spec).chain(migrate_to).collect(),
+            leaves: (keeps && may_write)
+                .then(|| (outboard::layout(before.len), outboard::ALGORITHM)),
+        };
+        let item = Item::File {
+            path: path.clone(),
+            before,
+            prior: entry.prior,
+            migrate_to,
+            has_outboard: entry.has_outboard,
+            copy: match (&self.options.repair_from, arg) {
+                (Some(dir), Target::Path(arg)) => repair::copy_path(dir, arg, &path),
+                _ => None,
+            },
+        };
+        let work = Work {
+            read: Some(read::Read {
+                // With a time budget the order is the verification times'; a window in
+                // physical order would also hand out files past the deadline.
+                place: match self.deadline {
+                    None => Some(plan::place(&path, &meta)),
+                    Some(_) => None,
+                },
+                path,
+                want,
+            }),
+            context: item,
+        };
+        self.queue.push_back((entry.verified, work));
+    }
+
+    /// Queues the records below `arg` that its walk did not meet.
+    fn report_missing(&mut self, arg: &Target) {
+        let Target::Path(arg) = arg else {
+            return;
+        };
+        let unseen = self.shared.borrow_mut().store.unseen_below(arg);
+        for (path, record) in unseen {
+            self.pass(Item::Missing { path, record });
+        }
+    }
+}
+
+/// What the planner knew of a file it handed to the readers.
+struct Planned {
+    before: Stamp,
+    migrate_to: Option<(Layout, Algorithm)>,
+    has_outboard: bool,
+    copy: Option<PathBuf>,
+}
+
+/// Receives the readers' results in order, classifies, acts on the store and reports.
+struct Sink<'a> {
+    options: &'a Options,
+    on: &'a mut dyn FnMut(Event),
+    summary: Summary,
+    shared: &'a RefCell<Shared>,
+}
+
+impl Sink<'_> {
+    fn on(&mut self, item: Item, result: Option<Result<Hashed, InputError>>) {
+        let verdict = match item {
+            Item::Done(verdict) => *verdict,
+            Item::Skipped { path, reason } => {
+                return (self.on)(Event::Skipped {
+                    path: &path,
+                    reason,
+                });
+            }
+            Item::File {
+                path,
+                before,
+                prior,
+                migrate_to,
+                has_outboard,
+                copy,
+            } => {
+                let hashed = result.expect("files are read");
+                let planned = Planned {
+                    before,
+                    migrate_to,
+                    has_outboard,
+                    copy,
+                };
+                self.file(path, prior, planned, hashed)
+            }
+            Item::Missing { path, record } => {
+                if self.options.operation == Operation::Forget {
+                    return self.forget(&path);
+                }
+                let mut verdict = Verdict {
+                    path,
+                    status: Status::Missing,
+                    prior: Prior::Record(record),
+                    state: None,
+                    current: None,
+                    error: None,
+                    damaged: None,
+                    repair_error: None,
+                    action: decide(Status::Missing, &Prior::None, self.options.operation),
+                    action_error: None,
+                };
+                verdict.action_error = self.act(&verdict, None);
+                verdict
+            }
+            Item::Forget { path, prior } => {
+                // Only our records: cshatag's attributes are left alone.
+                if prior.is_ours() {
+                    self.forget(&path);
+                }
+                return;
+            }
+        };
+        self.summary.add(&verdict);
+        (self.on)(Event::Verdict(&verdict));
+    }
+
+    /// The verdict on a file that was read.
+    fn file(
+        &mut self,
+        path: PathBuf,
+        prior: Prior,
+        planned: Planned,
+        hashed: Result<Hashed, InputError>,
+    ) -> Verdict {
+        let Planned {
+            before,
+            migrate_to,
+            has_outboard,
+            copy,
+        } = planned;
+        let (hashed, migrated, leaves) = match hashed {
+            Ok(h) => (
+                Ok((h.digests[0], h.size)),
+                h.digests.get(1).copied(),
+                h.leaves,
+            ),
+            Err(e) => (Err(e), None, None),
+        };
+        let outboard = leaves.map(|leaves| Outboard {
+            leaf: outboard::leaf_size(before.len),
+            leaves,
+        });
+        let after = fs::metadata(&path).map(|m| Stamp::of(&m));
+        let spec = prior
+            .spec()
+            .unwrap_or((self.options.layout, self.options.algorithm));
+        let resolution = self.options.resolution;
+        let (status, mut current, error) = judge(&prior, before, hashed, after, resolution, spec);
+        let mut action = decide(status, &prior, self.options.operation);
+        // A migration records the new algorithm's digest, from the same read, wherever a
+        // record is written, and for a file that checks out.
+        if let (Some((layout, algorithm)), Some(digest), Some(now)) =
+            (migrate_to, migrated, current.as_mut())
+        {
+            if action == Action::Kept && status == Status::Ok {
+                action = Action::Migrated;
+            }
+            if action != Action::Kept {
+                *now = Record {
+                    layout,
+                    algorithm,
+                    stamp: now.stamp,
+                    digest,
+                };
+            }
+        }
+        let located = match status {
+            Status::Corrupt => self.locate(&path, before.len, outboard.as_ref()),
+            _ => None,
+        };
+        let mut repair_error = None;
+        if let (Some((recorded, ranges)), Some(copy), Prior::Record(record), Action::Kept) =
+            (&located, &copy, &prior, action)
+        {
+            let dry_run = self.options.dry_run;
+            match repair::from_copy(
+                &path,
+                record,
+                recorded,
+                ranges,
+                copy,
+                dry_run,
+                &self.options.io,
+            ) {
+                Ok(_) => action = Action::Repaired,
+                Err(e) => repair_error = Some(e),
+            }
+        }
+        let mut verdict = Verdict {
+            path,
+            status,
+            prior,
+            state: Some(before),
+            current,
+            error,
+            damaged: located.map(|(_, ranges)| ranges),
+            repair_error,
+            action,
+            action_error: None,
+        };
+        // The leaf digests go with a record written, or fill in where there were none.
+        let new_outboard = match action {
+            Action::Kept if has_outboard || status != Status::Ok => None,
+            _ => outboard.as_ref(),
+        };
+        verdict.action_error = self.act(&verdict, new_outboard);
+        verdict
+    }
+
+    /// Where the corrupt file `path` of `len` bytes differs from its recorded leaf digests:
+    /// from `current` when this read computed them, else from a second read of the file
+    /// (corruption is rare; audits that find none pay nothing for it). `None` where the
+    /// store has no leaf digests for it, or the file could not be read again.
+    fn locate(
+        &mut self,
+        path: &Path,
+        len: u64,
+        current: Option<&Outboard>,
+    ) -> Option<(Outboard, Vec<Range<u64>>)> {
+        let recorded = self.shared.borrow_mut().store.outboard(path).ok()??;
+        if !recorded.fits(len) {
+            return None;
+        }
+        let leaves = match current.filter(|c| c.leaf == recorded.leaf) {
+            Some(c) => c.leaves.clone(),
+            None => {
+                let want = Want {
+                    digests: Vec::new(),
+                    leaves: Some((Layout::Rfc6962(recorded.leaf), outboard::ALGORITHM)),
+                };
+                read::hash_file(path, &want, &self.options.io, None)
+                    .ok()?
+                    .leaves?
+            }
+        };
+        let ranges = recorded.damaged(&leaves, len);
+        Some((recorded, ranges))
+    }
+
+    fn forget(&mut self, path: &Path) {
+        let error = self.store(path, Change::Remove);
+        self.summary.note(Action::Forgotten, error.is_some());
+        let error = error.as_ref();
+        (self.on)(Event::Forgotten { path, error });
+    }
+
+    /// Carries out `verdict.action` on the store (a file read whose record stays is noted
+    /// as checked), with `outboard` where leaf digests are to be written; the error if the
+    /// store refused.
+    fn act(&mut self, verdict: &Verdict, outboard: Option<&Outboard>) -> Option<InputError> {
+        let status = verdict.status;
+        let change = match (verdict.action, &verdict.current) {
+            (Action::Repaired, _) => Change::Checked {
+                status: Status::Ok,
+                outboard: None,
+            },
+            (Action::Kept, Some(_)) => Change::Checked { status, outboard },
+            (Action::Kept, None) => return None,
+            (
+                Action::Recorded
+                | Action::Updated
+                | Action::Fixed
+                | Action::Converted
+                | Action::Migrated,
+                current,
+            ) => {
+                let record = current.as_ref().expect("a record to write");
+                Change::Set {
+                    record,
+                    status,
+                    outboard,
+                }
+            }
+            (Action::Removed | Action::Forgotten, _) => Change::Remove,
+        };
+        self.store(&verdict.path, change)
+    }
+
+    /// Carries out `change` on the entry of `path`, unless this is a dry run; the error if
+    /// the store refused. An error of the whole store stops the audit after this file.
+    fn store(&mut self, path: &Path, change: Change) -> Option<InputError> {
+        if self.options.dry_run {
+            return None;
+        }
+        let mut shared = self.shared.borrow_mut();
+        match shared.store.set(path, change) {
+            Ok(()) => None,
+            Err(StoreError::File(e)) => Some(e),
+            Err(StoreError::Fatal(e)) => {
+                shared.fatal.get_or_insert(e);
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,573 @@
+//! The database store (`--db FILE`): the records of any number of trees in one SQLite
+//! database, for file servers where a manifest rewritten at the end of a days-long audit would
+//! lose days of work to one interruption.
+//!
+//! # Durability
+//!
+//! Every change is committed as soon as the audit decides it (a `kill -9` loses nothing
+//! decided), in write-ahead-log mode with `synchronous=NORMAL` (a commit appends to the log
+//! without waiting for the disk); at least every [`SYNC_INTERVAL`] while changes keep coming,
+//! and at the end, a commit waits for the disk (`synchronous=FULL`), so a power cut loses at
+//! most the changes of those last seconds. SQLite's log makes every commit all or nothing: no
+//! crash leaves a record half written.
+//!
+//! # One audit at a time
+//!
+//! A writable store holds SQLite's exclusive lock from opening to the end
+//! (`locking_mode=EXCLUSIVE`), so a second audit of the same database is refused at once with
+//! [`DatabaseError::Busy`] instead of interleaving its records with the first one's.
+//!
+//! # Schema, version 1
+//!
+//! ```sql
+//! PRAGMA application_id = 0x6d74736d;  -- 'mtsm': this file is an mtsum database
+//! PRAGMA user_version = 1;
+//! CREATE TABLE records (
+//!     path          BLOB PRIMARY KEY,   -- the name, spelled as in manifests (manifest::key)
+//!     size          INTEGER NOT NULL,   -- bytes
+//!     mtime_sec     INTEGER NOT NULL,   -- st_mtim
+//!     mtime_nsec    INTEGER NOT NULL,
+//!     layout        TEXT NOT NULL,      -- mtsum, plain, merkle, rfc6962, s3, glacier, ...
+//!     leaf_size     INTEGER,            -- merkle and rfc6962 (the part size for s3)
+//!     algorithm     TEXT NOT NULL,      -- md5, sha1, ..., blake3, xxh3, xxh128, crc32, ...
+//!     digest        BLOB NOT NULL,
+//!     verified      INTEGER,            -- ns since the epoch: when the file last matched
+//!     checked       INTEGER,            -- ns since the epoch: when an audit last read it
+//!     verdict       TEXT,               -- and what it found: ok, corrupt, modified, ...
+//!     outboard_leaf INTEGER,            -- leaf size of the outboard tree
+//!     outboard      BLOB                -- its leaf digests, concatenated
+//! );
+//! CREATE INDEX records_by_verified ON records (verified);
+//! ```
+//!
+//! Names are the paths as the audit met them, tidied as in manifests; give absolute paths to
+//! keep several trees apart. A file that is not a SQLite database, or a SQLite database of
+//! another program, is refused and never written to.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::audit::AuditError;
+use crate::audit::outboard::Outboard;
+use crate::audit::verdict::Status;
+use crate::layout::{Layout, LeafSize};
+use crate::source::{Mtime, Stamp};
+
+use super::manifest::{is_within, key};
+use super::{
+    Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError, nanos,
+    time,
+};
+
+/// `PRAGMA application_id` of an mtsum database: `mtsm` in ASCII.
+pub const APPLICATION_ID: i32 = 0x6d74_736d;
+/// The longest a commit goes without waiting for the disk while changes keep coming.
+pub const SYNC_INTERVAL: Duration = Duration::from_secs(2);
+
+const SCHEMA: &str = "
+    CREATE TABLE records (
+        path          BLOB PRIMARY KEY,
+        size          INTEGER NOT NULL,
+        mtime_sec     INTEGER NOT NULL,
+        mtime_nsec    INTEGER NOT NULL,
+        layout        TEXT NOT NULL,
+        leaf_size     INTEGER,
+        algorithm     TEXT NOT NULL,
+        digest        BLOB NOT NULL,
+        verified      INTEGER,
+        checked       INTEGER,
+        verdict       TEXT,
+        outboard_leaf INTEGER,
+        outboard      BLOB
+    );
+    CREATE INDEX records_by_verified ON records (verified);
+";
+
+/// The columns of a record, in the order [`row_record`] reads them.
+const RECORD_COLUMNS: &str = "path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, outboard_leaf IS NOT NULL";
+
+impl From<rusqlite::Error> for DatabaseError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => DatabaseError::Busy,
+            Some(ErrorCode::ReadOnly) => DatabaseError::ReadOnly(String::new()),
+            Some(ErrorCode::NotADatabase) => {
+                DatabaseError::Foreign("the file is not a SQLite database".into())
+            }
+            Some(ErrorCode::DatabaseCorrupt) => DatabaseError::Corrupt(e.to_string()),
+            _ => DatabaseError::Sqlite(e.to_string()),
+        }
+    }
+}
+
+/// A database as one audit uses it.
+pub struct DatabaseStore {
+    path: PathBuf,
+    conn: Connection,
+    writable: bool,
+    /// The database file, so that an audit of the tree holding it skips it and its log.
+    id: Option<(u64, u64)>,
+    /// What every lookup found, by name: later lookups of the same name (arguments may
+    /// overlap) see the store as it was before the audit, whatever was written since.
+    seen: HashMap<Vec<u8>, Entry>,
+    /// Records already reported unseen.
+    reported: HashSet<Vec<u8>>,
+    last_sync: Instant,
+}
+
+impl DatabaseStore {
+    /// Opens (or creates) the database at `path`. A writable store takes the database's
+    /// exclusive lock; a read-only one (a dry run, an export) writes nothing, not even a new
+    /// file.
+    pub fn open(path: &Path, writable: bool) -> Result<DatabaseStore, AuditError> {
+        let fail = |error: DatabaseError| AuditError::Database {
+            path: path.to_path_buf(),
+            error,
+        };
+        let conn = connect(path, writable).map_err(fail)?;
+        Ok(DatabaseStore {
+            path: path.to_path_buf(),
+            conn,
+            writable,
+            id: fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
+            seen: HashMap::new(),
+            reported: HashSet::new(),
+            last_sync: Instant::now(),
+        })
+    }
+
+    fn error(&self, e: impl Into<DatabaseError>) -> AuditError {
+        AuditError::Database {
+            path: self.path.clone(),
+            error: e.into(),
+        }
+    }
+
+    /// The entry named `name`.
+    fn get(&self, name: &[u8]) -> Result<Entry, DatabaseError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE path = ?1");
+        let row = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([name], |row| Ok(row_record(row)))
+            .optional()?;
+        Ok(match row {
+            None => Entry::of(Prior::None),
+            Some((_, Ok(record), (verified, has_outboard))) => Entry {
+                prior: Prior::Record(record),
+                verified,
+                has_outboard,
+            },
+            Some((_, Err(why), _)) => Entry::of(Prior::Unusable(format!("damaged record: {why}"))),
+        })
+    }
+
+    fn apply(&mut self, name: &[u8], change: Change) -> Result<(), DatabaseError> {
+        let now = nanos(SystemTime::now());
+        let sync = self.last_sync.elapsed() >= SYNC_INTERVAL;
+        if sync {
+            self.conn.pragma_update(None, "synchronous", "FULL")?;
+        }
+        let (record, status, outboard) = match change {
+            Change::Set {
+                record,
+                status,
+                outboard,
+            } => (record, Some(status), outboard),
+            Change::Import { record } => (record, None, None),
+            Change::Checked { status, outboard } => {
+                if let Some(o) = outboard {
+                    self.conn
+                        .prepare_cached(
+                            "UPDATE records SET outboard_leaf = ?2, outboard = ?3 WHERE path = ?1",
+                        )?
+                        .execute(params![name, o.leaf.get() as i64, o.to_bytes()])?;
+                }
+                let verified = (status == Status::Ok).then_some(now);
+                self.conn
+                    .prepare_cached(
+                        "UPDATE records SET checked = ?2, verdict = ?3, verified = coalesce(?4, verified)
+                         WHERE path = ?1",
+                    )?
+                    .execute(params![name, now, status.name(), verified])?;
+                return self.synced(sync);
+            }
+            Change::Remove => {
+                self.conn
+                    .prepare_cached("DELETE FROM records WHERE path = ?1")?
+                    .execute([name])?;
+                return self.synced(sync);
+            }
+        };
+        // A record written by an audit matched the file just now; an imported one has never
+        // been verified.
+        let now = status.map(|_| now);
+        let (sec, nsec) = (record.stamp.mtime.sec, record.stamp.mtime.nsec);
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO records (path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, checked, verdict, outboard_leaf, outboard)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)",
+            )?
+            .execute(params![
+                        name,
+                        record.stamp.len as i64,
+                        sec,
+                        nsec,
+                        record.layout.name(),
+                        record.layout.size_parameter().map(|l| l.get() as i64),
+                        record.algorithm.name(),
+                        record.digest.as_bytes(),
+                        now,
+                        status.map(Status::name),
+                        outboard.map(|o| o.leaf.get() as i64),
+                        outboard.map(Outboard::to_bytes),
+                    ])?;
+        self.synced(sync)
+    }
+
+    /// After a change: back to commits that do not wait for the disk, if this one did.
+    fn synced(&mut self, sync: bool) -> Result<(), DatabaseError> {
+        if sync {
+            self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+            self.last_sync = Instant::now();
+        }
+        Ok(())
+    }
+}
+
+/// Opens the database and checks that it is ours (or new), before anything is written.
+fn connect(path: &Path, writable: bool) -> Result<Connection, DatabaseError> {
+    let empty = || -> Result<Connection, DatabaseError> {
+        // Nothing recorded yet, and a reader must not create the file: an empty database in
+        // memory answers every lookup with "no record".
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(conn)
+    };
+    if !writable && !path.exists() {
+        return empty();
+    }
+    // Read-write even for readers: a reader of a database in WAL mode needs its log and
+    // index files, which it may have to create. Nothing is written without `writable`.
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if writable {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    if writable {
+        check_writable(path)?;
+    }
+    let conn = Connection::open_with_flags(path, flags)?;
+    if writable {
+        // Refuse at once rather than wait: the other audit may run for days.
+        conn.busy_timeout(Duration::ZERO)?;
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+    } else {
+        conn.busy_timeout(Duration::from_secs(5))?;
+    }
+    let (conn, (app, version, objects)) = match inspect(&conn) {
+        Ok(found) => (conn, found),
+        Err(e) if !writable && e.sqlite_error_code() == Some(ErrorCode::CannotOpen) => {
+            let conn = open_immutable(path)?;
+            let found = inspect(&conn)?;
+            (conn, found)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let fresh = app == 0 && version == 0 && objects == 0;
+    if !fresh {
+        if app != APPLICATION_ID {
+            return Err(DatabaseError::Foreign(format!(
+                "a SQLite database of another program, application id {app:#x}"
+            )));
+        }
+        if version > SCHEMA_VERSION {
+            return Err(DatabaseError::Newer(version));
+        }
+        if version != SCHEMA_VERSION {
+            return Err(DatabaseError::Foreign(format!("schema version {version}")));
+        }
+    }
+    if !writable {
+        return if fresh { empty() } else { Ok(conn) };
+    }
+    if conn.is_readonly("main")? {
+        return Err(DatabaseError::ReadOnly(String::new()));
+    }
+    // Takes the exclusive lock now, and keeps it (locking_mode): a second audit is refused
+    // before it has read anything.
+    conn.execute_batch("BEGIN EXCLUSIVE; COMMIT;")?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    if fresh {
+        conn.execute_batch(&format!(
+            "BEGIN; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))?;
+    }
+    Ok(conn)
+}
+
+/// The application id, the schema version and the number of schema objects. Reading the
+/// header and the schema is the first access: a file that is not a database fails here, with
+/// nothing written.
+fn inspect(conn: &Connection) -> rusqlite::Result<(i32, i32, i64)> {
+    let app: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let version: i32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+    Ok((app, version, objects))
+}
+
+/// A reader's last resort where the log and index of a WAL database cannot be created (a
+/// read-only directory): the file read as it is, on the promise that nobody writes it
+/// meanwhile (SQLite's `immutable`).
+fn open_immutable(path: &Path) -> Result<Connection, DatabaseError> {
+    let mut uri = b"file:".to_vec();
+    for &b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'?' | b'#' | b'%' => uri.extend_from_slice(format!("%{b:02X}").as_bytes()),
+            _ => uri.push(b),
+        }
+    }
+    uri.extend_from_slice(b"?immutable=1");
+    let uri = String::from_utf8(uri)
+        .map_err(|_| DatabaseError::Sqlite("unable to open database file".into()))?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    Ok(Connection::open_with_flags(uri, flags)?)
+}
+
+/// Fails unless we may write the database and, for its log, the directory holding it: SQLite
+/// would open such a file read-only and fail later with a vaguer message.
+fn check_writable(path: &Path) -> Result<(), DatabaseError> {
+    let may_write = |p: &Path| -> std::io::Result<()> {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+        match unsafe { libc::access(c.as_ptr(), libc::W_OK) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let os = |e: std::io::Error| crate::source::InputError::Io(e).to_string();
+    if path.exists() {
+        may_write(path).map_err(|e| DatabaseError::ReadOnly(format!(" ({})", os(e))))?;
+    }
+    may_write(dir).map_err(|e| {
+        DatabaseError::ReadOnly(format!(
+            " (its directory is not writable for the log beside it: {})",
+            os(e)
+        ))
+    })
+}
+
+/// When a record was last verified, and whether it has an outboard.
+type RowState = (Option<SystemTime>, bool);
+
+/// A row of [`RECORD_COLUMNS`]: its name, its record (or why it cannot be used), when it was
+/// last verified and whether it has an outboard.
+fn row_record(row: &rusqlite::Row) -> (Vec<u8>, Result<Record, String>, RowState) {
+    let name: Vec<u8> = row.get(0).unwrap_or_default();
+    let verified = row.get::<_, Option<i64>>(8).ok().flatten().map(time);
+    let has_outboard = row.get::<_, bool>(9).unwrap_or(false);
+    (name, parse_row(row), (verified, has_outboard))
+}
+
+fn parse_row(row: &rusqlite::Row) -> Result<Record, String> {
+    let get_i64 = |i: usize| row.get::<_, i64>(i).map_err(|e| e.to_string());
+    let size = u64::try_from(get_i64(1)?).map_err(|_| "negative size")?;
+    let nsec = u32::try_from(get_i64(3)?).map_err(|_| "bad nanoseconds")?;
+    let mtime = Mtime::new(get_i64(2)?, nsec).ok_or("bad nanoseconds")?;
+    let layout: String = row.get(4).map_err(|e| e.to_string())?;
+    let leaf = row
+        .get::<_, Option<i64>>(5)
+        .map_err(|e| e.to_string())?
+        .map(|l| {
+            u64::try_from(l)
+                .ok()
+                .and_then(LeafSize::new)
+                .ok_or("bad leaf size")
+        })
+        .transpose()?;
+    let layout = Layout::from_name(&layout, leaf).map_err(|e| e.to_string())?;
+    if layout.size_parameter().is_some() && leaf.is_none() {
+        return Err("leaf size missing".into());
+    }
+    let algorithm: String = row.get(6).map_err(|e| e.to_string())?;
+    let algorithm: Algorithm = algorithm
+        .parse()
+        .map_err(|e: crate::algorithm::UnknownAlgorithm| e.to_string())?;
+    let digest: Vec<u8> = row.get(7).map_err(|e| e.to_string())?;
+    if digest.len() != algorithm.digest_len() {
+        return Err(format!(
+            "{} digest bytes, {algorithm} has {}",
+            digest.len(),
+            algorithm.digest_len()
+        ));
+    }
+    Ok(Record {
+        layout,
+        algorithm,
+        stamp: Stamp::new(size, mtime),
+        digest: Digest::from_slice(&digest),
+    })
+}
+
+fn path_of(name: Vec<u8>) -> PathBuf {
+    PathBuf::from(OsString::from_vec(name))
+}
+
+impl RecordStore for DatabaseStore {
+    fn describe(&self) -> String {
+        format!("database {}", self.path.display())
+    }
+
+    fn is_own(&self, path: &Path, meta: &fs::Metadata) -> bool {
+        if self.id == Some((meta.dev(), meta.ino())) {
+            return true;
+        }
+        // The log and the index beside it: `FILE-wal`, `FILE-shm`, `FILE-journal`.
+        let (Some(name), Some(db)) = (path.file_name(), self.path.file_name()) else {
+            return false;
+        };
+        let name = name.as_encoded_bytes();
+        let is_companion = [&b"-wal"[..], b"-shm", b"-journal"]
+            .iter()
+            .any(|suffix| *name == [db.as_encoded_bytes(), suffix].concat());
+        is_companion && super::same_directory(path, &self.path)
+    }
+
+    fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
+        let name = key(path);
+        if let Some(entry) = self.seen.get(&name) {
+            return Ok(entry.clone());
+        }
+        let entry = self
+            .get(&name)
+            .map_err(|e| StoreError::Fatal(self.error(e)))?;
+        self.seen.insert(name, entry.clone());
+        Ok(entry)
+    }
+
+    fn has_records_below(&self, path: &Path) -> bool {
+        let arg = key(path);
+        let start: &[u8] = if arg == b"." { b"" } else { &arg };
+        let Ok(mut statement) = self
+            .conn
+            .prepare_cached("SELECT path FROM records WHERE path >= ?1 ORDER BY path")
+        else {
+            return false;
+        };
+        let Ok(mut rows) = statement.query([start]) else {
+            return false;
+        };
+        while let Ok(Some(row)) = rows.next() {
+            let name: Vec<u8> = row.get(0).unwrap_or_default();
+            if !name.starts_with(start) {
+                return false;
+            }
+            if is_within(&name, &arg) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn unseen_below(&mut self, arg: &Path) -> Vec<(PathBuf, Record)> {
+        let arg = key(arg);
+        let start: &[u8] = if arg == b"." { b"" } else { &arg };
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE path >= ?1 ORDER BY path");
+        let mut unseen = Vec::new();
+        let Ok(mut statement) = self.conn.prepare_cached(&sql) else {
+            return unseen;
+        };
+        let Ok(mut rows) = statement.query([start]) else {
+            return unseen;
+        };
+        while let Ok(Some(row)) = rows.next() {
+            let (name, record, _) = row_record(row);
+            if !name.starts_with(start) {
+                break;
+            }
+            if !is_within(&name, &arg) || self.seen.contains_key(&name) {
+                continue;
+            }
+            if let Ok(record) = record
+                && self.reported.insert(name.clone())
+            {
+                unseen.push((path_of(name), record));
+            }
+        }
+        unseen
+    }
+
+    fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
+        if !self.writable {
+            return Ok(());
+        }
+        let name = key(path);
+        self.apply(&name, change)
+            .map_err(|e| StoreError::Fatal(self.error(e)))
+    }
+
+    fn finish(&mut self) -> Result<bool, AuditError> {
+        if self.writable {
+            // The last changes wait for the disk, and the log is folded back into the
+            // database so that it stays small.
+            self.conn
+                .pragma_update(None, "synchronous", "FULL")
+                .and_then(|()| self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);"))
+                .map_err(|e| self.error(e))?;
+        }
+        Ok(false)
+    }
+
+    fn keeps_outboards(&self) -> bool {
+        true
+    }
+
+    fn outboard(&mut self, path: &Path) -> Result<Option<Outboard>, StoreError> {
+        let row: Option<(Option<i64>, Option<Vec<u8>>)> = self
+            .conn
+            .prepare_cached("SELECT outboard_leaf, outboard FROM records WHERE path = ?1")
+            .and_then(|mut st| {
+                st.query_row([key(path)], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(|e| StoreError::Fatal(self.error(e)))?;
+        let Some((Some(leaf), Some(bytes))) = row else {
+            return Ok(None);
+        };
+        let leaf = u64::try_from(leaf).ok().and_then(LeafSize::new);
+        Ok(leaf.and_then(|leaf| Outboard::from_bytes(leaf, &bytes)))
+    }
+
+    fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM records ORDER BY path");
+        let mut statement = self.conn.prepare(&sql).map_err(|e| self.error(e))?;
+        let rows = statement
+            .query_map([], |row| Ok(row_record(row)))
+            .map_err(|e| self.error(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (name, record, _) = row.map_err(|e| self.error(e))?;
+            let record = record.map_err(|why| {
+                self.error(DatabaseError::Corrupt(format!(
+                    "the record of {}: {why}",
+                    String::from_utf8_lossy(&name)
+                )))
+            })?;
+            out.push((path_of(name), record));
+        }
+        Ok(out)
+    }
+}

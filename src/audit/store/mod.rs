@@ -1,0 +1,308 @@
+//! Where records live: one extended attribute per file ([`xattr`]) or one manifest file
+//! ([`manifest`]), each behind [`RecordStore`], the only face of a store the run sees.
+//!
+//! A store answers "what was recorded about this file?" while the audit walks, takes the
+//! records the verdicts call for, and makes them durable when asked ([`RecordStore::finish`]).
+//! Lookups always see the store as it was before the audit: records set during a run are not
+//! read back by the same run, so an argument named twice gets the same verdict twice whatever
+//! the order in which files finish.
+
+#[cfg(feature = "database")]
+pub mod database;
+pub mod manifest;
+pub mod xattr;
+
+use std::fs::Metadata;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::layout::Layout;
+use crate::source::{InputError, Mtime, Stamp};
+use crate::sumfile;
+
+use super::AuditError;
+use super::outboard::Outboard;
+use super::verdict::Status;
+
+/// What an audit remembers about one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub layout: Layout,
+    pub algorithm: Algorithm,
+    /// Size and mtime of the version of the file that `digest` belongs to.
+    pub stamp: Stamp,
+    pub digest: Digest,
+}
+
+impl Record {
+    /// The tag naming layout and algorithm, as in sum files: `BLAKE3`, `MTSUM-SHA256`.
+    pub fn tag(&self) -> String {
+        sumfile::tag(self.layout, self.algorithm)
+    }
+}
+
+/// What the store knew about a file before the audit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prior {
+    /// Nothing: the file is new.
+    None,
+    Record(Record),
+    /// cshatag's attributes: the plain SHA-256 of the file at `mtime` (cshatag keeps no size).
+    Cshatag {
+        mtime: Mtime,
+        digest: Digest,
+    },
+    /// A record that cannot be used (damaged, or from a newer mtsum), and why.
+    Unusable(String),
+}
+
+impl Prior {
+    /// The layout and algorithm to recompute the recorded digest with.
+    pub fn spec(&self) -> Option<(Layout, Algorithm)> {
+        match self {
+            Prior::Record(r) => Some((r.layout, r.algorithm)),
+            Prior::Cshatag { .. } => Some((Layout::Plain, Algorithm::Sha256)),
+            Prior::None | Prior::Unusable(_) => None,
+        }
+    }
+
+    /// The recorded digest.
+    pub fn digest(&self) -> Option<&Digest> {
+        match self {
+            Prior::Record(r) => Some(&r.digest),
+            Prior::Cshatag { digest, .. } => Some(digest),
+            Prior::None | Prior::Unusable(_) => None,
+        }
+    }
+
+    /// Whether this is a record of mtsum's own (usable or not), as opposed to none or
+    /// another program's: what forgetting a file removes.
+    pub fn is_ours(&self) -> bool {
+        matches!(self, Prior::Record(_) | Prior::Unusable(_))
+    }
+}
+
+/// What a store holds about one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub prior: Prior,
+    /// When the file last matched its record (it was audited `ok`, or the record was
+    /// written), where the store keeps it: `--max-age` and `--time-budget` go by it.
+    pub verified: Option<SystemTime>,
+    /// Whether the store keeps the file's leaf digests ([`RecordStore::outboard`]).
+    pub has_outboard: bool,
+}
+
+impl Entry {
+    /// What a store that keeps no times knows.
+    pub fn of(prior: Prior) -> Entry {
+        Entry {
+            prior,
+            verified: None,
+            has_outboard: false,
+        }
+    }
+}
+
+/// What the audit asks a store to do with one file's entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// Write `record`: the file as it is now, judged `status` (new, modified, corrupt under
+    /// `--fix`, ok for a converted record), with its leaf digests where the store keeps them.
+    Set {
+        record: &'a Record,
+        status: Status,
+        outboard: Option<&'a Outboard>,
+    },
+    /// The file was read and judged `status`; its record stays. The leaf digests of a file
+    /// that checked out, where the store had none.
+    Checked {
+        status: Status,
+        outboard: Option<&'a Outboard>,
+    },
+    /// Write `record`, brought from elsewhere (`--import`): never verified by an audit.
+    Import { record: &'a Record },
+    /// Remove the record.
+    Remove,
+}
+
+/// Which store to use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// The extended attribute `user.mtsum` of each file ([`xattr`]).
+    Xattr,
+    /// One manifest file ([`manifest`]).
+    Manifest(PathBuf),
+    /// One SQLite database ([`database`]).
+    Database(PathBuf),
+}
+
+impl Store {
+    /// Opens the store for one audit, or for reading only (`writable` false: a dry run,
+    /// an export), which takes no lock and writes nothing. With `keep_times`, stores that
+    /// keep verification times only where asked (extended attributes) keep them.
+    #[cfg_attr(not(feature = "database"), allow(unused_variables))]
+    pub fn open(
+        &self,
+        writable: bool,
+        keep_times: bool,
+    ) -> Result<Box<dyn RecordStore>, AuditError> {
+        Ok(match self {
+            Store::Xattr => Box::new(xattr::XattrStore { keep_times }),
+            Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path)?),
+            #[cfg(feature = "database")]
+            Store::Database(path) => Box::new(database::DatabaseStore::open(path, writable)?),
+            #[cfg(not(feature = "database"))]
+            Store::Database(_) => {
+                return Err(AuditError::Unsupported(
+                    "this mtsum was built without the database store (Cargo feature `database`)"
+                        .into(),
+                ));
+            }
+        })
+    }
+
+    /// The file the store lives in, if it is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Store::Xattr => None,
+            Store::Manifest(path) | Store::Database(path) => Some(path),
+        }
+    }
+}
+
+/// Whether `path` and `other` lie in the same directory (`a` and `./b` do): how a store
+/// recognises the files it keeps beside its own (a manifest's temporary files, a database's
+/// log) when the audited tree holds them.
+pub(crate) fn same_directory(path: &Path, other: &Path) -> bool {
+    let dir = |p: &Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::fs::canonicalize(parent.unwrap_or(Path::new(".")))
+    };
+    matches!((dir(path), dir(other)), (Ok(a), Ok(b)) if a == b)
+}
+
+/// `PRAGMA user_version` of the database store's schema ([`database`], feature `database`).
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Why a database cannot be used (the database store, feature `database`). The message is the part after `mtsum: FILE: `.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    #[error("another mtsum is using this database; try again when it is done")]
+    Busy,
+    #[error("the database is read-only{0}")]
+    ReadOnly(String),
+    #[error("not an mtsum database ({0})")]
+    Foreign(String),
+    #[error(
+        "the database was made by a newer mtsum (schema version {0}, this mtsum reads {SCHEMA_VERSION})"
+    )]
+    Newer(i32),
+    #[error("the database is damaged: {0}")]
+    Corrupt(String),
+    #[error("{0}")]
+    Sqlite(String),
+}
+
+/// Why a store could not read or write one file's record.
+#[derive(Debug)]
+pub enum StoreError {
+    /// This file's record only: the audit goes on.
+    File(InputError),
+    /// The store as a whole (no extended attributes on this file system, say): the audit
+    /// stops.
+    Fatal(AuditError),
+}
+
+/// A place records live in, as one audit uses it.
+pub trait RecordStore {
+    /// What the summary calls it: `extended attributes`, `manifest FILE`.
+    fn describe(&self) -> String;
+
+    /// Whether `path` (with metadata `meta`) is the store's own file, or one of its temporary
+    /// files, which an audit of the tree holding it must skip.
+    fn is_own(&self, _path: &Path, _meta: &Metadata) -> bool {
+        false
+    }
+
+    /// The entry of the regular file `path`, as the store held it before the audit.
+    fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError>;
+
+    /// Whether the store holds records of files at or below `path` (which does not exist):
+    /// they are reported `missing` rather than the path being unreadable.
+    fn has_records_below(&self, _path: &Path) -> bool {
+        false
+    }
+
+    /// The records at or below the argument `arg` that no [`lookup`](Self::lookup) asked
+    /// for, each only once per audit, in name order: the files gone since they were
+    /// recorded. Stores kept with the files themselves have none.
+    fn unseen_below(&mut self, _arg: &Path) -> Vec<(PathBuf, Record)> {
+        Vec::new()
+    }
+
+    /// Carries out `change` on the entry of `path`. It may be held back until
+    /// [`finish`](Self::finish).
+    fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError>;
+
+    /// Makes every change durable; `Ok(true)` when the store's file was rewritten.
+    fn finish(&mut self) -> Result<bool, AuditError>;
+
+    /// Whether the store keeps leaf digests ([`super::outboard`]): then the audit computes
+    /// them wherever it writes a record.
+    fn keeps_outboards(&self) -> bool {
+        false
+    }
+
+    /// The leaf digests recorded for `path`, if the store keeps them. Read only when needed
+    /// (a corrupt file, a repair): they are large.
+    fn outboard(&mut self, _path: &Path) -> Result<Option<Outboard>, StoreError> {
+        Ok(None)
+    }
+
+    /// Every record, in name order (for `--export`).
+    fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError>;
+}
+
+/// Nanoseconds since the epoch (negative before it), saturating.
+pub(crate) fn nanos(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
+}
+
+pub(crate) fn time(nanos: i64) -> SystemTime {
+    let magnitude = Duration::from_nanos(nanos.unsigned_abs());
+    if nanos >= 0 {
+        UNIX_EPOCH + magnitude
+    } else {
+        UNIX_EPOCH - magnitude
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_survive_nanoseconds_since_the_epoch_both_sides_of_it() {
+        for t in [
+            UNIX_EPOCH,
+            UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789),
+            UNIX_EPOCH - Duration::new(5, 1),
+        ] {
+            assert_eq!(time(nanos(t)), t);
+        }
+    }
+
+    #[test]
+    fn files_side_by_side_are_in_the_same_directory_however_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        assert!(same_directory(&a, &dir.path().join("./b")));
+        assert!(!same_directory(&a, &dir.path().join("sub/b")));
+        assert!(same_directory(Path::new("x"), Path::new("./y")));
+    }
+}

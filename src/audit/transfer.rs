@@ -1,0 +1,166 @@
+//! Moving records between stores and formats (`--export`, `--import`): a database or a
+//! manifest written out as a manifest or as a sum file that `mtsum -c` (and for plain layouts
+//! `sha256sum -c`, `b3sum -c`) checks; a manifest or a sum file read into any store.
+//!
+//! A sum file holds no size or modification time: records imported from one take the stamp of
+//! each file as it is now, so the next audit says whether the file still has the digest the
+//! sum file promised (`ok` or `corrupt`). Imported records count as never verified, so that
+//! `--time-budget` audits them first.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use crate::check::Untagged;
+use crate::source::{InputError, Stamp};
+use crate::sumfile::{self, Format, Parser, Terminator};
+
+use super::AuditError;
+use super::store::manifest::{self, Manifest};
+use super::store::{Change, Record, Store};
+
+/// The text formats records travel in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferFormat {
+    /// The manifest format ([`manifest`]): size, mtime and a tagged checksum line.
+    Manifest,
+    /// Tagged checksum lines (`mtsum --tag`), for `mtsum -c`.
+    SumFile,
+}
+
+/// Writes every record of `store` to `out` in `format`; the number of records.
+pub fn export(
+    store: &Store,
+    format: TransferFormat,
+    out: &mut dyn Write,
+) -> Result<u64, AuditError> {
+    let records = store.open(false, false)?.records()?;
+    let written = |e: io::Error| {
+        AuditError::Unsupported(format!("cannot write the export: {}", InputError::Io(e)))
+    };
+    match format {
+        TransferFormat::Manifest => {
+            let mut m = Manifest::default();
+            for (path, record) in &records {
+                m.insert(manifest::key(path), *record);
+            }
+            m.write(&mut &mut *out).map_err(written)?;
+        }
+        TransferFormat::SumFile => {
+            for (path, r) in &records {
+                let name = path.as_os_str().as_encoded_bytes();
+                let line = sumfile::format_line(
+                    Format::Tag,
+                    Terminator::Newline,
+                    r.layout,
+                    r.algorithm,
+                    &crate::layout::Root::new(r.digest),
+                    name,
+                );
+                out.write_all(&line).map_err(written)?;
+            }
+        }
+    }
+    out.flush().map_err(written)?;
+    Ok(records.len() as u64)
+}
+
+/// What an import did.
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// Records written.
+    pub records: u64,
+    /// Lines or files left out, each with its name (or line number) and why.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Reads the manifest or sum file at `input` (a manifest by its first line) into `store`.
+/// Untagged sum lines are read as `untagged` says, as `-c` reads them. A file named by a sum
+/// file that cannot be examined is skipped.
+pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Imported, AuditError> {
+    let unreadable = |e: io::Error| {
+        AuditError::Unsupported(format!("{}: {}", input.display(), InputError::Io(e)))
+    };
+    let file = fs::File::open(input).map_err(unreadable)?;
+    let mut reader = BufReader::new(file);
+    let mut imported = Imported::default();
+    let mut records: Vec<(PathBuf, Record)> = Vec::new();
+    let is_manifest = reader
+        .fill_buf()
+        .map_err(unreadable)?
+        .starts_with(b"# mtsum audit manifest");
+    if is_manifest {
+        let m = Manifest::read(reader).map_err(|error| AuditError::ManifestRead {
+            path: input.to_path_buf(),
+            error,
+        })?;
+        for (name, record) in m.iter() {
+            records.push((PathBuf::from(OsString::from_vec(name.to_vec())), *record));
+        }
+    } else {
+        let mut parser = Parser::default();
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).map_err(unreadable)? == 0 {
+                break;
+            }
+            number += 1;
+            let entry = match parser.parse_line(&line) {
+                Ok(Some(entry)) => entry,
+                Ok(None) => continue,
+                Err(e) => {
+                    imported
+                        .skipped
+                        .push((format!("line {number}"), e.to_string()));
+                    continue;
+                }
+            };
+            let Some((layout, algorithm)) = entry
+                .spec
+                .or_else(|| untagged.spec(entry.expected.digest().as_bytes().len()))
+            else {
+                let why = "no algorithm has a digest of this length".to_string();
+                imported.skipped.push((format!("line {number}"), why));
+                continue;
+            };
+            let path = PathBuf::from(OsString::from_vec(entry.name));
+            match fs::metadata(&path) {
+                Ok(meta) if meta.is_file() => records.push((
+                    path,
+                    Record {
+                        layout,
+                        algorithm,
+                        stamp: Stamp::of(&meta),
+                        digest: *entry.expected.digest(),
+                    },
+                )),
+                Ok(_) => {
+                    let name = path.display().to_string();
+                    imported.skipped.push((name, "not a regular file".into()));
+                }
+                Err(e) => {
+                    let name = path.display().to_string();
+                    imported.skipped.push((name, InputError::Io(e).to_string()));
+                }
+            }
+        }
+    }
+    let mut target = store.open(true, false)?;
+    for (path, record) in &records {
+        match target.set(path, Change::Import { record }) {
+            Ok(()) => imported.records += 1,
+            Err(super::StoreError::File(e)) => {
+                imported
+                    .skipped
+                    .push((path.display().to_string(), e.to_string()));
+            }
+            Err(super::StoreError::Fatal(e)) => return Err(e),
+        }
+    }
+    target.finish()?;
+    Ok(imported)
+}

@@ -1,0 +1,612 @@
+//! `mtsum --audit --db FILE` on real SQLite files: what is stored, what survives a `kill -9`,
+//! what `--max-age`, `--time-budget`, `--migrate`, `--limit-rate`, `--export` and `--import`
+//! do, and the databases that must be refused without being touched.
+
+#![cfg(feature = "database")]
+
+mod common;
+
+use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};
+use common::{MTSUM, is_root, mtsum_unprivileged, pattern, skip, tempdir};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command as StdCommand, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mtsum::audit::database::APPLICATION_ID;
+use mtsum::{Algorithm, Layout, reference};
+use rusqlite::Connection;
+
+/// `(status, name)` of each whole line of what a killed run printed.
+fn verdicts(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once("  "))
+        .map(|(s, n)| (s.to_string(), n.to_string()))
+        .collect()
+}
+
+fn mtsum(dir: &Path, args: &[&str]) -> Run {
+    mtsum_in(dir, args)
+}
+
+fn audit(dir: &Path, args: &[&str]) -> Run {
+    mtsum(dir, &[&["--audit", "--db", "db"], args].concat())
+}
+
+/// `count` files `t/NN` of a few KiB each, different content; returns their names.
+fn tree(dir: &Path, count: usize) -> Vec<String> {
+    fs::create_dir_all(dir.join("t")).unwrap();
+    (0..count)
+        .map(|i| {
+            let name = format!("t/{i:02}");
+            fs::write(dir.join(&name), pattern(1000 + 37 * i, i as u64)).unwrap();
+            name
+        })
+        .collect()
+}
+
+/// The `records` table: name → (layout, algorithm, digest hex, verified).
+fn records(db: &Path) -> BTreeMap<String, (String, String, String, Option<i64>)> {
+    let conn = Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT path, layout, algorithm, digest, verified FROM records")
+        .unwrap();
+    st.query_map([], |r| {
+        let path: Vec<u8> = r.get(0)?;
+        let digest: Vec<u8> = r.get(3)?;
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        Ok((
+            String::from_utf8(path).unwrap(),
+            (r.get(1)?, r.get(2)?, hex, r.get(4)?),
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+fn flip_byte_keeping_mtime(path: &Path, offset: u64) {
+    flip_bytes_keeping_mtime(path, &[offset]);
+}
+
+#[test]
+fn records_live_in_a_sqlite_database_of_our_own_in_wal_mode() {
+    let dir = tempdir();
+    let names = tree(dir.path(), 3);
+    let first = audit(dir.path(), &["-r", "t"]);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert!(first.verdicts().iter().all(|(s, _)| s == "new"));
+
+    let conn = Connection::open(dir.path().join("db")).unwrap();
+    let app: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!((app, mode.as_str()), (APPLICATION_ID, "wal"));
+    drop(conn);
+    let stored = records(&dir.path().join("db"));
+    assert_eq!(stored.keys().cloned().collect::<Vec<_>>(), names);
+    for name in &names {
+        let data = fs::read(dir.path().join(name)).unwrap();
+        let (layout, alg, hex, verified) = &stored[name];
+        assert_eq!((layout.as_str(), alg.as_str()), ("plain", "blake3"));
+        assert_eq!(
+            *hex,
+            reference::root(Layout::Plain, Algorithm::Blake3, &data).to_hex()
+        );
+        assert!(verified.is_some());
+    }
+
+    flip_byte_keeping_mtime(&dir.path().join(&names[1]), 10);
+    fs::remove_file(dir.path().join(&names[2])).unwrap();
+    let second = audit(dir.path(), &["-r", "t"]);
+    assert_eq!(second.code, Some(1));
+    assert_eq!(
+        second.verdicts(),
+        [
+            ("ok".to_string(), names[0].clone()),
+            (
+                "corrupt".to_string(),
+                format!("{}  (bytes 0-1036)", names[1])
+            ),
+            ("missing".to_string(), names[2].clone()),
+        ]
+    );
+}
+
+#[test]
+fn the_database_and_its_log_inside_the_audited_tree_are_not_audited() {
+    let dir = tempdir();
+    fs::write(dir.path().join("a"), "a").unwrap();
+    audit(dir.path(), &["-r", "."]);
+    let again = audit(dir.path(), &["-r", "."]);
+    assert_eq!(again.stdout, "ok  ./a\n", "{}", again.stderr);
+}
+
+#[test]
+fn several_trees_share_one_database() {
+    let dir = tempdir();
+    for t in ["a", "b"] {
+        fs::create_dir_all(dir.path().join(t)).unwrap();
+        fs::write(dir.path().join(t).join("f"), t).unwrap();
+    }
+    audit(dir.path(), &["-r", "a"]);
+    audit(dir.path(), &["-r", "b"]);
+    let again = audit(dir.path(), &["-r", "a"]);
+    assert_eq!(
+        again.stdout, "ok  a/f\n",
+        "b's records are not missing from a"
+    );
+    assert_eq!(records(&dir.path().join("db")).len(), 2);
+}
+
+#[test]
+fn a_second_audit_of_the_same_database_is_refused_at_once() {
+    let dir = tempdir();
+    tree(dir.path(), 2);
+    // A big sparse file read slowly keeps the first audit busy.
+    let big = dir.path().join("t/big");
+    fs::File::create(&big).unwrap().set_len(1 << 30).unwrap();
+    let mut first = StdCommand::new(MTSUM)
+        .args(["--audit", "--db", "db", "--limit-rate", "64M", "-r", "t"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Once the database file exists, the first audit holds its lock.
+    common::wait_until("the database exists", || dir.path().join("db").exists());
+    thread::sleep(Duration::from_millis(200));
+    let second = audit(dir.path(), &["t/00"]);
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(second.code, Some(2));
+    assert_eq!(
+        second.stderr,
+        "mtsum: db: another mtsum is using this database; try again when it is done\n"
+    );
+    assert_eq!(second.stdout, "");
+}
+
+/// Runs `mtsum --audit --db FILE t` against a database file that must be refused, and
+/// checks the one-line error, the status and that the file was not touched.
+fn refused(dir: &Path, db: &str, cause: &str) {
+    let before = fs::read(dir.join(db)).unwrap();
+    let r = mtsum(dir, &["--audit", "--db", db, "-r", "t"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.stderr, format!("mtsum: {db}: {cause}\n"));
+    assert_eq!(r.stdout, "");
+    assert_eq!(fs::read(dir.join(db)).unwrap(), before, "{db} untouched");
+}
+
+#[test]
+fn databases_of_other_programs_and_damaged_files_are_refused_untouched() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let other = Connection::open(dir.path().join("other.sqlite")).unwrap();
+    other
+        .execute_batch("CREATE TABLE photos (name TEXT); INSERT INTO photos VALUES ('x');")
+        .unwrap();
+    drop(other);
+    refused(
+        dir.path(),
+        "other.sqlite",
+        "not an mtsum database (a SQLite database of another program, application id 0x0)",
+    );
+    fs::write(
+        dir.path().join("notes.txt"),
+        "my precious notes\n".repeat(100),
+    )
+    .unwrap();
+    refused(
+        dir.path(),
+        "notes.txt",
+        "not an mtsum database (the file is not a SQLite database)",
+    );
+
+    // A database of ours whose pages were overwritten: its header is fine, its tables not.
+    audit(dir.path(), &["-r", "t"]);
+    let db = dir.path().join("db");
+    let mut bytes = fs::read(&db).unwrap();
+    assert!(bytes.len() > 4096, "more than one page");
+    for b in &mut bytes[100..] {
+        *b = 0xA5;
+    }
+    fs::write(&db, &bytes).unwrap();
+    let r = audit(dir.path(), &["-r", "t"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.starts_with("mtsum: db: "), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert_eq!(
+        fs::read(&db).unwrap(),
+        bytes,
+        "the damaged file is left as it was"
+    );
+}
+
+#[test]
+fn a_read_only_database_is_refused_untouched() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    audit(dir.path(), &["-r", "t"]);
+    let db = dir.path().join("db");
+    let before = fs::read(&db).unwrap();
+    fs::set_permissions(&db, fs::Permissions::from_mode(0o444)).unwrap();
+    let mut cmd = if is_root() {
+        match mtsum_unprivileged() {
+            Ok(cmd) => cmd,
+            Err(why) => return skip("read_only_database", &why),
+        }
+    } else {
+        StdCommand::new(MTSUM)
+    };
+    // The unprivileged user must reach the files: the tree is world-readable.
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(dir.path().join("t"), fs::Permissions::from_mode(0o755)).unwrap();
+    let out = cmd
+        .args(["--audit", "--db", "db", "-r", "t"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "mtsum: db: the database is read-only (Permission denied)\n"
+    );
+    assert_eq!(fs::read(&db).unwrap(), before);
+}
+
+#[test]
+fn kill_9_at_any_moment_loses_no_record_and_max_age_skips_what_was_verified() {
+    let dir = tempdir();
+    let names = tree(dir.path(), 400);
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut killed = 0;
+    for trial in 0..6 {
+        // A slow audit (one reader, a low rate) killed after a random few hundred ms.
+        let mut child = StdCommand::new(MTSUM)
+            .args([
+                "--audit",
+                "--db",
+                "db",
+                "--readers",
+                "1",
+                "--limit-rate",
+                "256K",
+                "-r",
+                "t",
+            ])
+            .args(if trial % 2 == 1 {
+                &["--max-age", "1h"][..]
+            } else {
+                &[][..]
+            })
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        thread::sleep(Duration::from_millis(50 + rng % 500));
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        killed += u32::from(out.status.code().is_none());
+        // Every file reported was committed before its line was printed, with the digest
+        // of its content.
+        let stored = records(&dir.path().join("db"));
+        for (status, name) in verdicts(&String::from_utf8_lossy(&out.stdout)) {
+            assert!(stored.contains_key(&name), "{status} {name} lost");
+        }
+        for (name, (_, _, hex, _)) in &stored {
+            let data = fs::read(dir.path().join(name)).unwrap();
+            assert_eq!(
+                *hex,
+                reference::root(Layout::Plain, Algorithm::Blake3, &data).to_hex(),
+                "{name}"
+            );
+        }
+    }
+    assert!(killed > 0, "no run was killed");
+    // What was recorded or verified in the killed runs is not due within the hour; the
+    // rest is audited now.
+    let stored: BTreeSet<String> = records(&dir.path().join("db")).into_keys().collect();
+    let last = audit(dir.path(), &["--max-age", "1h", "-r", "t"]);
+    assert_eq!(last.code, Some(0), "{}", last.stderr);
+    let audited: BTreeSet<String> = last.verdicts().into_iter().map(|(_, n)| n).collect();
+    let expected: BTreeSet<String> = names
+        .iter()
+        .filter(|n| !stored.contains(*n))
+        .cloned()
+        .collect();
+    assert_eq!(audited, expected);
+    assert!(
+        last.stderr
+            .contains(&format!("{} files not due", stored.len()))
+            || stored.is_empty()
+    );
+    assert!(last.verdicts().iter().all(|(s, _)| s == "new"));
+}
+
+#[test]
+fn a_time_budget_stops_and_the_next_run_goes_on_with_the_least_recently_verified() {
+    let dir = tempdir();
+    let names = tree(dir.path(), 12);
+    audit(dir.path(), &["-r", "t"]);
+    // Nothing fits in no time at all.
+    let none = audit(dir.path(), &["--time-budget", "0s", "-r", "t"]);
+    assert_eq!(none.stdout, "");
+    assert!(
+        none.stderr.contains("12 files left for the next run"),
+        "{}",
+        none.stderr
+    );
+
+    // About one file per second: a budget of 1 s reads a few.
+    let budget = [
+        "--time-budget",
+        "1s",
+        "--readers",
+        "1",
+        "--limit-rate",
+        "4K",
+        "-r",
+        "t",
+    ];
+    let mut done: Vec<String> = Vec::new();
+    for run in 0..3 {
+        let before = records(&dir.path().join("db"));
+        let r = audit(dir.path(), &budget);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let read: Vec<String> = r.verdicts().into_iter().map(|(_, n)| n).collect();
+        assert!(!read.is_empty());
+        if run == 0 {
+            // Twelve files at a third of a second each do not fit in one second.
+            assert!(read.len() < names.len(), "{read:?}");
+            let left = format!("{} files left for the next run", names.len() - read.len());
+            assert!(r.stderr.contains(&left), "{}", r.stderr);
+        }
+        // Least recently verified first: the files read are the ones with the oldest
+        // verification times before the run.
+        let mut by_age: Vec<(i64, String)> = before
+            .iter()
+            .map(|(n, (_, _, _, v))| (v.unwrap(), n.clone()))
+            .collect();
+        by_age.sort();
+        let oldest: Vec<String> = by_age
+            .into_iter()
+            .take(read.len())
+            .map(|(_, n)| n)
+            .collect();
+        assert_eq!(read, oldest);
+        done.extend(read);
+    }
+    // The runs went on where the last one stopped: no file twice before all were read.
+    let distinct: BTreeSet<&String> = done.iter().collect();
+    assert_eq!(distinct.len(), done.len().min(names.len()), "{done:?}");
+}
+
+#[test]
+fn migration_md5_to_sha256_and_back_from_the_same_reads() {
+    let dir = tempdir();
+    let names = tree(dir.path(), 4);
+    audit(dir.path(), &["-a", "md5", "-r", "t"]);
+    flip_byte_keeping_mtime(&dir.path().join(&names[3]), 5);
+    let digest = |alg: Algorithm, name: &str| {
+        let data = fs::read(dir.path().join(name)).unwrap();
+        reference::root(Layout::Plain, alg, &data).to_hex()
+    };
+    let md5_of_rotten = records(&dir.path().join("db"))[&names[3]].2.clone();
+
+    let to_sha = audit(dir.path(), &["--migrate", "-a", "sha256", "-r", "t"]);
+    assert_eq!(to_sha.code, Some(1));
+    assert!(to_sha.stderr.contains("3 migrated"), "{}", to_sha.stderr);
+    let stored = records(&dir.path().join("db"));
+    for name in &names[..3] {
+        assert_eq!(stored[name].1, "sha256");
+        assert_eq!(stored[name].2, digest(Algorithm::Sha256, name));
+    }
+    // The corrupt file keeps the record of its good content.
+    assert_eq!(
+        (stored[&names[3]].1.as_str(), &stored[&names[3]].2),
+        ("md5", &md5_of_rotten)
+    );
+
+    let back = audit(dir.path(), &["--migrate", "-a", "md5", "-r", "t"]);
+    assert!(back.stderr.contains("3 migrated"), "{}", back.stderr);
+    let stored = records(&dir.path().join("db"));
+    for name in &names[..3] {
+        assert_eq!(
+            (stored[name].1.as_str(), &stored[name].2),
+            ("md5", &digest(Algorithm::Md5, name))
+        );
+    }
+    let again = audit(dir.path(), &["--migrate", "-a", "md5", "-r", "t"]);
+    assert!(
+        again.stderr.contains("records: unchanged"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn limit_rate_keeps_the_average_rate_below_the_limit() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("t")).unwrap();
+    let size: u64 = 48 << 20;
+    fs::write(dir.path().join("t/big"), pattern(size as usize, 1)).unwrap();
+    let limit = 20u64 << 20;
+    let started = Instant::now();
+    let r = audit(dir.path(), &["--limit-rate", "20M", "-r", "t"]);
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(elapsed >= 2.0, "the run lasts at least 2 s ({elapsed} s)");
+    let rate = size as f64 / elapsed;
+    assert!(
+        rate <= limit as f64 * 1.1,
+        "{rate} bytes/s against a limit of {limit}"
+    );
+}
+
+#[test]
+fn records_travel_between_database_manifest_and_sum_files() {
+    let dir = tempdir();
+    let names = tree(dir.path(), 3);
+    audit(dir.path(), &["-r", "t"]);
+    let export = audit(dir.path(), &["--export", "m"]);
+    assert_eq!(export.code, Some(0), "{}", export.stderr);
+    let manifest = mtsum(dir.path(), &["--audit", "--manifest", "m", "-r", "t"]);
+    assert_eq!(
+        manifest
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("ok  "))
+            .count(),
+        3
+    );
+
+    audit(dir.path(), &["--export", "SUMS", "--export-as", "sums"]);
+    let check = mtsum(dir.path(), &["-c", "SUMS"]);
+    assert_eq!(check.code, Some(0), "{}", check.stdout);
+    assert_eq!(check.stdout.lines().count(), names.len());
+
+    let imported = mtsum(dir.path(), &["--audit", "--db", "db2", "--import", "m"]);
+    assert_eq!(imported.code, Some(0), "{}", imported.stderr);
+    assert_eq!(records(&dir.path().join("db2")).len(), 3);
+    let audited = mtsum(dir.path(), &["--audit", "--db", "db2", "-r", "t"]);
+    assert!(
+        audited.verdicts().iter().all(|(s, _)| s == "ok"),
+        "{}",
+        audited.stdout
+    );
+
+    // A sha256sum file: the files lend their size and mtime; rot since is found.
+    let mut sums = String::new();
+    for name in &names {
+        let data = fs::read(dir.path().join(name)).unwrap();
+        let hex = reference::root(Layout::Plain, Algorithm::Sha256, &data).to_hex();
+        sums.push_str(&format!("{hex}  {name}\n"));
+    }
+    sums.push_str("not a checksum line\n");
+    fs::write(dir.path().join("SHA256SUMS"), sums).unwrap();
+    flip_byte_keeping_mtime(&dir.path().join(&names[0]), 0);
+    let r = mtsum(
+        dir.path(),
+        &[
+            "--audit",
+            "--db",
+            "db3",
+            "-t",
+            "plain",
+            "--import",
+            "SHA256SUMS",
+        ],
+    );
+    assert_eq!(r.code, Some(1), "a line was left out: {}", r.stderr);
+    assert!(
+        r.stderr.contains("3 records imported, 1 left out"),
+        "{}",
+        r.stderr
+    );
+    let audited = mtsum(dir.path(), &["--audit", "--db", "db3", "-r", "t"]);
+    assert_eq!(
+        audited.verdicts()[0],
+        ("corrupt".to_string(), names[0].clone())
+    );
+}
+
+#[test]
+fn max_age_works_with_extended_attributes_too() {
+    let dir = tempdir();
+    let probe = dir.path().join("probe");
+    fs::write(&probe, "").unwrap();
+    if xattr::set(&probe, "user.mtsum-probe", b"1").is_err() {
+        return skip("max_age_xattr", "no user extended attributes here");
+    }
+    fs::remove_file(&probe).unwrap();
+    tree(dir.path(), 3);
+    let xattr_audit = |args: &[&str]| mtsum(dir.path(), &[&["--audit"], args].concat());
+    xattr_audit(&["-r", "t"]);
+    // Records without a time (written without --max-age) are due once, then carry it.
+    let first = xattr_audit(&["--max-age", "1h", "-r", "t"]);
+    assert_eq!(first.verdicts().len(), 3, "{}", first.stderr);
+    let second = xattr_audit(&["--max-age", "1h", "-r", "t"]);
+    assert_eq!(second.stdout, "");
+    assert!(
+        second.stderr.contains("3 files not due"),
+        "{}",
+        second.stderr
+    );
+    let manifest = mtsum(
+        dir.path(),
+        &["--audit", "--manifest", "m", "--max-age", "1h", "t"],
+    );
+    assert_eq!(manifest.code, Some(2));
+    assert!(
+        manifest.stderr.contains("a manifest does not keep"),
+        "{}",
+        manifest.stderr
+    );
+}
+
+#[test]
+fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("t")).unwrap();
+    fs::write(dir.path().join("t/big"), pattern(4 << 20, 3)).unwrap();
+    // Recorded first: the runs below only verify, one digest per file, so no thread but the
+    // readers reads.
+    audit(dir.path(), &["-r", "t"]);
+    // One reader where the tree lies on a spinning disk, one per core elsewhere.
+    let dev = std::os::unix::fs::MetadataExt::dev(&fs::metadata(dir.path()).unwrap());
+    let readers = match mtsum::audit::plan::is_rotational(dev) {
+        true => 1,
+        false => thread::available_parallelism().unwrap().get(),
+    };
+    for (flag, class) in [(None, 3), (Some("best-effort:2"), 2)] {
+        let mut cmd = StdCommand::new(MTSUM);
+        cmd.args(["--audit", "--db", "db", "--limit-rate", "1M", "-r", "t"]);
+        if let Some(flag) = flag {
+            cmd.args(["--io-priority", flag]);
+        }
+        let mut child = cmd
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The reader threads are named; ask the kernel for each one's I/O priority.
+        let tasks = format!("/proc/{}/task", child.id());
+        let mut classes = Vec::new();
+        common::wait_until("a reader runs", || {
+            classes = fs::read_dir(&tasks)
+                .map(|d| d.flatten().collect::<Vec<_>>())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| {
+                    fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.trim() == "mtsum-audit")
+                })
+                .filter_map(|t| t.file_name().to_str()?.parse::<libc::c_int>().ok())
+                .map(|tid| {
+                    // SAFETY: ioprio_get takes two integers and touches no memory.
+                    let value = unsafe { libc::syscall(libc::SYS_ioprio_get, 1, tid) };
+                    value >> 13
+                })
+                .collect();
+            classes.len() >= readers
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(classes.iter().all(|&c| c == class), "{flag:?}: {classes:?}");
+        assert_eq!(classes.len(), readers, "reader threads");
+    }
+}
