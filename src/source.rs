@@ -44,9 +44,10 @@ pub enum InputError {
     /// The size or modification time moved while the file was read, or the file ended early.
     #[error("changed while being read")]
     Changed,
-    /// A pipe or character device met a layout that must know the length before it starts.
+    /// A pipe, a character device or a file whose size the file system does not report (procfs,
+    /// sysfs) met a layout that must know the length before it starts.
     #[error(
-        "cannot hash a stream with the {0} layout (its tree needs the length up front); use -t plain, merkle or rfc6962 for streams"
+        "cannot hash a stream with the {0} layout (its tree needs the length up front, and a pipe or a /proc or /sys file does not tell it); use -t plain, merkle or rfc6962 for streams"
     )]
     StreamNeedsLength(&'static str),
     /// `-g` on a stream of a fixed-leaf layout, whose leaves are not kept.
@@ -283,6 +284,12 @@ impl Input {
         if ft.is_dir() {
             return Err(InputError::IsADirectory);
         }
+        // A file whose size the file system does not report truly (procfs, sysfs, ...) is read
+        // as a stream, to its end, as coreutils reads it: sized reads would stop at `st_size`
+        // and print the digest of other bytes than the file's.
+        if ft.is_file() && size_is_unreported(&file, meta.len()) {
+            return Ok(Input::Stream(Box::new(file)));
+        }
         if ft.is_file() || ft.is_block_device() {
             let is_block_device = ft.is_block_device();
             // `stat` says 0 for a block device; its size is where seeking to the end lands.
@@ -303,6 +310,37 @@ impl Input {
         }
         Ok(Input::Stream(Box::new(file)))
     }
+}
+
+/// Whether `file`, a regular file of `st_size` `len`, may hold other than `len` bytes: it lives
+/// on a file system known to make sizes up (procfs and sysfs say 0 or 4096 whatever the
+/// content), or it claims to be empty yet a read finds a byte (some FUSE and network file
+/// systems). A file that really is empty is not one of them, and keeps the sized path.
+// The magic numbers and `f_type` are `c_long` on some targets and `c_uint` on others.
+#[allow(clippy::unnecessary_cast)]
+fn size_is_unreported(file: &File, len: u64) -> bool {
+    const PSEUDO: [i64; 7] = [
+        libc::PROC_SUPER_MAGIC as i64,
+        libc::SYSFS_MAGIC as i64,
+        libc::DEBUGFS_MAGIC as i64,
+        libc::TRACEFS_MAGIC as i64,
+        libc::SECURITYFS_MAGIC as i64,
+        libc::CGROUP2_SUPER_MAGIC as i64,
+        0x6265_6570, // configfs: CONFIGFS_MAGIC, which libc does not name
+    ];
+    // SAFETY: fstatfs writes into the zeroed struct we own; the descriptor is open.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } == 0
+        && PSEUDO.contains(&(st.f_type as i64))
+    {
+        return true;
+    }
+    let mut byte = [0u8; 1];
+    len == 0
+        && matches!(
+            std::os::unix::fs::FileExt::read_at(file, &mut byte, 0),
+            Ok(1)
+        )
 }
 
 /// Tells the kernel how we read: front to back (`POSIX_FADV_SEQUENTIAL`, so that it reads
@@ -613,6 +651,9 @@ impl Chunk {
     }
 }
 
+/// The most bytes asked of a stream in one `read` (see [`read_stream_chunk`]).
+const MAX_STREAM_READ: usize = 1 << 20;
+
 /// Reads the next chunk of a stream, of at most `chunk_size` bytes; an empty chunk means the
 /// stream ended. On failure the buffer comes back with the error.
 pub fn read_stream_chunk(
@@ -620,14 +661,18 @@ pub fn read_stream_chunk(
     mut buffer: Buffer,
     chunk_size: usize,
 ) -> Result<Chunk, (Buffer, InputError)> {
-    let result = buffer.get_mut(chunk_size.max(1)).and_then(|buf| {
-        loop {
-            match reader.read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => break other,
+    // procfs's sysctl files allocate a kernel buffer of the size asked for and refuse large
+    // ones (ENOMEM at 4 MiB), so a stream is read in at most 1 MiB per call, like a pipe.
+    let result = buffer
+        .get_mut(chunk_size.clamp(1, MAX_STREAM_READ))
+        .and_then(|buf| {
+            loop {
+                match reader.read(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => break other,
+                }
             }
-        }
-    });
+        });
     match result {
         Ok(n) => Ok(Chunk {
             buffer,
