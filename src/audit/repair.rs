@@ -73,6 +73,10 @@ pub fn repair(
     dry_run: bool,
     io: &Io,
 ) -> Result<Repaired, RepairError> {
+    if store.path().is_some_and(|p| !p.exists()) {
+        // No database yet: nothing recorded, and none is created.
+        return Err(RepairError::NoRecord);
+    }
     let mut store = store.open(!dry_run, false)?;
     let fatal = |e: StoreError| match e {
         StoreError::File(e) => RepairError::Input(e),
