@@ -1,77 +1,35 @@
-//! The coordinator: opens each input and plans it into jobs, folds the digests of finished
-//! jobs into roots, and hands results out in input order.
+//! The coordinator: hands the inputs out to the readers in batches to open, queues the jobs
+//! of those too large for one reader, folds their digests into roots, and hands results out
+//! in input order.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ops::Range;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crossbeam_channel::{Receiver, Select, Sender};
 
-use super::{Done, Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, SharedFile, Task};
-use crate::algorithm::Digest;
-use crate::lanes::Kernel;
-use crate::layout::{Combiner, JobKind, Root};
-use crate::source::{Input, InputError, ReadMode};
+use super::input::{Fold, Opening};
+use super::{Done, FileDigest, Opened, Task, Work};
+use crate::source::InputError;
 
-/// The shortest fixed leaf that is a job of its own when its algorithm has lanes: a 1 MiB
-/// read holds fewer than four such leaves whole, too few for `JobHasher` to hash them in lanes
-/// within the read, so they would each be one stream.
-const LANE_JOB_MIN_LEAF: u64 = (Engine::DEFAULT_CHUNK_SIZE / 4) as u64 + 1;
-
-/// Queues `job`, handling finished jobs while the queue is full so that workers never wait
-/// for the coordinator.
-pub(super) fn send_job<T, F>(
-    jobs: &Sender<Job>,
-    job: Job,
-    done: &Receiver<Vec<Done>>,
-    c: &mut Coordinator<T, F>,
-) where
-    F: FnMut(T, Option<Result<FileDigest, InputError>>),
-{
-    loop {
-        let mut select = Select::new();
-        let send = select.send(jobs);
-        select.recv(done);
-        let op = select.select();
-        if op.index() == send {
-            op.send(jobs, job).expect("workers outlive the coordinator");
-            return;
-        }
-        let finished = op.recv(done).expect("workers outlive the coordinator");
-        for done in finished {
-            c.on_done(done);
-        }
-    }
-}
-
-/// One input whose jobs are under way.
-struct Pending<T> {
-    context: T,
-    file: Option<Arc<SharedFile>>,
-    combiner: Combiner,
-    remaining: usize,
-    /// Bytes hashed so far (a stream's length is known only at its end).
-    size: u64,
-    leaves: Option<Vec<Option<Digest>>>,
-    /// A task of a slice: every job's range and digest, in place of the combiner's fold.
-    jobs: Option<Vec<Option<JobDigest>>>,
-    error: Option<InputError>,
-    started: Instant,
-}
+/// Inputs per batch handed to a reader to open. A reader hashes the small ones of a batch
+/// itself, so a batch is also the most work one reader may be left with while the others
+/// have none (16 inputs of at most [`super::whole::SMALL_INPUT`] each), and one hand-off
+/// from the coordinator per batch rather than per file.
+const OPEN_BATCH: usize = 16;
 
 type Outcome = Option<Result<FileDigest, InputError>>;
 
-/// A job's byte range and digest.
-type JobDigest = (Range<u64>, Digest);
+/// An input handed out and not yet finished.
+struct Pending<T> {
+    context: T,
+    /// Once its reader handed its jobs back to be shared by every worker: their fold.
+    fold: Option<Fold>,
+}
 
-/// Plans inputs into jobs, folds finished jobs, and hands results out in input order.
+/// Hands inputs out, folds the jobs of shared inputs, and hands results out in input order.
 pub(super) struct Coordinator<T, F> {
-    read_mode: ReadMode,
-    /// Whether the workers hash one-message jobs in lanes.
-    multi_buffer: bool,
     pending: HashMap<usize, Pending<T>>,
+    /// Inputs handed out to be opened that their reader has not reported on yet.
+    opening: usize,
     /// Finished tasks waiting for an earlier one.
     ready: BTreeMap<usize, (T, Outcome)>,
     next_out: usize,
@@ -82,173 +40,134 @@ impl<T, F> Coordinator<T, F>
 where
     F: FnMut(T, Outcome),
 {
-    pub(super) fn new(read_mode: ReadMode, multi_buffer: bool, sink: F) -> Coordinator<T, F> {
+    pub(super) fn new(sink: F) -> Coordinator<T, F> {
         Coordinator {
-            read_mode,
-            multi_buffer,
             pending: HashMap::new(),
+            opening: 0,
             ready: BTreeMap::new(),
             next_out: 0,
             sink,
         }
     }
 
-    /// Opens the input of task `index` and returns its jobs; a task that fails to open,
-    /// has no job or no input is finished at once.
-    pub(super) fn plan(&mut self, index: usize, task: Task<T>) -> Vec<Job> {
-        let started = Instant::now();
-        let Some((target, request)) = task.input else {
-            self.emit(index, task.context, None);
-            return Vec::new();
-        };
-        let (context, slice) = (task.context, task.slice);
-        let (layout, alg) = (request.layout, request.algorithm);
-        let job = |index_in_input: usize, start: u64, kind, source| Job {
-            input: index,
-            index: index_in_input,
-            start,
-            layout,
-            alg,
-            kind,
-            source,
-        };
-        let (file, jobs) = match Input::open_with(&target, self.read_mode) {
-            Err(e) => return self.fail_now(index, context, e),
-            Ok(Input::Stream(_)) if layout.needs_length() => {
-                return self.fail_now(index, context, InputError::StreamNeedsLength(layout.name()));
-            }
-            Ok(Input::Stream(_)) if request.keep_leaves && layout.leaf_size().is_some() => {
-                return self.fail_now(index, context, InputError::GraphOfStream);
-            }
-            Ok(Input::Stream(_)) if slice.is_some() => {
-                return self.fail_now(index, context, InputError::RangeOfStream);
-            }
-            Ok(Input::Sized(file)) if slice.as_ref().is_some_and(|s| s.size != file.len()) => {
-                return self.fail_now(index, context, InputError::Changed);
-            }
-            Ok(Input::Stream(reader)) => (
-                None,
-                vec![job(0, 0, JobKind::Layout, JobSource::Stream(reader))],
-            ),
-            Ok(Input::Sized(file)) if layout.check_size(file.len()).is_err() => {
-                let e = layout.check_size(file.len()).expect_err("checked");
-                return self.fail_now(index, context, e.into());
-            }
-            Ok(Input::Sized(file)) => {
-                // Leaves too long for `JobHasher`'s lanes within one read are jobs of their
-                // own where the algorithm has lanes: then the workers' lanes take them.
-                let lanes_take_leaves = self.multi_buffer
-                    && layout
-                        .leaf_size()
-                        .is_some_and(|l| l.get() >= LANE_JOB_MIN_LEAF)
-                    && Kernel::multi_buffer(alg).is_some();
-                let mut plan =
-                    layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
-                if let Some(slice) = &slice {
-                    plan.retain(|(r, _)| slice.holds(r.start));
+    /// Runs `tasks` on the workers that take work from `work`, until every task is reported.
+    /// The queue is closed once nothing more can come to it, so that the workers end.
+    pub(super) fn run(
+        mut self,
+        tasks: impl IntoIterator<Item = Task<T>>,
+        work: Sender<Work>,
+        done: &Receiver<Vec<Done>>,
+        opened: &Receiver<Vec<Opened>>,
+    ) {
+        let mut tasks = tasks.into_iter().enumerate();
+        // Jobs of shared inputs first, then the next batch.
+        let mut outbox = VecDeque::new();
+        let mut exhausted = false;
+        loop {
+            if outbox.is_empty() && !exhausted {
+                let batch = self.next_batch(&mut tasks);
+                exhausted = batch.len() < OPEN_BATCH;
+                if !batch.is_empty() {
+                    outbox.push_back(Work::Open(batch));
                 }
-                if request.keep_leaves && plan.len() > MAX_KEPT_LEAVES {
-                    let e = InputError::TooManyLeaves {
-                        leaves: plan.len(),
-                        max: MAX_KEPT_LEAVES,
-                    };
-                    return self.fail_now(index, context, e);
-                }
-                let shared = Arc::new(SharedFile {
-                    file,
-                    failed: AtomicBool::new(false),
-                });
-                let jobs = plan
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (r, kind))| {
-                        let source = JobSource::At(shared.clone(), r.end - r.start);
-                        job(i, r.start, kind, source)
-                    })
-                    .collect();
-                (Some(shared), jobs)
             }
-        };
-        let pending = Pending {
-            context,
-            file,
-            combiner: layout.combiner(alg),
-            remaining: jobs.len(),
-            size: 0,
-            leaves: (request.keep_leaves && slice.is_none()).then(|| vec![None; jobs.len()]),
-            jobs: slice.map(|_| vec![None; jobs.len()]),
-            error: None,
-            started,
-        };
-        if jobs.is_empty() {
-            self.conclude(index, pending);
-        } else {
-            self.pending.insert(index, pending);
+            if outbox.is_empty() && self.opening == 0 && exhausted {
+                break;
+            }
+            // Workers never wait for the coordinator: while the queue is full, it takes in
+            // what they report.
+            let mut select = Select::new();
+            let send = (!outbox.is_empty()).then(|| select.send(&work));
+            let from_hashers = select.recv(done);
+            let from_readers = select.recv(opened);
+            let op = select.select();
+            let index = op.index();
+            if Some(index) == send {
+                let item = outbox.pop_front().expect("work to send");
+                op.send(&work, item)
+                    .unwrap_or_else(|_| panic!("workers outlive the coordinator"));
+            } else if index == from_hashers {
+                let finished = op.recv(done).expect("workers outlive the coordinator");
+                for done in finished {
+                    self.on_done(done);
+                }
+            } else {
+                debug_assert_eq!(index, from_readers);
+                let reports = op.recv(opened).expect("workers outlive the coordinator");
+                for report in reports {
+                    self.on_opened(report, &mut outbox);
+                }
+            }
         }
-        jobs
+        drop(work);
+        for done in done.iter().flatten() {
+            self.on_done(done);
+        }
+        self.report_lost();
     }
 
-    fn fail_now(&mut self, index: usize, context: T, error: InputError) -> Vec<Job> {
-        self.emit(index, context, Some(Err(error)));
-        Vec::new()
+    /// The next inputs to open, up to [`OPEN_BATCH`]; tasks without an input on the way are
+    /// finished at once. Fewer than a batch when the tasks ran out.
+    fn next_batch(&mut self, tasks: &mut impl Iterator<Item = (usize, Task<T>)>) -> Vec<Opening> {
+        let mut batch = Vec::new();
+        while batch.len() < OPEN_BATCH {
+            let Some((index, task)) = tasks.next() else {
+                break;
+            };
+            let Some((target, request)) = task.input else {
+                self.emit(index, task.context, None);
+                continue;
+            };
+            let pending = Pending {
+                context: task.context,
+                fold: None,
+            };
+            self.pending.insert(index, pending);
+            self.opening += 1;
+            batch.push(Opening {
+                input: index,
+                target,
+                request,
+                slice: task.slice,
+            });
+        }
+        batch
     }
 
-    pub(super) fn on_done(&mut self, done: Done) {
+    /// Takes in a reader's report on an input it opened.
+    fn on_opened(&mut self, report: Opened, outbox: &mut VecDeque<Work>) {
+        self.opening -= 1;
+        match report {
+            Opened::Shared { input, planned } => {
+                if planned.jobs.is_empty() {
+                    return self.finish(input, Some(planned.fold.finish()));
+                }
+                let p = self.pending.get_mut(&input).expect("an input handed out");
+                p.fold = Some(planned.fold);
+                outbox.extend(planned.jobs.into_iter().map(Work::Job));
+            }
+            Opened::Hashed { input, result } => self.finish(input, Some(result)),
+            Opened::Lost { input } => self.finish(input, Some(Err(lost()))),
+        }
+    }
+
+    fn on_done(&mut self, done: Done) {
         let p = self
             .pending
             .get_mut(&done.input)
             .expect("a job belongs to a pending input");
-        match done.result {
-            Err(e) => {
-                if let Some(f) = &p.file {
-                    f.failed.store(true, Ordering::Relaxed);
-                }
-                p.error.get_or_insert(e);
-            }
-            Ok((range, digest)) if p.error.is_none() => {
-                p.size = p.size.max(range.end);
-                if let Some(leaves) = &mut p.leaves {
-                    leaves[done.index] = Some(digest);
-                }
-                match &mut p.jobs {
-                    Some(jobs) => jobs[done.index] = Some((range, digest)),
-                    None => p.combiner.add(done.index, range, digest),
-                }
-            }
-            Ok(_) => {}
-        }
-        p.remaining -= 1;
-        if p.remaining == 0 {
-            let p = self.pending.remove(&done.input).expect("present");
-            self.conclude(done.input, p);
+        let fold = p.fold.as_mut().expect("a job of a shared input");
+        fold.add(done.index, done.result);
+        if fold.is_complete() {
+            let fold = p.fold.take().expect("present");
+            self.finish(done.input, Some(fold.finish()));
         }
     }
 
-    /// Emits the result of an input whose jobs are all done: its root, unless a job failed
-    /// or the file changed meanwhile.
-    fn conclude(&mut self, index: usize, p: Pending<T>) {
-        let unchanged = || match &p.file {
-            Some(f) => f.file.check_unchanged(),
-            None => Ok(()),
-        };
-        let result = match p.error {
-            Some(e) => Err(e),
-            None => unchanged().and_then(|()| {
-                Ok(FileDigest {
-                    // A slice has no root of its own; its caller reads `jobs`.
-                    root: match p.jobs {
-                        Some(_) => Root::new(Digest::from_slice(&[])),
-                        None => p.combiner.finish(p.size)?,
-                    },
-                    size: p.size,
-                    leaves: p.leaves.map(|l| l.into_iter().flatten().collect()),
-                    elapsed: p.started.elapsed(),
-                    fallback: p.file.as_ref().and_then(|f| f.file.fallback().cloned()),
-                    jobs: p.jobs.map(|j| j.into_iter().flatten().collect()),
-                })
-            }),
-        };
-        self.emit(index, p.context, Some(result));
+    /// Emits the outcome of a pending input.
+    fn finish(&mut self, index: usize, outcome: Outcome) {
+        let p = self.pending.remove(&index).expect("a pending input");
+        self.emit(index, p.context, outcome);
     }
 
     fn emit(&mut self, index: usize, context: T, outcome: Outcome) {
@@ -261,10 +180,16 @@ where
 
     /// Reports every input still under way as failed: every job reports back unless a worker
     /// died, and its input is still reported.
-    pub(super) fn report_lost(&mut self) {
-        for (index, p) in std::mem::take(&mut self.pending) {
-            let lost = std::io::Error::other("a worker thread stopped unexpectedly");
-            self.emit(index, p.context, Some(Err(lost.into())));
+    fn report_lost(&mut self) {
+        let mut lost_inputs: Vec<usize> = self.pending.keys().copied().collect();
+        lost_inputs.sort_unstable();
+        for index in lost_inputs {
+            self.finish(index, Some(Err(lost())));
         }
     }
+}
+
+/// The error of an input whose worker died under it.
+fn lost() -> InputError {
+    std::io::Error::other("a worker thread stopped unexpectedly").into()
 }

@@ -6,13 +6,17 @@
 //! | where | role |
 //! |---|---|
 //! | this file | what callers see ([`Request`], [`Task`], [`Engine`], [`FileDigest`]) and the words the parts speak to each other (`Job`, `Msg`, `LaneOp`, `Done`) |
-//! | `coordinator.rs` | opens each input and plans it into jobs, folds finished jobs into roots, emits results in input order |
-//! | `reader.rs` | the reader half of a worker: takes jobs from the shared queue, reads them ahead |
+//! | `coordinator.rs` | hands inputs out in batches to open, queues the jobs of large ones, folds their digests into roots, emits results in input order |
+//! | `input.rs` | one input: opened and planned into jobs (`Opening`), its jobs' digests folded into its result (`Fold`) |
+//! | `reader.rs` | the reader half of a worker: takes work from the shared queue, reads jobs ahead |
+//! | `whole.rs` | a reader's batch of inputs: opens each, hashes the small ones whole itself (in a lane set of its own), hands large ones back |
 //! | `hasher.rs` | the hasher half of a worker: hashes chunks as one stream, or rounds of SIMD lanes |
 //!
-//! A call of [`Engine::run`] is: the coordinator turns tasks into jobs on one bounded queue →
-//! each worker's reader takes jobs and sends chunks (`Msg`) → its hasher hashes them and sends
-//! `Done` back → the coordinator folds them and calls the sink.
+//! A call of [`Engine::run`] is: the coordinator hands tasks out in batches (`Work::Open`) on
+//! one bounded queue → a reader opens each input of a batch, hashes a small one itself and
+//! reports its result (`Opened`), and reports a large one's jobs, which the coordinator
+//! queues for every worker (`Work::Job`) → a reader takes a job and sends chunks (`Msg`) → its
+//! hasher hashes them and sends `Done` back → the coordinator folds them and calls the sink.
 //!
 //! # How it works
 //!
@@ -32,13 +36,21 @@
 //! SIMD lanes when others wait behind them ([`crate::lanes`]): the reader takes as many jobs
 //! as its kernel has lanes and reads in rounds, one chunk of each, which its hasher runs
 //! through one lane set, so that one core hashes 2 to 32 messages at once.
+//!
+//! Many small files are opened on the workers, not one by one on the coordinator, and each is
+//! hashed by the reader that opened it, with no hand-off between threads: the one-message
+//! jobs of small files go into a lane set of the reader's own, which it refills as each
+//! message ends (see `whole.rs`).
 
 mod coordinator;
 mod hasher;
+mod input;
 mod reader;
+mod whole;
 
-use coordinator::{Coordinator, send_job};
+use coordinator::Coordinator;
 use hasher::hash_jobs;
+use input::{Opening, Planned};
 use reader::Reader;
 
 use std::io::Read;
@@ -56,7 +68,8 @@ use crate::lanes::{self, Kernel};
 use crate::layout::{JobKind, Layout, Root};
 use crate::source::{Buffer, Chunk, Fallback, InputError, ReadMode, SizedFile, Target};
 
-/// The most jobs queued for the workers: each holds an open file.
+/// The most jobs (or batches of inputs to open) queued for the workers: each job holds an
+/// open file.
 const MAX_QUEUED_JOBS: usize = 256;
 
 /// The most leaves a tree may have when its leaf digests are kept (for drawing it).
@@ -282,15 +295,16 @@ impl Engine {
             // Room for every lane of every worker twice over: a reader filling its lanes
             // with small files finds them opened and waiting.
             let queue = (self.threads.get() * 2 * lanes::MAX_LANES).min(MAX_QUEUED_JOBS);
-            let (job_tx, job_rx) = bounded::<Job>(queue);
+            let (job_tx, job_rx) = bounded::<Work>(queue);
             let (done_tx, done_rx) = unbounded::<Vec<Done>>();
+            let (opened_tx, opened_rx) = unbounded::<Vec<Opened>>();
             // Fewer workers than asked for (the system refused more threads) still hash
             // correctly; none at all fails every input instead of panicking.
             let mut started = 0;
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
             for _ in 0..self.threads.get() {
-                match self.spawn_worker(scope, &job_rx, &done_tx, &busy) {
+                match self.spawn_worker(scope, &job_rx, &done_tx, &opened_tx, &busy) {
                     Ok(()) => started += 1,
                     Err(e) => {
                         refusal = Some(e);
@@ -298,7 +312,7 @@ impl Engine {
                     }
                 }
             }
-            drop((job_rx, done_tx));
+            drop((job_rx, done_tx, opened_tx));
             if let (0, Some(e)) = (started, refusal) {
                 let mut sink = sink;
                 for task in tasks {
@@ -309,17 +323,7 @@ impl Engine {
                 return;
             }
 
-            let mut coordinator = Coordinator::new(self.read_mode, self.multi_buffer, sink);
-            for (index, task) in tasks.into_iter().enumerate() {
-                for job in coordinator.plan(index, task) {
-                    send_job(&job_tx, job, &done_rx, &mut coordinator);
-                }
-            }
-            drop(job_tx);
-            for done in done_rx.iter().flatten() {
-                coordinator.on_done(done);
-            }
-            coordinator.report_lost();
+            Coordinator::new(sink).run(tasks, job_tx, &done_rx, &opened_rx);
         });
     }
 }
@@ -329,8 +333,9 @@ impl Engine {
     fn spawn_worker<'scope>(
         &self,
         scope: &'scope thread::Scope<'scope, '_>,
-        jobs: &Receiver<Job>,
+        jobs: &Receiver<Work>,
         done: &Sender<Vec<Done>>,
+        opened: &Sender<Vec<Opened>>,
         busy: &Arc<AtomicUsize>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
@@ -344,12 +349,14 @@ impl Engine {
             chunk_size: self.chunk_size(),
             solo_chunk_size: self.solo_chunk_size(),
             busy: busy.clone(),
+            read_mode: self.read_mode,
             multi_buffer: self.multi_buffer,
             free: free_rx,
             spare: (0..buffers).map(|_| Buffer::new()).collect(),
             buffers,
             out: chunk_tx,
             done: done.clone(),
+            opened: opened.clone(),
             progress: self.progress.clone(),
         };
         let (done, progress) = (done.clone(), self.progress.clone());
@@ -407,6 +414,28 @@ impl<T> Task<T> {
             context,
         }
     }
+}
+
+/// What the workers take from the shared queue.
+enum Work {
+    /// Inputs to open: a reader hashes the small ones itself and reports on each ([`Opened`]).
+    Open(Vec<Opening>),
+    /// A job of an input that every worker shares.
+    Job(Job),
+}
+
+/// From a reader to the coordinator: what became of an input it opened.
+enum Opened {
+    /// Too large for one reader (or a stream): its jobs, for the coordinator to queue for
+    /// every worker and fold.
+    Shared { input: usize, planned: Planned },
+    /// Hashed whole by the reader, or failed to open.
+    Hashed {
+        input: usize,
+        result: Result<FileDigest, InputError>,
+    },
+    /// The reader stopped before it was done with the input (its hasher died).
+    Lost { input: usize },
 }
 
 /// A range of one input to hash into one digest.

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crossbeam_channel::{Receiver, Sender};
 
 use super::hasher::absorb;
-use super::{Done, Job, JobSource, LaneOp, Msg, SharedFile};
+use super::{Done, Job, JobSource, LaneOp, Msg, Opened, SharedFile, Work};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::JobHasher;
-use crate::source::{Buffer, InputError, read_stream_chunk};
+use crate::source::{Buffer, InputError, ReadMode, read_stream_chunk};
 
 /// Bytes of buffers per worker for jobs in lanes: two rounds of one chunk per lane (so that
 /// reading one round overlaps hashing the other). 8 MiB gives MD5's 16 lanes 256 KiB reads.
@@ -21,12 +21,14 @@ const LANE_BUFFER_BUDGET: usize = 8 << 20;
 
 /// The reader half of a worker.
 pub(super) struct Reader {
-    pub(super) jobs: Receiver<Job>,
+    pub(super) jobs: Receiver<Work>,
     pub(super) chunk_size: usize,
     /// Bytes per read of a file when this reader is the only one busy.
     pub(super) solo_chunk_size: usize,
     /// Readers with a job in hand, this one included while it has one.
     pub(super) busy: Arc<AtomicUsize>,
+    /// How the files this reader opens are read.
+    pub(super) read_mode: ReadMode,
     /// Whether jobs that are one message each may be hashed in SIMD lanes.
     pub(super) multi_buffer: bool,
     /// Buffers back from the hasher, in batches.
@@ -38,32 +40,37 @@ pub(super) struct Reader {
     pub(super) buffers: usize,
     pub(super) out: Sender<Msg>,
     pub(super) done: Sender<Vec<Done>>,
+    /// Reports on the inputs this reader opened.
+    pub(super) opened: Sender<Vec<Opened>>,
     pub(super) progress: Option<Arc<AtomicU64>>,
 }
 
 impl Reader {
-    /// Takes jobs until the coordinator has no more; returns early when the pipeline shut
+    /// Takes work until the coordinator has no more; returns early when the pipeline shut
     /// down (the hasher or the coordinator is gone).
     pub(super) fn run(mut self) -> Option<()> {
         let mut next = None;
         loop {
-            let job = match next.take() {
-                Some(job) => job,
+            let work = match next.take() {
+                Some(work) => work,
                 None => self.jobs.recv().ok()?,
             };
             self.busy.fetch_add(1, Ordering::Relaxed);
-            // Lanes pay only with company: a job alone (one big file for `plain`) goes to
-            // the fastest single stream instead of one lane of many.
-            match self.lane_kernel(&job).filter(|_| !self.jobs.is_empty()) {
-                Some(kernel) => next = self.read_lanes(kernel, job)?,
-                None => self.read_job(job)?,
+            match work {
+                Work::Open(batch) => next = self.open_inputs(batch)?,
+                // Lanes pay only with company: a job alone (one big file for `plain`) goes to
+                // the fastest single stream instead of one lane of many.
+                Work::Job(job) => match self.lane_kernel(&job).filter(|_| !self.jobs.is_empty()) {
+                    Some(kernel) => next = self.read_lanes(kernel, job)?,
+                    None => self.read_job(job)?,
+                },
             }
             self.busy.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// The next free buffer, the most recently returned first; `None` when the hasher is gone.
-    fn next_buffer(&mut self) -> Option<Buffer> {
+    pub(super) fn next_buffer(&mut self) -> Option<Buffer> {
         self.next_buffer_within(self.buffers)
     }
 
@@ -80,7 +87,7 @@ impl Reader {
 
     /// The multi-buffer kernel for `job`, if it is one message of a sized file and its
     /// algorithm has such a kernel on this CPU.
-    fn lane_kernel(&self, job: &Job) -> Option<Kernel> {
+    pub(super) fn lane_kernel(&self, job: &Job) -> Option<Kernel> {
         let JobSource::At(_, len) = &job.source else {
             return None;
         };
@@ -130,7 +137,7 @@ impl Reader {
 
     /// Reads `range` into `hasher`: the job's range and digest, or why not; `None` when the
     /// pipeline shut down.
-    fn hash_small(
+    pub(super) fn hash_small(
         &mut self,
         shared: &SharedFile,
         range: Range<u64>,
@@ -206,9 +213,9 @@ impl Reader {
     /// Reads jobs for `kernel`'s lanes, starting with `first`: each round reads one chunk of
     /// every job in a slot, so that all lanes have bytes to hash at once, and refills the
     /// slots that emptied with the next jobs of the queue. Returns when every slot is empty
-    /// and the queue has no job for these lanes, with the job taken that is for other ones;
+    /// and the queue has no job for these lanes, with the work taken that is for other ones;
     /// `None` when the pipeline shut down.
-    fn read_lanes(&mut self, kernel: Kernel, first: Job) -> Option<Option<Job>> {
+    fn read_lanes(&mut self, kernel: Kernel, first: Job) -> Option<Option<Work>> {
         let chunk = lane_chunk_size(kernel, self.chunk_size);
         let mut slots: Vec<Option<LaneRead>> = (0..kernel.lanes()).map(|_| None).collect();
         let mut waiting = Some(first);
@@ -225,13 +232,18 @@ impl Reader {
                 if other.is_some() {
                     break;
                 }
-                let Some(job) = waiting.take().or_else(|| self.jobs.try_recv().ok()) else {
-                    break;
+                let job = match waiting
+                    .take()
+                    .map(Work::Job)
+                    .or_else(|| self.jobs.try_recv().ok())
+                {
+                    Some(Work::Job(job)) if self.lane_kernel(&job) == Some(kernel) => job,
+                    Some(work) => {
+                        other = Some(work);
+                        break;
+                    }
+                    None => break,
                 };
-                if self.lane_kernel(&job) != Some(kernel) {
-                    other = Some(job);
-                    break;
-                }
                 let JobSource::At(shared, len) = job.source else {
                     unreachable!("lane jobs are ranges of files")
                 };
@@ -262,7 +274,7 @@ impl Reader {
             }
             if slots.iter().all(Option::is_none) {
                 // A job is held back only while another fills a slot, so `waiting` is empty.
-                return Some(other.or(waiting));
+                return Some(other.or(waiting.map(Work::Job)));
             }
             for (slot, entry) in slots.iter_mut().enumerate() {
                 let Some(read) = entry else { continue };
@@ -317,6 +329,6 @@ struct LaneRead {
 
 /// Bytes per read for jobs in lanes: two rounds of every lane in flight stay within
 /// [`LANE_BUFFER_BUDGET`], and never more than the engine's chunk size.
-fn lane_chunk_size(kernel: Kernel, chunk_size: usize) -> usize {
+pub(super) fn lane_chunk_size(kernel: Kernel, chunk_size: usize) -> usize {
     (LANE_BUFFER_BUDGET / (2 * kernel.lanes())).min(chunk_size)
 }

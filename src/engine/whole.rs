@@ -1,0 +1,339 @@
+//! A reader's batch of inputs to open ([`Work::Open`]): it opens each, hands the jobs of a
+//! large one (or a stream) back to the coordinator to be shared among every worker, and hashes
+//! a small one whole itself.
+//!
+//! Opening on the workers spreads the `open` and `fstat` of many small files over every core
+//! instead of one coordinator thread, and hashing a small file where it was opened costs it no
+//! hand-off between threads at all: the reader and its hasher, and the coordinator, wake once
+//! per batch, not once per file. The one-message jobs of small files go into a lane set of the
+//! reader's own ([`ReaderLanes`]), a job manager in the manner of `lanes::hash_many`: a lane
+//! whose message ends takes the next job at once, from this batch or the next one in the
+//! queue, so that messages of any mix of lengths keep every lane busy.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crossbeam_channel::Sender;
+
+use super::hasher::Part;
+use super::input::{Fold, JobDigest, Opening, Planned};
+use super::reader::{Reader, lane_chunk_size};
+use super::{Engine, Job, JobKey, JobSource, Opened, SharedFile, Work};
+use crate::lanes::{Event, Kernel, Lane, Lanes};
+use crate::source::InputError;
+
+/// Inputs of at most this many bytes are hashed whole by the reader that opened them; the
+/// jobs of larger ones are shared among every worker.
+pub(super) const SMALL_INPUT: u64 = Engine::DEFAULT_CHUNK_SIZE as u64;
+
+/// Reports on inputs per message to the coordinator.
+const REPORT_BATCH: usize = 16;
+
+impl Reader {
+    /// Opens the inputs of `batch`, and of the next batches of the queue while its lanes
+    /// hash, and hashes the small ones. Returns the work taken that is not a batch, for
+    /// [`Reader::run`]; `None` when the pipeline shut down.
+    pub(super) fn open_inputs(&mut self, batch: Vec<Opening>) -> Option<Option<Work>> {
+        let mut whole = Whole::new(self.opened.clone());
+        let mut batch = batch;
+        let next = loop {
+            whole.unreported.extend(batch.iter().map(|o| o.input));
+            for opening in batch {
+                let input = opening.input;
+                match opening.open(self.read_mode, self.multi_buffer) {
+                    Err(e) => whole.report(Opened::Hashed {
+                        input,
+                        result: Err(e),
+                    })?,
+                    Ok(planned) if planned.fold.file_len().is_some_and(|n| n <= SMALL_INPUT) => {
+                        self.hash_whole(&mut whole, input, planned)?;
+                    }
+                    Ok(planned) => {
+                        // At once, so that the other workers start on its jobs.
+                        whole.report(Opened::Shared { input, planned })?;
+                        whole.send()?;
+                    }
+                }
+            }
+            // The next batch keeps the lanes full; anything else waits until they are empty.
+            if whole.lanes_busy() {
+                match self.jobs.try_recv() {
+                    Ok(Work::Open(more)) => {
+                        batch = more;
+                        continue;
+                    }
+                    Ok(work) => break Some(work),
+                    Err(_) => {}
+                }
+            }
+            break None;
+        };
+        while whole.lanes_busy() {
+            self.lane_event(&mut whole)?;
+        }
+        whole.send()?;
+        Some(next)
+    }
+
+    /// Hashes every job of the small input `input`: one-message jobs in the reader's lanes,
+    /// others here and now as one stream each.
+    fn hash_whole(&mut self, whole: &mut Whole, input: usize, planned: Planned) -> Option<()> {
+        let Planned { jobs, fold } = planned;
+        if fold.is_complete() {
+            return whole.report(Opened::Hashed {
+                input,
+                result: fold.finish(),
+            });
+        }
+        whole.folds.insert(input, fold);
+        for job in jobs {
+            match self.lane_kernel(&job) {
+                Some(kernel) => self.start_in_lanes(whole, kernel, job)?,
+                None => {
+                    let JobSource::At(shared, len) = &job.source else {
+                        unreachable!("a small input is a file")
+                    };
+                    let range = job.start..job.start + len;
+                    let hasher = job.layout.hasher_for(job.alg, job.kind);
+                    let result = self.hash_small(shared, range, hasher)?;
+                    whole.job_done(job.input, job.index, result)?;
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// Starts `job` in the reader's lanes for `kernel`, hashing until a lane is free.
+    fn start_in_lanes(&mut self, whole: &mut Whole, kernel: Kernel, job: Job) -> Option<()> {
+        // One lane set at a time (inputs of other algorithms are rare: a sum file's lines),
+        // so that the lanes never hold more buffers than one set has lanes.
+        if whole
+            .lanes
+            .as_ref()
+            .is_some_and(|l| l.set.kernel() != kernel)
+        {
+            while whole.lanes_busy() {
+                self.lane_event(whole)?;
+            }
+            whole.lanes = None;
+        }
+        if whole.lanes.is_none() {
+            let chunk = lane_chunk_size(kernel, self.chunk_size);
+            whole.lanes = Some(ReaderLanes::new(kernel, chunk));
+        }
+        while whole.lanes.as_ref().is_some_and(|l| !l.set.has_free_lane()) {
+            self.lane_event(whole)?;
+        }
+        let lanes = whole.lanes.as_mut().expect("the lane set");
+        let JobSource::At(shared, len) = job.source else {
+            unreachable!("lane jobs are ranges of files")
+        };
+        let prefix = job.layout.message_prefix(len).expect("a one-message job");
+        let key = (job.input, job.index);
+        let Ok(lane) = lanes.set.start_with_prefix(key, prefix) else {
+            unreachable!("a lane is free")
+        };
+        let lane_job = LaneJob {
+            lane,
+            shared,
+            start: job.start,
+            pos: job.start,
+            end: job.start + len,
+            closed: false,
+            error: None,
+        };
+        lanes.jobs.insert(key, lane_job);
+        self.feed(lanes, key)
+    }
+
+    /// Gives job `key` its next chunk, or ends its message once it has every byte (or a read
+    /// failed). `None` when the pipeline shut down.
+    fn feed(&mut self, lanes: &mut ReaderLanes, key: JobKey) -> Option<()> {
+        let job = lanes.jobs.get_mut(&key).expect("a job in a lane");
+        let unread = |job: &LaneJob| {
+            job.pos < job.end && job.error.is_none() && !job.shared.failed.load(Ordering::Relaxed)
+        };
+        if unread(job) {
+            let mut reader = job.shared.file.range_reader(job.pos..job.end, lanes.chunk);
+            match reader.next_chunk(self.next_buffer()?) {
+                Ok(chunk) => {
+                    job.pos = reader.position();
+                    lanes.set.push(job.lane, Part { key, chunk });
+                }
+                Err((buf, e)) => {
+                    self.spare.push(buf);
+                    job.error = Some(e);
+                }
+            }
+        }
+        // The next chunk is read when this one is hashed: one chunk per lane in memory.
+        if !unread(job) {
+            job.closed = true;
+            lanes.set.finish(job.lane);
+        }
+        Some(())
+    }
+
+    /// Hashes in the reader's lanes until a chunk is done with (its job gets the next one) or
+    /// a message ends (its input's fold gets the digest). `None` when the pipeline shut down.
+    fn lane_event(&mut self, whole: &mut Whole) -> Option<()> {
+        let lanes = whole.lanes.as_mut().expect("the lane set");
+        // Every busy lane has its next chunk or is finished, so no lane waits for bytes.
+        match lanes.set.poll() {
+            Some(Event::Consumed(part)) => {
+                if let Some(p) = &self.progress {
+                    p.fetch_add(part.chunk.bytes().len() as u64, Ordering::Relaxed);
+                }
+                let (buf, ok) = part.chunk.finish();
+                self.spare.push(buf);
+                let job = lanes.jobs.get_mut(&part.key).expect("a job in a lane");
+                if let Err(e) = ok {
+                    job.error.get_or_insert(e);
+                }
+                if job.closed {
+                    return Some(());
+                }
+                self.feed(lanes, part.key)
+            }
+            Some(Event::Finished(key, digest)) => {
+                let job = lanes.jobs.remove(&key).expect("a job in a lane");
+                let result = match job.error {
+                    Some(e) => Err(e),
+                    None => Ok((job.start..job.pos, digest)),
+                };
+                whole.job_done(key.0, key.1, result)
+            }
+            None => unreachable!("a busy lane has bytes or is finished"),
+        }
+    }
+}
+
+/// What a reader holds of the inputs it opened: those being hashed, and the reports not yet
+/// sent.
+struct Whole {
+    lanes: Option<ReaderLanes>,
+    /// The small inputs being hashed, by input.
+    folds: HashMap<usize, Fold>,
+    reports: Vec<Opened>,
+    /// The inputs taken whose report is not sent yet: a reader that stops early reports them
+    /// lost, so that the coordinator never waits for them.
+    unreported: HashSet<usize>,
+    out: Sender<Vec<Opened>>,
+}
+
+impl Whole {
+    fn new(out: Sender<Vec<Opened>>) -> Whole {
+        Whole {
+            lanes: None,
+            folds: HashMap::new(),
+            reports: Vec::new(),
+            unreported: HashSet::new(),
+            out,
+        }
+    }
+
+    fn lanes_busy(&self) -> bool {
+        self.lanes.as_ref().is_some_and(|l| !l.jobs.is_empty())
+    }
+
+    /// Takes in the result of job `index` of the small input `input`, and reports the input
+    /// once every job is in. `None` when the coordinator is gone.
+    fn job_done(
+        &mut self,
+        input: usize,
+        index: usize,
+        result: Result<JobDigest, InputError>,
+    ) -> Option<()> {
+        let fold = self
+            .folds
+            .get_mut(&input)
+            .expect("a small input being hashed");
+        fold.add(index, result);
+        if !fold.is_complete() {
+            return Some(());
+        }
+        let fold = self.folds.remove(&input).expect("present");
+        self.report(Opened::Hashed {
+            input,
+            result: fold.finish(),
+        })
+    }
+
+    /// Queues a report, sending the queue when it is a batch.
+    fn report(&mut self, report: Opened) -> Option<()> {
+        self.reports.push(report);
+        if self.reports.len() >= REPORT_BATCH {
+            return self.send();
+        }
+        Some(())
+    }
+
+    /// Sends the reports queued; `None` when the coordinator is gone.
+    fn send(&mut self) -> Option<()> {
+        if self.reports.is_empty() {
+            return Some(());
+        }
+        for report in &self.reports {
+            self.unreported.remove(&report.input());
+        }
+        self.out.send(std::mem::take(&mut self.reports)).ok()
+    }
+}
+
+impl Drop for Whole {
+    /// A reader that stops early (its hasher died, or it panicked) still reports every input
+    /// it took: what it has, and the others as lost.
+    fn drop(&mut self) {
+        let mut reports = std::mem::take(&mut self.reports);
+        for report in &reports {
+            self.unreported.remove(&report.input());
+        }
+        reports.extend(self.unreported.drain().map(|input| Opened::Lost { input }));
+        if !reports.is_empty() {
+            let _ = self.out.send(reports);
+        }
+    }
+}
+
+impl Opened {
+    /// The input reported on.
+    fn input(&self) -> usize {
+        match self {
+            Opened::Shared { input, .. }
+            | Opened::Hashed { input, .. }
+            | Opened::Lost { input } => *input,
+        }
+    }
+}
+
+/// The reader's own lane set, for the one-message jobs of small inputs.
+struct ReaderLanes {
+    set: Lanes<JobKey, Part>,
+    /// Bytes per read, as for the hasher's lanes.
+    chunk: usize,
+    jobs: HashMap<JobKey, LaneJob>,
+}
+
+impl ReaderLanes {
+    fn new(kernel: Kernel, chunk: usize) -> ReaderLanes {
+        ReaderLanes {
+            set: Lanes::with_kernel(kernel),
+            chunk,
+            jobs: HashMap::new(),
+        }
+    }
+}
+
+/// A job in one of the reader's lanes.
+struct LaneJob {
+    lane: Lane,
+    shared: Arc<SharedFile>,
+    start: u64,
+    /// The next byte to read.
+    pos: u64,
+    end: u64,
+    /// Every chunk is pushed: the lane's message is finished.
+    closed: bool,
+    error: Option<InputError>,
+}
