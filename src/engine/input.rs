@@ -12,7 +12,7 @@ use super::{Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, Request, Shared
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::{Combiner, JobKind, Root};
-use crate::source::{Input, InputError, ReadMode, Target};
+use crate::source::{FileSystems, Input, InputError, ReadMode, Target};
 
 /// The shortest fixed leaf that is a job of its own when its algorithm has lanes: a 1 MiB
 /// read holds fewer than four such leaves whole, too few for `JobHasher` to hash them in lanes
@@ -37,13 +37,15 @@ pub(super) struct Planned {
 }
 
 impl Opening {
-    /// Opens the input (to be read with `read_mode` if it is sized) and plans it into jobs,
-    /// taking leaves as jobs of their own where workers hash them in lanes
-    /// (`multi_buffer`); an input that cannot be hashed as asked is an error.
+    /// Opens the input (to be read with `read_mode` if it is sized; `known` saves asking
+    /// again what its file system is) and plans it into jobs, taking leaves as jobs of their
+    /// own where workers hash them in lanes (`multi_buffer`); an input that cannot be hashed
+    /// as asked is an error.
     pub(super) fn open(
         self,
         read_mode: ReadMode,
         multi_buffer: bool,
+        known: &mut FileSystems,
     ) -> Result<Planned, InputError> {
         let started = Instant::now();
         let Opening {
@@ -62,7 +64,7 @@ impl Opening {
             kind,
             source,
         };
-        let (file, jobs) = match Input::open_with(&target, read_mode)? {
+        let (file, jobs) = match Input::open_with_known(&target, read_mode, known)? {
             Input::Stream(_) if layout.needs_length() => {
                 return Err(InputError::StreamNeedsLength(layout.name()));
             }

@@ -66,7 +66,9 @@ use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::{self, Kernel};
 use crate::layout::{JobKind, Layout, Root};
-use crate::source::{Buffer, Chunk, Fallback, InputError, ReadMode, SizedFile, Target};
+use crate::source::{
+    Buffer, Chunk, Fallback, FileSystems, InputError, ReadMode, SizedFile, Target,
+};
 
 /// The most jobs (or batches of inputs to open) queued for the workers: each job holds an
 /// open file.
@@ -350,6 +352,7 @@ impl Engine {
             solo_chunk_size: self.solo_chunk_size(),
             busy: busy.clone(),
             read_mode: self.read_mode,
+            file_systems: FileSystems::default(),
             multi_buffer: self.multi_buffer,
             free: free_rx,
             spare: (0..buffers).map(|_| Buffer::new()).collect(),

@@ -13,7 +13,7 @@ use super::{Done, Job, JobSource, LaneOp, Msg, Opened, SharedFile, Work};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::JobHasher;
-use crate::source::{Buffer, InputError, ReadMode, read_stream_chunk};
+use crate::source::{Buffer, FileSystems, InputError, ReadMode, read_stream_chunk};
 
 /// Bytes of buffers per worker for jobs in lanes: two rounds of one chunk per lane (so that
 /// reading one round overlaps hashing the other). 8 MiB gives MD5's 16 lanes 256 KiB reads.
@@ -29,6 +29,8 @@ pub(super) struct Reader {
     pub(super) busy: Arc<AtomicUsize>,
     /// How the files this reader opens are read.
     pub(super) read_mode: ReadMode,
+    /// The file systems of the files this reader opened.
+    pub(super) file_systems: FileSystems,
     /// Whether jobs that are one message each may be hashed in SIMD lanes.
     pub(super) multi_buffer: bool,
     /// Buffers back from the hasher, in batches.

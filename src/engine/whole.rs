@@ -41,7 +41,7 @@ impl Reader {
             whole.unreported.extend(batch.iter().map(|o| o.input));
             for opening in batch {
                 let input = opening.input;
-                match opening.open(self.read_mode, self.multi_buffer) {
+                match opening.open(self.read_mode, self.multi_buffer, &mut self.file_systems) {
                     Err(e) => whole.report(Opened::Hashed {
                         input,
                         result: Err(e),
