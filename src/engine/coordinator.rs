@@ -171,7 +171,13 @@ where
     }
 
     fn emit(&mut self, index: usize, context: T, outcome: Outcome) {
-        self.ready.insert(index, (context, outcome));
+        if index != self.next_out {
+            self.ready.insert(index, (context, outcome));
+            return;
+        }
+        // Most results come in order: straight to the sink.
+        (self.sink)(context, outcome);
+        self.next_out += 1;
         while let Some((context, outcome)) = self.ready.remove(&self.next_out) {
             (self.sink)(context, outcome);
             self.next_out += 1;

@@ -10,7 +10,7 @@
 //! whose message ends takes the next job at once, from this batch or the next one in the
 //! queue, so that messages of any mix of lengths keep every lane busy.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -86,7 +86,7 @@ impl Reader {
                 result: fold.finish(),
             });
         }
-        whole.folds.insert(input, fold);
+        whole.folds.push((input, fold));
         for job in jobs {
             match self.lane_kernel(&job) {
                 Some(kernel) => self.start_in_lanes(whole, kernel, job)?,
@@ -135,6 +135,7 @@ impl Reader {
             unreachable!("a lane is free")
         };
         let lane_job = LaneJob {
+            key,
             lane,
             shared,
             start: job.start,
@@ -143,14 +144,15 @@ impl Reader {
             closed: false,
             error: None,
         };
-        lanes.jobs.insert(key, lane_job);
-        self.feed(lanes, key)
+        lanes.jobs.push(lane_job);
+        self.feed(lanes, lanes.jobs.len() - 1)
     }
 
-    /// Gives job `key` its next chunk, or ends its message once it has every byte (or a read
-    /// failed). `None` when the pipeline shut down.
-    fn feed(&mut self, lanes: &mut ReaderLanes, key: JobKey) -> Option<()> {
-        let job = lanes.jobs.get_mut(&key).expect("a job in a lane");
+    /// Gives job `at` of the lanes its next chunk, or ends its message once it has every
+    /// byte (or a read failed). `None` when the pipeline shut down.
+    fn feed(&mut self, lanes: &mut ReaderLanes, at: usize) -> Option<()> {
+        let job = &mut lanes.jobs[at];
+        let key = job.key;
         let unread = |job: &LaneJob| {
             job.pos < job.end && job.error.is_none() && !job.shared.failed.load(Ordering::Relaxed)
         };
@@ -187,17 +189,19 @@ impl Reader {
                 }
                 let (buf, ok) = part.chunk.finish();
                 self.spare.push(buf);
-                let job = lanes.jobs.get_mut(&part.key).expect("a job in a lane");
+                let at = lanes.position(part.key);
+                let job = &mut lanes.jobs[at];
                 if let Err(e) = ok {
                     job.error.get_or_insert(e);
                 }
                 if job.closed {
                     return Some(());
                 }
-                self.feed(lanes, part.key)
+                self.feed(lanes, at)
             }
             Some(Event::Finished(key, digest)) => {
-                let job = lanes.jobs.remove(&key).expect("a job in a lane");
+                let at = lanes.position(key);
+                let job = lanes.jobs.swap_remove(at);
                 let result = match job.error {
                     Some(e) => Err(e),
                     None => Ok((job.start..job.pos, digest)),
@@ -213,8 +217,8 @@ impl Reader {
 /// sent.
 struct Whole {
     lanes: Option<ReaderLanes>,
-    /// The small inputs being hashed, by input.
-    folds: HashMap<usize, Fold>,
+    /// The small inputs being hashed (a few: as many as the lanes hold), by input.
+    folds: Vec<(usize, Fold)>,
     reports: Vec<Opened>,
     /// The inputs taken whose report is not sent yet: a reader that stops early reports them
     /// lost, so that the coordinator never waits for them.
@@ -226,7 +230,7 @@ impl Whole {
     fn new(out: Sender<Vec<Opened>>) -> Whole {
         Whole {
             lanes: None,
-            folds: HashMap::new(),
+            folds: Vec::new(),
             reports: Vec::new(),
             unreported: HashSet::new(),
             out,
@@ -245,15 +249,17 @@ impl Whole {
         index: usize,
         result: Result<JobDigest, InputError>,
     ) -> Option<()> {
-        let fold = self
+        let at = self
             .folds
-            .get_mut(&input)
+            .iter()
+            .position(|(i, _)| *i == input)
             .expect("a small input being hashed");
+        let fold = &mut self.folds[at].1;
         fold.add(index, result);
         if !fold.is_complete() {
             return Some(());
         }
-        let fold = self.folds.remove(&input).expect("present");
+        let (_, fold) = self.folds.swap_remove(at);
         self.report(Opened::Hashed {
             input,
             result: fold.finish(),
@@ -312,7 +318,9 @@ struct ReaderLanes {
     set: Lanes<JobKey, Part>,
     /// Bytes per read, as for the hasher's lanes.
     chunk: usize,
-    jobs: HashMap<JobKey, LaneJob>,
+    /// The jobs in the lanes, in no order (a look through a few costs less than hashing a
+    /// key). A job leaves when its digest comes, which may be after its lane took the next.
+    jobs: Vec<LaneJob>,
 }
 
 impl ReaderLanes {
@@ -320,13 +328,22 @@ impl ReaderLanes {
         ReaderLanes {
             set: Lanes::with_kernel(kernel),
             chunk,
-            jobs: HashMap::new(),
+            jobs: Vec::with_capacity(kernel.lanes()),
         }
+    }
+
+    /// Where job `key` is in `jobs`.
+    fn position(&self, key: JobKey) -> usize {
+        self.jobs
+            .iter()
+            .position(|j| j.key == key)
+            .expect("a job in a lane")
     }
 }
 
 /// A job in one of the reader's lanes.
 struct LaneJob {
+    key: JobKey,
     lane: Lane,
     shared: Arc<SharedFile>,
     start: u64,
