@@ -894,7 +894,7 @@ fn many_small_files_hashed_by_the_readers_that_opened_them_give_the_reference_di
             match (state >> 33) % 10 {
                 0 => 0,
                 1 => [1, 55, 56, 63, 64, 65, 127, 128, 129][(state >> 40) as usize % 9],
-                2 => 128 << 10 | (state >> 50) as usize % 3,
+                2 => (128 << 10) + (state >> 50) as usize % 3,
                 3 => 300_000 + (state >> 45) as usize % 100_000,
                 _ => (state >> 40) as usize % 70_000,
             }
