@@ -174,6 +174,27 @@ fn a_second_audit_of_the_same_database_is_refused_at_once() {
     assert_eq!(second.stdout, "");
 }
 
+#[test]
+fn a_closed_stdout_ends_the_audit_by_sigpipe_keeping_what_was_committed() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempdir();
+    tree(dir.path(), 50);
+    // The pipe is closed before mtsum writes anything: its first line meets SIGPIPE.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = StdCommand::new(MTSUM)
+        .args(["--audit", "--db", "db", "-r", "t"])
+        .current_dir(dir.path())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    // Killed by the default action of SIGPIPE, quietly, as the hash mode and coreutils are.
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // The first file's record was committed before its line was written; no other.
+    assert_eq!(records(&dir.path().join("db")).len(), 1);
+}
+
 /// Runs `mtsum --audit --db FILE t` against a database file that must be refused, and
 /// checks the one-line error, the status and that the file was not touched.
 fn refused(dir: &Path, db: &str, cause: &str) {

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fs;
 use std::io;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
@@ -33,10 +33,19 @@ struct Shared {
     store: Box<dyn RecordStore>,
     /// The first error that stops the audit.
     fatal: Option<AuditError>,
+    /// The caller stopped the audit.
+    stopped: bool,
     /// Files verified within `--max-age`, not read.
     not_due: u64,
     /// Files left for the next run when the time budget ran out.
     deferred: u64,
+}
+
+impl Shared {
+    /// Whether no more files are to be handed out.
+    fn stops(&self) -> bool {
+        self.fatal.is_some() || self.stopped
+    }
 }
 
 /// Audits `targets` with `store` (see [`super::audit`]).
@@ -44,12 +53,13 @@ pub(super) fn run(
     targets: &[Target],
     options: &Options,
     store: Box<dyn RecordStore>,
-    on: &mut dyn FnMut(Event),
+    on: &mut dyn FnMut(Event) -> ControlFlow<()>,
 ) -> Result<Summary, AuditError> {
     let started = Instant::now();
     let shared = RefCell::new(Shared {
         store,
         fatal: None,
+        stopped: false,
         not_due: 0,
         deferred: 0,
     });
@@ -149,6 +159,9 @@ impl Iterator for Planner<'_> {
     type Item = Work<Item>;
 
     fn next(&mut self) -> Option<Work<Item>> {
+        if self.shared.borrow().stops() {
+            return None;
+        }
         if self.deadline.is_none() {
             return self.next_planned().map(|(_, work)| work);
         }
@@ -177,7 +190,7 @@ impl Planner<'_> {
     /// The next piece of work in walk order, with when its file was last verified.
     fn next_planned(&mut self) -> Option<(Option<SystemTime>, Work<Item>)> {
         loop {
-            if self.shared.borrow().fatal.is_some() {
+            if self.shared.borrow().stops() {
                 return None;
             }
             if let Some(work) = self.queue.pop_front() {
@@ -368,17 +381,22 @@ struct Planned {
 /// Receives the readers' results in order, classifies, acts on the store and reports.
 struct Sink<'a> {
     options: &'a Options,
-    on: &'a mut dyn FnMut(Event),
+    on: &'a mut dyn FnMut(Event) -> ControlFlow<()>,
     summary: Summary,
     shared: &'a RefCell<Shared>,
 }
 
 impl Sink<'_> {
     fn on(&mut self, item: Item, result: Option<Result<Hashed, InputError>>) {
+        // What the readers had in hand when the caller stopped is neither decided nor
+        // recorded: the caller would not hear of it.
+        if self.shared.borrow().stopped {
+            return;
+        }
         let verdict = match item {
             Item::Done(verdict) => *verdict,
             Item::Skipped { path, reason } => {
-                return (self.on)(Event::Skipped {
+                return self.report(Event::Skipped {
                     path: &path,
                     reason,
                 });
@@ -428,7 +446,14 @@ impl Sink<'_> {
             }
         };
         self.summary.add(&verdict);
-        (self.on)(Event::Verdict(&verdict));
+        self.report(Event::Verdict(&verdict));
+    }
+
+    /// Tells the caller, who may stop the audit.
+    fn report(&mut self, event: Event) {
+        if (self.on)(event).is_break() {
+            self.shared.borrow_mut().stopped = true;
+        }
     }
 
     /// The verdict on a file that was read.
@@ -558,7 +583,7 @@ impl Sink<'_> {
         let error = self.store(path, Change::Remove);
         self.summary.note(Action::Forgotten, error.is_some());
         let error = error.as_ref();
-        (self.on)(Event::Forgotten { path, error });
+        self.report(Event::Forgotten { path, error });
     }
 
     /// Carries out `verdict.action` on the store (a file read whose record stays is noted
