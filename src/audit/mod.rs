@@ -84,7 +84,7 @@ use crate::walk::Recursion;
 
 pub use crate::source::{Mtime, Stamp};
 pub use read::Io;
-pub use report::{Event, Summary};
+pub use report::{Event, Postponed, Summary};
 #[cfg(feature = "database")]
 pub use store::database;
 pub use store::manifest::{self, ManifestError};

@@ -23,7 +23,7 @@ use super::outboard::{self, Outboard};
 use super::plan;
 use super::read::{self, Hashed, Want, Work};
 use super::repair;
-use super::report::{Event, Summary};
+use super::report::{Event, Postponed, Summary};
 use super::store::{Change, Prior, Record, RecordStore, StoreError};
 use super::verdict::{Action, FileError, Status, Verdict, decide, judge};
 use super::{AuditError, Operation, Options};
@@ -35,10 +35,6 @@ struct Shared {
     fatal: Option<AuditError>,
     /// The caller stopped the audit.
     stopped: bool,
-    /// Files verified within `--max-age`, not read.
-    not_due: u64,
-    /// Files left for the next run when the time budget ran out.
-    deferred: u64,
 }
 
 impl Shared {
@@ -60,8 +56,6 @@ pub(super) fn run(
         store,
         fatal: None,
         stopped: false,
-        not_due: 0,
-        deferred: 0,
     });
     let mut planner = Planner {
         options,
@@ -87,8 +81,6 @@ pub(super) fn run(
     if let Some(e) = shared.fatal {
         return Err(e);
     }
-    summary.not_due = shared.not_due;
-    summary.deferred = shared.deferred;
     summary.store_written = shared.store.finish()?;
     summary.elapsed = started.elapsed();
     Ok(summary)
@@ -135,6 +127,12 @@ enum Item {
         path: PathBuf,
         reason: SkipReason,
     },
+    /// A regular file of `size` bytes left unread.
+    Postponed {
+        path: PathBuf,
+        size: u64,
+        why: Postponed,
+    },
 }
 
 /// Turns the arguments into work, one argument's walk at a time, looking up each file's
@@ -173,16 +171,19 @@ impl Iterator for Planner<'_> {
             all.sort_by_key(|(verified, work)| (work.read.is_some(), *verified));
             self.ordered = Some(all.into_iter().map(|(_, work)| work).collect());
         }
-        let ordered = self.ordered.as_mut().expect("planned");
-        loop {
-            let work = ordered.pop_front()?;
-            let late = self.deadline.is_some_and(|d| Instant::now() >= d);
-            if work.read.is_some() && late {
-                self.shared.borrow_mut().deferred += 1;
-                continue;
-            }
-            return Some(work);
-        }
+        let work = self.ordered.as_mut().expect("planned").pop_front()?;
+        let late = self.deadline.is_some_and(|d| Instant::now() >= d);
+        Some(match (work.context, late) {
+            (Item::File { path, before, .. }, true) => Work {
+                read: None,
+                context: Item::Postponed {
+                    path,
+                    size: before.len,
+                    why: Postponed::Deferred,
+                },
+            },
+            (context, _) => Work { context, ..work },
+        })
     }
 }
 
@@ -306,8 +307,12 @@ impl Planner<'_> {
             && r.stamp.len == before.len
             && self.options.resolution.matches(r.stamp.mtime, before.mtime)
         {
-            shared.not_due += 1;
-            return;
+            drop(shared);
+            return self.pass(Item::Postponed {
+                path,
+                size: before.len,
+                why: Postponed::NotDue,
+            });
         }
         drop(shared);
         let new = (self.options.layout, self.options.algorithm);
@@ -399,6 +404,17 @@ impl Sink<'_> {
                 return self.report(Event::Skipped {
                     path: &path,
                     reason,
+                });
+            }
+            Item::Postponed { path, size, why } => {
+                *match why {
+                    Postponed::NotDue => &mut self.summary.not_due,
+                    Postponed::Deferred => &mut self.summary.deferred,
+                } += 1;
+                return self.report(Event::Postponed {
+                    path: &path,
+                    size,
+                    why,
                 });
             }
             Item::File {

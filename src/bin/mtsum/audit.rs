@@ -233,6 +233,7 @@ impl Events<'_> {
                 }
             }
             Event::Skipped { path, reason } => return printer.skipped(path, &reason),
+            Event::Postponed { size, .. } => return printer.not_read(size),
         }
         printer.file_done();
     }
