@@ -253,8 +253,7 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
 /// 4 KiB on), so other Python threads run meanwhile and several hashers in several threads
 /// use several cores. One hasher used by several threads at once takes their calls in turn.
 ///
-/// The layouts "plain", "merkle" and "rfc6962" hash each piece as it comes, in constant
-/// memory. The "mtsum" layout cannot: where its leaves begin depends on the total length,
+/// Every layout but "mtsum" hashes each piece as it comes, in constant memory. The "mtsum" layout cannot: where its leaves begin depends on the total length,
 /// known only at the end. Its hasher therefore spools: the first MiB stays in memory, beyond
 /// that the bytes go to an anonymous temporary file in TMPDIR (removed with the hasher), and
 /// `digest()` hashes what was collected (a spool file on every core). Memory stays bounded;
@@ -352,13 +351,14 @@ impl Hasher {
         self.algorithm.name()
     }
 
-    /// The layout: "mtsum", "plain", "merkle" or "rfc6962".
+    /// The layout, one of `mtsum.LAYOUTS`: "mtsum", "plain", "merkle", ...
     #[getter]
     fn layout(&self) -> &'static str {
         self.layout.name()
     }
 
-    /// The leaf size in bytes of "merkle" and "rfc6962", else None.
+    /// The leaf size in bytes of "merkle" and "rfc6962" (and the fixed one of "glacier",
+    /// "dropbox" and "btv2"), the part size of "s3"; None for "mtsum" and "plain".
     #[getter]
     fn leaf_size(&self) -> Option<u64> {
         self.layout.leaf_size().map(LeafSize::get)
@@ -391,6 +391,7 @@ fn _mtsum(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_message, m)?)?;
     m.add_class::<Hasher>()?;
     m.add("ALGORITHMS", Algorithm::ALL.map(Algorithm::name).to_vec())?;
-    m.add("LAYOUTS", vec!["mtsum", "plain", "merkle", "rfc6962"])?;
+    // The library's own lists, so that a layout or algorithm added there is listed here.
+    m.add("LAYOUTS", mtsum::layout::NAMES.to_vec())?;
     Ok(())
 }
