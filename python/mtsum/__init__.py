@@ -63,6 +63,10 @@ def file_digest(
     FIFO or character device is read as a stream (not with the "mtsum" layout, whose tree
     needs the length up front: ``io.UnsupportedOperation``). A file whose size or modification
     time changes while it is read raises ``OSError("NAME: changed while being read")``.
+
+    Ctrl-C raises KeyboardInterrupt at once (in the main thread, as for any signal). The
+    read itself cannot be stopped yet: it goes on in the background to the file's end (a
+    stream's: until its writer closes it), and its result is dropped.
     """
     return _mtsum.file_digest(path, algorithm, layout, leaf_size, threads)
 

@@ -12,7 +12,10 @@ mod hasher;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::Duration;
 
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::LeafSizeError;
@@ -92,9 +95,46 @@ fn file_digest(
     let engine = Engine::new(thread_count(threads)?);
     let request = Request::new(layout, algorithm);
     let target = Target::Path(path.clone());
-    match py.detach(|| engine.hash(&request, target)) {
+    match interruptible(py, move || engine.hash(&request, target))? {
         Ok(digest) => Ok(digest.root.to_string()),
         Err(e) => Err(input_error(py, &path, &e)),
+    }
+}
+
+/// How often a call waiting for its work looks for signals: Ctrl-C is answered within this.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `work` on a thread of its own while this one waits without the GIL, waking every
+/// [`SIGNAL_POLL`] to let Python run its signal handlers: Ctrl-C then raises
+/// KeyboardInterrupt at once instead of when a large file (or a stream that may never end)
+/// has been read.
+///
+/// The library's engine cannot be stopped from outside yet, so interrupted work runs on to
+/// its end in the background (a stream: until its writer closes it), and its result is
+/// dropped. A panic of `work` reaches Python as it would without the thread.
+fn interruptible<R: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce() -> R + Send + 'static,
+) -> PyResult<R> {
+    let (tx, mut rx) = mpsc::sync_channel(1);
+    let worker = thread::Builder::new()
+        .name("mtsum-call".into())
+        .spawn(move || {
+            // The caller may be gone (interrupted): nobody is left to tell.
+            let _ = tx.send(work());
+        })
+        .map_err(|e| io_error(py, e))?;
+    loop {
+        // A `Receiver` is not `Sync`: the waiting closure borrows it mutably, which is `Send`.
+        let rx = &mut rx;
+        match py.detach(move || rx.recv_timeout(SIGNAL_POLL)) {
+            Ok(result) => return Ok(result),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => match worker.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(()) => unreachable!("the worker sends before it ends"),
+            },
+        }
     }
 }
 
