@@ -65,6 +65,10 @@ pub enum InputError {
     /// A range of a pipe or character device, whose bytes cannot be read from an offset.
     #[error("cannot hash a range of a stream; save it to a file first")]
     RangeOfStream,
+    /// The engine's cancel flag was set ([`Engine::with_cancel`](crate::engine::Engine::with_cancel))
+    /// before the input was all read.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// An I/O error as coreutils prints it: `No such file or directory`, without Rust's

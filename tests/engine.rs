@@ -11,13 +11,18 @@ use common::{
     TARGET_JOB_BYTES, algorithm, config, job_bytes, layout, leaf_size, pattern, size_for,
     stream_layout, write_file,
 };
+use std::cell::Cell;
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use mtsum::engine::{Engine, FileDigest, MAX_KEPT_LEAVES, Request, Task};
 use mtsum::layout::{MTSUM_MAX_LEAF, TreeBuilder};
@@ -734,6 +739,163 @@ fn hash_all_of_no_target_reports_nothing() {
         |_, _| calls += 1,
     );
     assert_eq!(calls, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancel
+// ---------------------------------------------------------------------------------------------
+
+/// Far longer than any call here takes, even on a loaded machine: only a call that ignores the
+/// cancel reaches it. A watchdog that fails the test instead of hanging it, not a timing claim.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+/// Runs `work` on a thread of its own and returns its result, or fails the test if it has
+/// not ended within [`WATCHDOG`].
+fn within_watchdog<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let worker = thread::spawn(move || {
+        let out = work();
+        let _ = tx.send(());
+        out
+    });
+    if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
+        panic!("{what} did not end within {WATCHDOG:?}");
+    }
+    worker
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+#[test]
+fn a_cancel_from_another_thread_stops_the_hash_of_a_stream_that_never_ends() {
+    let dir = TempDir::new().unwrap();
+    let fifo = make_fifo(dir.path(), "pipe");
+    let cancel = Arc::new(AtomicBool::new(false));
+    // The writer sets the flag once its first block is in the pipe (the hash is under way),
+    // then writes until the reader hangs up: only a cancel ends the stream.
+    let writer = {
+        let (fifo, cancel) = (fifo.clone(), cancel.clone());
+        thread::spawn(move || -> std::io::Error {
+            let mut pipe = OpenOptions::new().write(true).open(&fifo).unwrap();
+            let block = pattern(1 << 16, 1);
+            if let Err(e) = pipe.write_all(&block) {
+                return e;
+            }
+            cancel.store(true, Ordering::Relaxed);
+            loop {
+                if let Err(e) = pipe.write_all(&block) {
+                    return e;
+                }
+            }
+        })
+    };
+    let engine = Engine::new(NonZeroUsize::new(2).unwrap()).with_cancel(cancel);
+    let request = Request::new(Layout::Plain, Algorithm::Sha256);
+    let got = within_watchdog("the cancelled hash", move || {
+        engine.hash(&request, Target::Path(fifo))
+    });
+    assert!(matches!(got, Err(InputError::Interrupted)), "{got:?}");
+    assert_eq!(InputError::Interrupted.to_string(), "interrupted");
+    // The reader closed the stream when it gave up.
+    let error = within_watchdog("the writer", move || writer.join().unwrap());
+    assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
+}
+
+#[test]
+fn a_cancel_before_run_takes_no_task_and_reports_none() {
+    let dir = TempDir::new().unwrap();
+    let path = write_file(dir.path(), "data", &pattern(1000, 2));
+    let engine = Engine::default().with_cancel(Arc::new(AtomicBool::new(true)));
+    let request = Request::new(Layout::Mtsum, Algorithm::Sha256);
+    let taken = Cell::new(0);
+    let tasks = (0..10).map(|i| {
+        taken.set(taken.get() + 1);
+        Task::hash(Target::Path(path.clone()), request, i)
+    });
+    let mut reported = Vec::new();
+    engine.run(tasks, |i, _| reported.push(i));
+    assert_eq!((taken.get(), reported), (0, vec![]));
+    // The calls for one input say why they have no result.
+    let got = engine.hash(&request, Target::Path(path.clone()));
+    assert!(matches!(got, Err(InputError::Interrupted)), "{got:?}");
+    let got = engine.hash_jobs_in(&request, Target::Path(path.clone()), 1000, 0..1000);
+    assert!(matches!(got, Err(InputError::Interrupted)), "{got:?}");
+    // Without the flag, the same engine hashes.
+    let got = Engine::default()
+        .hash(&request, Target::Path(path))
+        .unwrap();
+    assert_eq!(
+        got.root,
+        reference::root(Layout::Mtsum, Algorithm::Sha256, &pattern(1000, 2))
+    );
+}
+
+/// Hashes files of `sizes` with `engine`, cancelled from another thread as soon as the first
+/// bytes are hashed, and checks that the inputs reported are the first ones in order, each
+/// with its true digest or `Interrupted`: never the digest of the part read before the cancel.
+fn check_cancel_midway(engine: Engine, layout: Layout, alg: Algorithm, sizes: &[usize]) {
+    let dir = TempDir::new().unwrap();
+    let files: Vec<(PathBuf, Vec<u8>)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let data = pattern(n, i as u64);
+            (write_file(dir.path(), &format!("f{i}"), &data), data)
+        })
+        .collect();
+    let (cancel, progress, ended) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let engine = engine
+        .with_cancel(cancel.clone())
+        .with_progress(progress.clone());
+    let canceller = {
+        let ended = ended.clone();
+        thread::spawn(move || {
+            while progress.load(Ordering::Relaxed) == 0 && !ended.load(Ordering::Relaxed) {
+                thread::yield_now();
+            }
+            cancel.store(true, Ordering::Relaxed);
+        })
+    };
+    let targets: Vec<Target> = files.iter().map(|(p, _)| Target::Path(p.clone())).collect();
+    let request = Request::new(layout, alg);
+    let got = within_watchdog("the cancelled hash", move || {
+        let mut got = Vec::new();
+        engine.hash_all(&request, targets, |t, r| got.push((t, r)));
+        got
+    });
+    ended.store(true, Ordering::Relaxed);
+    canceller.join().unwrap();
+    let what = format!("{layout} {alg}, {} files", sizes.len());
+    assert!(got.len() <= files.len(), "{what}");
+    for ((target, result), (path, data)) in got.iter().zip(&files) {
+        assert_eq!(target, &Target::Path(path.clone()), "{what}");
+        match result {
+            Ok(d) => {
+                assert_eq!(d.root, reference::root(layout, alg, data), "{what}");
+                assert_eq!(d.size, data.len() as u64, "{what}");
+            }
+            Err(InputError::Interrupted) => {}
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_cancel_midway_never_gives_the_digest_of_a_part() {
+    let two = NonZeroUsize::new(2).unwrap();
+    // One file as a stream of 64-byte reads.
+    let engine = Engine::new(two).with_chunk_size(64);
+    check_cancel_midway(engine, Layout::Plain, Algorithm::Sha256, &[1 << 20]);
+    // Leaves of one message each, read in rounds for lanes where the algorithm has them.
+    let engine = Engine::new(two).with_chunk_size(4096);
+    check_cancel_midway(engine, Layout::Mtsum, Algorithm::Md5, &[2 << 20, 2 << 20]);
+    // Small files, each hashed by the reader that takes it.
+    let engine = Engine::new(two);
+    check_cancel_midway(engine, Layout::Plain, Algorithm::Sha256, &[4096; 300]);
 }
 
 // ---------------------------------------------------------------------------------------------

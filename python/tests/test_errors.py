@@ -63,6 +63,20 @@ def test_bad_parameters_are_value_errors_with_the_librarys_messages(tmp_path):
         mtsum.plan(10, 0)
 
 
+def test_a_file_without_a_digest_in_the_layout_is_a_value_error_as_for_hasher(mtsum_bin, tmp_path):
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    cause = "an empty file has no btv2 pieces root (BEP 52)"
+    with pytest.raises(ValueError) as e:
+        mtsum.file_digest(empty, layout="btv2")
+    assert not isinstance(e.value, OSError)
+    assert str(e.value) == cli_error(mtsum_bin, "-t", "btv2", str(empty)) == f"{empty}: {cause}"
+    with pytest.raises(ValueError) as e:
+        mtsum.Hasher(layout="btv2").hexdigest()
+    assert str(e.value) == cause
+    assert mtsum.sum_files([empty], layout="btv2")[str(empty)].error == f"{empty}: {cause}"
+
+
 def test_sum_files_reports_each_bad_file_and_hashes_the_others(tmp_path):
     good = tmp_path / "good"
     good.write_bytes(b"abc")

@@ -45,7 +45,7 @@ use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -113,6 +113,8 @@ pub struct Engine {
     multi_buffer: bool,
     /// Bytes hashed so far, for a progress display.
     progress: Option<Arc<AtomicU64>>,
+    /// Set from outside to stop the calls under way ([`Engine::with_cancel`]).
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for Engine {
@@ -157,6 +159,7 @@ impl Engine {
             read_mode: ReadMode::Pread,
             multi_buffer: true,
             progress: None,
+            cancel: None,
         }
     }
 
@@ -215,6 +218,21 @@ impl Engine {
         self
     }
 
+    /// Stops this engine's calls once `flag` is set, from any thread (the caller's other
+    /// thread, a Ctrl-C handler): each reader gives its job up before its next read, the
+    /// job's input fails with [`InputError::Interrupted`] (a stream is closed, so its writer
+    /// sees a broken pipe), and [`Engine::run`] takes no more tasks. A read under way is not
+    /// interrupted (one that waits on a silent pipe waits on). The engine never clears the
+    /// flag: while it is set, calls end at once.
+    pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Engine {
+        self.cancel = Some(flag);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        is_set(self.cancel.as_deref())
+    }
+
     /// The number of workers.
     pub fn threads(&self) -> NonZeroUsize {
         self.threads
@@ -224,7 +242,8 @@ impl Engine {
     pub fn hash(&self, request: &Request, target: Target) -> Result<FileDigest, InputError> {
         let mut out = None;
         self.hash_all(request, [target], |_, result| out = Some(result));
-        out.expect("hash_all reports every target")
+        // Not taken: cancelled before it started.
+        out.unwrap_or(Err(InputError::Interrupted))
     }
 
     /// Hashes only the jobs of `request`'s plan of the file `target` that start in `bytes`
@@ -248,15 +267,17 @@ impl Engine {
             slice: Some(Slice { size, bytes }),
             context: (),
         };
-        let mut out = None;
+        // Not reported: cancelled before it started.
+        let mut out = Some(Err(InputError::Interrupted));
         self.run([task], |(), result| out = result);
-        let digest = out.expect("run reports every task")?;
+        let digest = out.expect("a task of a slice hashes")?;
         Ok(digest.jobs.expect("a task of a slice keeps its jobs"))
     }
 
     /// Hashes every target and calls `sink` once per target, in the order of `targets`,
     /// as soon as that target and all before it are done. A failing input is reported to
-    /// `sink` and the others go on.
+    /// `sink` and the others go on. Once cancelled, only the targets taken before are
+    /// reported (see [`Engine::run`]).
     pub fn hash_all<I, F>(&self, request: &Request, targets: I, mut sink: F)
     where
         I: IntoIterator<Item = Target>,
@@ -273,6 +294,11 @@ impl Engine {
     /// Runs `tasks` and calls `sink` once per task, in the order of `tasks`, with the task's
     /// context and its result (`None` for a task that only passes its context through).
     /// Each task may ask for its own layout and algorithm, as the lines of a sum file do.
+    ///
+    /// Once the cancel flag is set ([`Engine::with_cancel`]), no more tasks are taken from
+    /// `tasks` and those left are not reported: reporting them would mean draining an
+    /// iterator that may walk a whole tree. Every task taken is still reported, those not
+    /// finished with [`InputError::Interrupted`].
     pub fn run<T, I, F>(&self, tasks: I, sink: F)
     where
         I: IntoIterator<Item = Task<T>>,
@@ -310,7 +336,10 @@ impl Engine {
             }
 
             let mut coordinator = Coordinator::new(self.read_mode, self.multi_buffer, sink);
-            for (index, task) in tasks.into_iter().enumerate() {
+            let mut tasks = tasks.into_iter().enumerate();
+            while !self.cancelled()
+                && let Some((index, task)) = tasks.next()
+            {
                 for job in coordinator.plan(index, task) {
                     send_job(&job_tx, job, &done_rx, &mut coordinator);
                 }
@@ -351,6 +380,7 @@ impl Engine {
             out: chunk_tx,
             done: done.clone(),
             progress: self.progress.clone(),
+            cancel: self.cancel.clone(),
         };
         let (done, progress) = (done.clone(), self.progress.clone());
         // The hasher first: a reader without a hasher would take a job and lose it.
@@ -362,6 +392,11 @@ impl Engine {
             .spawn_scoped(scope, move || reader.run())?;
         Ok(())
     }
+}
+
+/// Whether a cancel flag ([`Engine::with_cancel`]) is given and set.
+fn is_set(cancel: Option<&AtomicBool>) -> bool {
+    cancel.is_some_and(|c| c.load(Ordering::Relaxed))
 }
 
 /// One unit of work for [`Engine::run`]: an input to hash with its request, or a note that

@@ -4,12 +4,12 @@
 use std::io::Read;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::hasher::absorb;
-use super::{Done, Job, JobSource, LaneOp, Msg, SharedFile};
+use super::{Done, Job, JobSource, LaneOp, Msg, SharedFile, is_set};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::JobHasher;
@@ -39,6 +39,8 @@ pub(super) struct Reader {
     pub(super) out: Sender<Msg>,
     pub(super) done: Sender<Vec<Done>>,
     pub(super) progress: Option<Arc<AtomicU64>>,
+    /// The engine's cancel flag: set, every job still read fails with `Interrupted`.
+    pub(super) cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Reader {
@@ -60,6 +62,15 @@ impl Reader {
             }
             self.busy.fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    /// `Interrupted` once the engine is cancelled, checked before every read. (Skipping the
+    /// job quietly, as `failed` does, would hand its input a digest of a part.)
+    fn check_cancel(&self) -> Result<(), InputError> {
+        if is_set(self.cancel.as_deref()) {
+            return Err(InputError::Interrupted);
+        }
+        Ok(())
     }
 
     /// The next free buffer, the most recently returned first; `None` when the hasher is gone.
@@ -139,6 +150,9 @@ impl Reader {
         let start = range.start;
         let mut reader = shared.file.range_reader(range, self.chunk_size);
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
+            if let Err(e) = self.check_cancel() {
+                return Some(Err(e));
+            }
             let (buf, ok) = match reader.next_chunk(self.next_buffer()?) {
                 Ok(chunk) => absorb(&mut hasher, chunk, self.progress.as_deref()),
                 Err((buf, e)) => (buf, Err(e)),
@@ -171,6 +185,9 @@ impl Reader {
         let start = range.start;
         let mut reader = shared.file.range_reader(range, chunk);
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
+            if let Err(e) = self.check_cancel() {
+                return Some(Err(e));
+            }
             match reader.next_chunk(self.next_buffer()?) {
                 Ok(chunk) => self.out.send(Msg::Chunk(chunk)).ok()?,
                 Err((buf, e)) => {
@@ -186,6 +203,9 @@ impl Reader {
     fn read_stream(&mut self, mut reader: Box<dyn Read + Send>) -> Option<Result<u64, InputError>> {
         let mut done = 0;
         loop {
+            if let Err(e) = self.check_cancel() {
+                return Some(Err(e));
+            }
             match read_stream_chunk(&mut *reader, self.next_buffer()?, self.chunk_size) {
                 Ok(chunk) if chunk.bytes().is_empty() => {
                     self.spare.push(chunk.finish().0);
@@ -287,6 +307,9 @@ impl Reader {
         round: &mut Vec<LaneOp>,
     ) -> Option<Option<Result<u64, InputError>>> {
         if read.pos < read.end && !read.shared.failed.load(Ordering::Relaxed) {
+            if let Err(e) = self.check_cancel() {
+                return Some(Some(Err(e)));
+            }
             let chunk = lane_chunk_size(kernel, self.chunk_size);
             let mut reader = read.shared.file.range_reader(read.pos..read.end, chunk);
             let buffer = self.next_buffer_within(2 * kernel.lanes())?;
