@@ -140,3 +140,62 @@ fn recursion_and_check_read_pseudo_files_to_their_end() {
     let empty_sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     assert!(!text.contains(empty_sha256), "{text}");
 }
+
+/// `mtsum --audit ARGS FILES` with the records in `dir`.
+fn audit(dir: &Path, args: &[&str], files: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(MTSUM)
+        .arg("--audit")
+        .args(args)
+        .args(files)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn an_audit_records_pseudo_files_and_then_finds_them_ok() {
+    let dir = tempdir();
+    let files: Vec<&str> = present_with_copies(dir.path())
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect();
+    let mut stores = vec![vec!["--manifest", "m"]];
+    if cfg!(feature = "database") {
+        stores.push(vec!["--db", "records.db"]);
+    }
+    for store in stores {
+        for layout in [&[][..], &["-t", "merkle", "-a", "sha1"]] {
+            let args = [&store[..], layout].concat();
+            let (code, first, stderr) = audit(dir.path(), &args, &files);
+            assert_eq!(code, Some(0), "{args:?}: {stderr}");
+            let expected: String = files.iter().map(|f| format!("new  {f}\n")).collect();
+            assert_eq!(first, expected, "{args:?}: {stderr}");
+            let (code, second, stderr) = audit(dir.path(), &args, &files);
+            assert_eq!(code, Some(0), "{args:?}: {stderr}");
+            assert_eq!(second, expected.replace("new  ", "ok  "), "{args:?}");
+            std::fs::remove_file(dir.path().join(store[1])).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_audit_with_a_layout_that_needs_the_length_says_why_in_one_line() {
+    let dir = tempdir();
+    let (code, stdout, stderr) = audit(
+        dir.path(),
+        &["--manifest", "m", "-t", "mtsum"],
+        &["/proc/version"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stdout, "unreadable  /proc/version\n");
+    let first = stderr.lines().next().unwrap();
+    assert!(
+        first.starts_with("mtsum: /proc/version: ") && first.contains(NEEDS_LENGTH),
+        "{stderr}"
+    );
+}
