@@ -44,6 +44,14 @@ pub enum InputError {
     /// The size or modification time moved while the file was read, or the file ended early.
     #[error("changed while being read")]
     Changed,
+    /// A regular file held more bytes than its size said, though neither its size nor its
+    /// modification time moved: its file system misreports the size (some network and FUSE
+    /// file systems), and a digest of the first `size` bytes would be of other bytes than
+    /// the file's.
+    #[error(
+        "holds more bytes than the {size} its file system reports; hash it as a stream instead: mtsum - < FILE"
+    )]
+    LongerThanItsSize { size: u64 },
     /// A pipe, a character device or a file whose size the file system does not report (procfs,
     /// sysfs) met a layout that must know the length before it starts.
     #[error(
@@ -256,6 +264,20 @@ pub struct SizedFile {
     /// With `O_DIRECT`: the alignment of offsets and lengths, a power of two.
     align: u64,
     fallback: OnceLock<Fallback>,
+    /// What the reads found past the length (an [`End`] as `u8`).
+    end: AtomicU8,
+}
+
+/// What the reads of a sized file found at its length: whether the file really ends there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum End {
+    /// No read has looked past the length yet.
+    Unknown,
+    /// A read that asked for bytes past the length got none.
+    Seen,
+    /// A read got bytes past the length.
+    Beyond,
 }
 
 impl Input {
@@ -305,6 +327,13 @@ impl Input {
                 mode: AtomicU8::new(ReadMode::Pread as u8),
                 align: 1,
                 fallback: OnceLock::new(),
+                // An empty file was read at its end by `size_is_unreported`; a block device
+                // ends where seeking to the end landed.
+                end: AtomicU8::new(if is_block_device || len == 0 {
+                    End::Seen
+                } else {
+                    End::Unknown
+                } as u8),
             };
             return Ok(Input::Sized(sized.with_mode(mode)));
         }
@@ -448,18 +477,19 @@ fn preadv2(file: &File, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io::
     }
 }
 
-/// Reads into `buf` from `offset` until it is full or the file ends, and returns the bytes
-/// read. With `direct`, a read that ends off a block boundary is the end of the file: the next
-/// read would start unaligned.
+/// Reads into `buf` from `offset` until it holds at least `need` bytes or the file ends, and
+/// returns the bytes read, which may be up to `buf.len()`. With `direct`, a read that ends off
+/// a block boundary is the end of the file: the next read would start unaligned.
 fn read_full(
     file: &File,
     buf: &mut [u8],
+    need: usize,
     offset: u64,
     flags: libc::c_int,
     direct: Option<u64>,
 ) -> io::Result<usize> {
     let mut got = 0;
-    while got < buf.len() {
+    while got < need {
         match preadv2(file, &mut buf[got..], offset + got as u64, flags) {
             Ok(0) => break,
             Ok(n) => got += n,
@@ -568,8 +598,77 @@ impl SizedFile {
     }
 
     /// Fails with [`InputError::Changed`] if the size or modification time is no longer what
-    /// it was when the file was opened. Call it after the last byte was read.
+    /// it was when the file was opened, or with [`InputError::LongerThanItsSize`] if they did
+    /// not move but the file holds bytes past its length. Call it after the last byte was
+    /// read.
+    ///
+    /// The read of the last byte asks for one more where it can ([`RangeReader`]): then this
+    /// costs one `fstat`, as before. Only a file whose end no read has looked past (read with
+    /// `mmap`, or with `O_DIRECT` to a length on a block boundary) costs one more read here.
     pub fn check_unchanged(&self) -> Result<(), InputError> {
+        // Past the end first, the stamp after: a file that grew meanwhile is `Changed`.
+        if self.end() == End::Unknown {
+            self.look_past_end()?;
+        }
+        self.check_stamp()?;
+        self.check_end()
+    }
+
+    /// The file from its first byte to its end as a stream, whatever its length said: what a
+    /// file found [`InputError::LongerThanItsSize`] is read as instead. Call it once every
+    /// read of the file is done: it shares the descriptor (and turns `O_DIRECT` off).
+    pub fn to_stream(&self) -> Result<Box<dyn Read + Send>, InputError> {
+        let file = self.file.try_clone()?;
+        if self.read_mode() == ReadMode::Direct {
+            set_direct(&file, false)?;
+        }
+        io::Seek::seek(&mut &file, io::SeekFrom::Start(0))?;
+        Ok(Box::new(file))
+    }
+
+    /// Fails with [`InputError::LongerThanItsSize`] if a read found bytes past the length.
+    fn check_end(&self) -> Result<(), InputError> {
+        match self.end() {
+            End::Beyond => Err(InputError::LongerThanItsSize { size: self.len() }),
+            End::Seen | End::Unknown => Ok(()),
+        }
+    }
+
+    fn end(&self) -> End {
+        match self.end.load(Ordering::Relaxed) {
+            1 => End::Seen,
+            2 => End::Beyond,
+            _ => End::Unknown,
+        }
+    }
+
+    /// Records what a read that asked for bytes past the length found: `beyond` if it got
+    /// some. Once beyond, always beyond.
+    fn saw_end(&self, beyond: bool) {
+        let end = if beyond { End::Beyond } else { End::Seen };
+        self.end.fetch_max(end as u8, Ordering::Relaxed);
+    }
+
+    /// Reads at the length, as the file's read mode allows (`O_DIRECT`: the aligned block
+    /// that holds it), and records whether there were bytes.
+    fn look_past_end(&self) -> Result<(), InputError> {
+        let len = self.len();
+        let (base, direct) = match self.read_mode() {
+            ReadMode::Direct => (len - len % self.align, Some(self.align)),
+            _ => (len, None),
+        };
+        // One byte past the length, or the whole block that holds it.
+        let want = direct.map_or(1, |a| a as usize);
+        let mut buffer = Buffer::new();
+        let buf = buffer.get_mut(want)?;
+        let got = read_full(&self.file, buf, want, base, 0, direct)?;
+        self.saw_end(got > (len - base) as usize);
+        Ok(())
+    }
+
+    /// Fails with [`InputError::Changed`] if the size or modification time is no longer what
+    /// it was when the file was opened.
+    fn check_stamp(&self) -> Result<(), InputError> {
         let meta = self.file.metadata()?;
         let len = if self.is_block_device {
             io::Seek::seek(&mut &self.file, io::SeekFrom::End(0))?
@@ -601,9 +700,11 @@ impl Buffer {
         self.storage.as_ptr().align_offset(BUFFER_ALIGN)
     }
 
-    /// The first `len` bytes, page-aligned, growing the buffer if needed.
+    /// The first `len` bytes, page-aligned, growing the buffer if needed. A buffer grown for
+    /// `len` bytes has room for `len + 1` (it holds `BUFFER_ALIGN` more, and starts less than
+    /// that before its aligned start): the extra byte of a file's last read costs no memory.
     fn get_mut(&mut self, len: usize) -> io::Result<&mut [u8]> {
-        if self.storage.len() < len + BUFFER_ALIGN {
+        if self.storage.is_empty() || self.storage.len() - self.aligned_start() < len {
             let mut storage = Vec::new();
             storage
                 .try_reserve_exact(len + BUFFER_ALIGN)
@@ -722,12 +823,24 @@ impl RangeReader<'_> {
         }
     }
 
-    /// The next chunk by buffered reads (`pread`, or `preadv2` with `flags`).
+    /// Whether the chunk that ends at `stop` ends the file too (its length as opened).
+    fn ends_file(&self, stop: u64) -> bool {
+        stop == self.end && stop == self.file.len()
+    }
+
+    /// The next chunk by buffered reads (`pread`, or `preadv2` with `flags`). The file's last
+    /// chunk asks for one byte more, at no cost: a file system that misreports the size
+    /// gives it (see [`SizedFile::check_unchanged`]).
     fn read_next(&mut self, buffer: &mut Buffer, flags: libc::c_int) -> Result<Bytes, InputError> {
         let n = (self.end - self.pos).min(self.chunk as u64) as usize;
-        let buf = buffer.get_mut(n)?;
-        if read_full(&self.file.file, buf, self.pos, flags, None)? < n {
+        let at_end = self.ends_file(self.pos + n as u64);
+        let buf = buffer.get_mut(n + usize::from(at_end))?;
+        let got = read_full(&self.file.file, buf, n, self.pos, flags, None)?;
+        if got < n {
             return Err(InputError::Changed);
+        }
+        if at_end {
+            self.file.saw_end(got > n);
         }
         self.pos += n as u64;
         Ok(Bytes::Read(0..n))
@@ -744,7 +857,7 @@ impl RangeReader<'_> {
         let want = (self.chunk as u64).next_multiple_of(align).min(span) as usize;
         let stop = (self.end - base).min(want as u64) as usize;
         let buf = buffer.get_mut(want)?;
-        let got = match read_full(&self.file.file, buf, base, 0, Some(align)) {
+        let got = match read_full(&self.file.file, buf, want, base, 0, Some(align)) {
             // A file system that took the flag but refuses the read itself.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                 let _ = set_direct(&self.file.file, false);
@@ -754,12 +867,17 @@ impl RangeReader<'_> {
                 } else {
                     0
                 };
-                read_full(&self.file.file, buf, base, flags, None)?
+                read_full(&self.file.file, buf, want, base, flags, None)?
             }
             other => other?,
         };
         if got < stop {
             return Err(InputError::Changed);
+        }
+        // The file's last block is read whole: bytes past the length are beyond the end, a
+        // read that stopped short of the block saw the end; one that filled it saw nothing.
+        if self.ends_file(base + stop as u64) && (got > stop || got < want) {
+            self.file.saw_end(got > stop);
         }
         self.pos = base + stop as u64;
         Ok(Bytes::Read(skew..stop))
@@ -840,6 +958,116 @@ mod tests {
             open_path(dir.path()),
             Err(InputError::IsADirectory)
         ));
+    }
+
+    /// `data` in a file opened to be read with `mode`, as if its file system said it held
+    /// `claimed` bytes.
+    fn sized(dir: &Path, data: &[u8], claimed: u64, mode: ReadMode) -> SizedFile {
+        let path = dir.join(format!("f{}-{claimed}-{mode:?}", data.len()));
+        std::fs::write(&path, data).unwrap();
+        let Input::Sized(mut file) = Input::open_with(&Target::Path(path), mode).unwrap() else {
+            panic!("a regular file is sized");
+        };
+        file.stamp.len = claimed;
+        file
+    }
+
+    /// Every byte of `0..file.len()` as the readers deliver them, `chunk` at a time.
+    fn read_all(file: &SizedFile, chunk: usize) -> Vec<u8> {
+        let mut reader = file.range_reader(0..file.len(), chunk);
+        let (mut out, mut buffer) = (Vec::new(), Buffer::new());
+        while !reader.is_done() {
+            let chunk = reader.next_chunk(buffer).map_err(|(_, e)| e).unwrap();
+            out.extend_from_slice(chunk.bytes());
+            let (back, ok) = chunk.finish();
+            ok.unwrap();
+            buffer = back;
+        }
+        out
+    }
+
+    const MODES: [ReadMode; 4] = [
+        ReadMode::Pread,
+        ReadMode::Direct,
+        ReadMode::DontCache,
+        ReadMode::Mmap,
+    ];
+
+    #[test]
+    fn bytes_past_the_reported_size_are_found_in_every_read_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3 * 8192 + 100).map(|i| (i % 251) as u8).collect();
+        for mode in MODES {
+            for claimed in [1u64, 100, 4095, 4096, 4097, 8192, 3 * 8192 + 99] {
+                for chunk in [4096, 8192, 1 << 20] {
+                    let file = sized(dir.path(), &data, claimed, mode);
+                    assert_eq!(read_all(&file, chunk), data[..claimed as usize]);
+                    // What `check_unchanged` does before its stamp check, which this file
+                    // fails (its real size is not the one claimed).
+                    if file.end() == End::Unknown {
+                        file.look_past_end().unwrap();
+                    }
+                    assert!(
+                        matches!(
+                            file.check_end(),
+                            Err(InputError::LongerThanItsSize { size }) if size == claimed
+                        ),
+                        "{mode:?} {claimed} {chunk}"
+                    );
+                    // Read again as a stream, it gives every byte.
+                    let mut all = Vec::new();
+                    file.to_stream().unwrap().read_to_end(&mut all).unwrap();
+                    assert_eq!(all, data, "{mode:?} {claimed} {chunk}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_last_read_sees_the_end_of_a_file_read_through_the_cache_at_no_extra_cost() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [1usize, 4095, 4096, 4097, 8192, 3 * 8192 + 100] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            for mode in MODES {
+                for chunk in [4096, 8192, 1 << 20] {
+                    let file = sized(dir.path(), &data, len as u64, mode);
+                    assert_eq!(read_all(&file, chunk), data);
+                    // The reads themselves looked past the end, so `check_unchanged` needs
+                    // no read of its own (mmap has no such read; O_DIRECT not on a block
+                    // boundary).
+                    let seen = match file.read_mode() {
+                        ReadMode::Pread | ReadMode::DontCache => true,
+                        ReadMode::Direct => !(len as u64).is_multiple_of(file.align),
+                        ReadMode::Mmap => false,
+                    };
+                    assert_eq!(file.end() == End::Seen, seen, "{mode:?} {len} {chunk}");
+                    file.check_unchanged().unwrap();
+                    assert_eq!(file.end(), End::Seen);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_that_grows_while_read_is_changed_not_longer_than_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = vec![7u8; 10_000];
+        for mode in MODES {
+            let file = sized(dir.path(), &data, data.len() as u64, mode);
+            let path = dir.path().join(format!("f10000-10000-{mode:?}"));
+            let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+            let mut appender = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            io::Write::write_all(&mut appender, b"more").unwrap();
+            appender.set_modified(mtime).unwrap();
+            assert_eq!(read_all(&file, 4096), data);
+            assert!(
+                matches!(file.check_unchanged(), Err(InputError::Changed)),
+                "{mode:?}"
+            );
+        }
     }
 
     #[test]

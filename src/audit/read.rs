@@ -267,7 +267,13 @@ pub fn hash_file(
 ) -> Result<Hashed, InputError> {
     let target = Target::Path(path.to_path_buf());
     match Input::open_with(&target, io.read_mode)? {
-        Input::Sized(file) => hash_sized(&file, want, io, limiter),
+        Input::Sized(file) => match hash_sized(&file, want, io, limiter) {
+            // A file system that misreports the size: the file is read again, to its end.
+            Err(InputError::LongerThanItsSize { .. }) => {
+                hash_stream(file.to_stream()?, want, io, limiter)
+            }
+            other => other,
+        },
         Input::Stream(reader) => hash_stream(reader, want, io, limiter),
     }
 }
