@@ -53,9 +53,11 @@ pub enum InputError {
     )]
     LongerThanItsSize { size: u64 },
     /// A pipe, a character device or a file whose size the file system does not report (procfs,
-    /// sysfs) met a layout that must know the length before it starts.
+    /// sysfs) longer than [`MAX_HELD_STREAM`] met a layout that must know the length before it
+    /// starts.
     #[error(
-        "cannot hash a stream with the {0} layout (its tree needs the length up front, and a pipe or a /proc or /sys file does not tell it); use -t plain, merkle or rfc6962 for streams"
+        "cannot hash a stream of more than {MIB} MiB with the {0} layout (its tree needs the length up front, and a pipe or a /proc or /sys file does not tell it); save it to a file first, or use -t plain, merkle or rfc6962",
+        MIB = MAX_HELD_STREAM >> 20
     )]
     StreamNeedsLength(&'static str),
     /// `-g` on a stream of a fixed-leaf layout, whose leaves are not kept.
@@ -320,21 +322,14 @@ impl Input {
             } else {
                 meta.len()
             };
-            let sized = SizedFile {
-                stamp: Stamp::new(len, Mtime::of(&meta)),
-                file,
-                is_block_device,
-                mode: AtomicU8::new(ReadMode::Pread as u8),
-                align: 1,
-                fallback: OnceLock::new(),
-                // An empty file was read at its end by `size_is_unreported`; a block device
-                // ends where seeking to the end landed.
-                end: AtomicU8::new(if is_block_device || len == 0 {
-                    End::Seen
-                } else {
-                    End::Unknown
-                } as u8),
+            // An empty file was read at its end by `size_is_unreported`; a block device ends
+            // where seeking to the end landed.
+            let end = match is_block_device || len == 0 {
+                true => End::Seen,
+                false => End::Unknown,
             };
+            let stamp = Stamp::new(len, Mtime::of(&meta));
+            let sized = SizedFile::new(file, stamp, is_block_device, end);
             return Ok(Input::Sized(sized.with_mode(mode)));
         }
         Ok(Input::Stream(Box::new(file)))
@@ -503,7 +498,60 @@ fn read_full(
     Ok(got)
 }
 
+/// The most bytes of a stream held in memory to hash it with a layout whose tree needs the
+/// length up front (`mtsum`): the pipes and /proc or /sys files such a layout is asked to
+/// hash are small (a /proc file rarely holds more than some KiB), while the few that are not
+/// (`/proc/kcore`, a disk image piped in) could hold more than the machine's memory. 64 MiB
+/// is a small part of any machine that hashes files; the engine opens no input while the
+/// streams it holds reach it, so it never holds more than twice that beyond its buffer pool
+/// (the audit: one per reader).
+pub const MAX_HELD_STREAM: u64 = 64 << 20;
+
+/// Reads `stream` to its end into memory and returns its bytes as a sized file, read with
+/// `pread` (so that a layout that needs the length hashes them as a file of that length);
+/// `None` if it holds more than `limit` bytes (those read are dropped: a stream cannot give
+/// them twice).
+pub fn hold_stream(stream: &mut dyn Read, limit: u64) -> Result<Option<SizedFile>, InputError> {
+    // An anonymous file in memory, which `SizedFile` reads like any other.
+    // SAFETY: memfd_create reads the NUL-terminated name and returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"mtsum-stream".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error().into());
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    let mut file = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let (mut held, mut buffer) = (0u64, Buffer::new());
+    loop {
+        let chunk = read_stream_chunk(stream, buffer, MAX_STREAM_READ).map_err(|(_, e)| e)?;
+        let bytes = chunk.bytes();
+        if bytes.is_empty() {
+            break;
+        }
+        held += bytes.len() as u64;
+        if held > limit {
+            return Ok(None);
+        }
+        io::Write::write_all(&mut file, bytes)?;
+        buffer = chunk.finish().0;
+    }
+    let stamp = Stamp::new(held, Mtime::of(&file.metadata()?));
+    Ok(Some(SizedFile::new(file, stamp, false, End::Seen)))
+}
+
 impl SizedFile {
+    /// A file read with `pread` until [`SizedFile::with_mode`] says otherwise.
+    fn new(file: File, stamp: Stamp, is_block_device: bool, end: End) -> SizedFile {
+        SizedFile {
+            file,
+            stamp,
+            is_block_device,
+            mode: AtomicU8::new(ReadMode::Pread as u8),
+            align: 1,
+            fallback: OnceLock::new(),
+            end: AtomicU8::new(end as u8),
+        }
+    }
+
     /// Switches to `wanted`, or to its fallback when the file refuses it.
     fn with_mode(mut self, wanted: ReadMode) -> SizedFile {
         let used = match wanted {

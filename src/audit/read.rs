@@ -23,7 +23,8 @@ use crossbeam_channel::{bounded, unbounded};
 use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot};
 use crate::source::{
-    Buffer, Chunk, Input, InputError, ReadMode, SizedFile, Target, read_stream_chunk,
+    Buffer, Chunk, Input, InputError, MAX_HELD_STREAM, ReadMode, SizedFile, Target, hold_stream,
+    read_stream_chunk,
 };
 
 use super::plan::{self, IoPriority, Place};
@@ -316,9 +317,10 @@ fn hash_sized(
     })
 }
 
-/// Reads a file whose file system does not tell its size to its end, as `mtsum FILE` does:
-/// the digests of layouts that take a stream, and no leaf digests (an outboard's leaf size
-/// follows a length known before reading, and a corruption map of a /proc file is of no use).
+/// Reads a file whose file system does not tell its size to its end, as `mtsum FILE` does,
+/// and computes the digests `want` asks, but no leaf digests (an outboard's leaf size follows
+/// a length known before reading, and a corruption map of a /proc file is of no use). Where a
+/// layout needs the length, the file is held in memory, as the engine holds it.
 fn hash_stream(
     mut reader: Box<dyn std::io::Read + Send>,
     want: &Want,
@@ -326,7 +328,17 @@ fn hash_stream(
     limiter: Option<&RateLimiter>,
 ) -> Result<Hashed, InputError> {
     if let Some(&(layout, _)) = want.digests.iter().find(|(l, _)| l.needs_length()) {
-        return Err(InputError::StreamNeedsLength(layout.name()));
+        let held = hold_stream(&mut *reader, MAX_HELD_STREAM)?
+            .ok_or(InputError::StreamNeedsLength(layout.name()))?;
+        let digests_only = Want {
+            digests: want.digests.clone(),
+            leaves: None,
+        };
+        let hashed = hash_sized(&held, &digests_only, io, limiter)?;
+        return Ok(Hashed {
+            streamed: true,
+            ..hashed
+        });
     }
     let mut sinks: Vec<Sequential> = want
         .digests
@@ -612,16 +624,33 @@ mod tests {
     }
 
     #[test]
-    fn a_stream_with_a_layout_that_needs_the_length_says_so() {
+    fn a_stream_with_a_layout_that_needs_the_length_is_held_up_to_the_bound() {
         let want = Want {
             digests: vec![
                 (Layout::Plain, Algorithm::Sha256),
                 (Layout::Mtsum, Algorithm::Sha256),
             ],
-            leaves: None,
+            leaves: Some((
+                Layout::Rfc6962(LeafSize::new(4096).unwrap()),
+                Algorithm::Blake3,
+            )),
         };
-        let stream = Box::new(std::io::Cursor::new(b"abc".to_vec()));
-        let e = hash_stream(stream, &want, &Io::default(), None).unwrap_err();
+        for len in [0, 1, 5000, MAX_HELD_STREAM as usize] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+            let stream = Box::new(std::io::Cursor::new(data.clone()));
+            let hashed = hash_stream(stream, &want, &Io::default(), None).unwrap();
+            assert_eq!((hashed.size, hashed.streamed), (len as u64, true));
+            assert_eq!(hashed.leaves, None, "no outboard of a stream");
+            for (i, &(layout, alg)) in want.digests.iter().enumerate() {
+                assert_eq!(
+                    hashed.digests[i],
+                    reference::root(layout, alg, &data),
+                    "{len}"
+                );
+            }
+        }
+        let longer = std::io::Read::take(std::io::repeat(0), MAX_HELD_STREAM + 1);
+        let e = hash_stream(Box::new(longer), &want, &Io::default(), None).unwrap_err();
         assert!(matches!(e, InputError::StreamNeedsLength("mtsum")), "{e}");
     }
 

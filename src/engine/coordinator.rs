@@ -13,7 +13,7 @@ use super::{Done, Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, SharedFil
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::{Combiner, JobKind, Root};
-use crate::source::{Input, InputError, ReadMode};
+use crate::source::{Input, InputError, MAX_HELD_STREAM, ReadMode, hold_stream};
 
 /// The shortest fixed leaf that is a job of its own when its algorithm has lanes: a 1 MiB
 /// read holds fewer than four such leaves whole, too few for `JobHasher` to hash them in lanes
@@ -59,6 +59,8 @@ struct Pending<T> {
     jobs: Option<Vec<Option<JobDigest>>>,
     error: Option<InputError>,
     started: Instant,
+    /// The bytes of a stream held in memory to be hashed as a file (see [`hold_stream`]).
+    held: u64,
 }
 
 type Outcome = Option<Result<FileDigest, InputError>>;
@@ -76,6 +78,8 @@ pub(super) struct Coordinator<T, F> {
     ready: BTreeMap<usize, (T, Outcome)>,
     next_out: usize,
     sink: F,
+    /// The bytes of streams held in memory by pending inputs.
+    held: u64,
 }
 
 impl<T, F> Coordinator<T, F>
@@ -90,7 +94,14 @@ where
             ready: BTreeMap::new(),
             next_out: 0,
             sink,
+            held: 0,
         }
+    }
+
+    /// Whether the streams held in memory reach [`MAX_HELD_STREAM`]: then no input is
+    /// opened until they are hashed, so that at most twice that is held at once.
+    pub(super) fn holds_enough(&self) -> bool {
+        self.held >= MAX_HELD_STREAM
     }
 
     /// Opens the input of task `index` and returns its jobs; a task that fails to open,
@@ -112,7 +123,23 @@ where
             kind,
             source,
         };
-        let (file, jobs) = match Input::open_with(&target, self.read_mode) {
+        let mut held = 0;
+        let opened = match Input::open_with(&target, self.read_mode) {
+            // A layout that needs the length learns it by reading: a stream that ends soon
+            // enough is held in memory and hashed as a file of that length.
+            Ok(Input::Stream(mut stream)) if layout.needs_length() && slice.is_none() => {
+                match hold_stream(&mut *stream, MAX_HELD_STREAM) {
+                    Ok(Some(file)) => {
+                        held = file.len();
+                        Ok(Input::Sized(file))
+                    }
+                    Ok(None) => Err(InputError::StreamNeedsLength(layout.name())),
+                    Err(e) => Err(e),
+                }
+            }
+            other => other,
+        };
+        let (file, jobs) = match opened {
             Err(e) => return self.fail_now(index, context, e),
             Ok(Input::Stream(_)) if layout.needs_length() => {
                 return self.fail_now(index, context, InputError::StreamNeedsLength(layout.name()));
@@ -179,7 +206,9 @@ where
             jobs: slice.map(|_| vec![None; jobs.len()]),
             error: None,
             started,
+            held,
         };
+        self.held += held;
         if jobs.is_empty() {
             self.conclude(index, pending);
         } else {
@@ -227,6 +256,7 @@ where
     /// Emits the result of an input whose jobs are all done: its root, unless a job failed
     /// or the file changed meanwhile.
     fn conclude(&mut self, index: usize, p: Pending<T>) {
+        self.held -= p.held;
         let unchanged = || match &p.file {
             Some(f) => f.file.check_unchanged(),
             None => Ok(()),

@@ -311,6 +311,13 @@ impl Engine {
 
             let mut coordinator = Coordinator::new(self.read_mode, self.multi_buffer, sink);
             for (index, task) in tasks.into_iter().enumerate() {
+                // Memory held by streams stays bounded: the next input waits for them.
+                while coordinator.holds_enough() {
+                    let Ok(finished) = done_rx.recv() else { break };
+                    for done in finished {
+                        coordinator.on_done(done);
+                    }
+                }
                 for job in coordinator.plan(index, task) {
                     send_job(&job_tx, job, &done_rx, &mut coordinator);
                 }
