@@ -4,7 +4,10 @@
 //! The engine reads every job through this module, so it is also where a file that changes
 //! under our feet is noticed: a short read, or a size or modification time that differs after
 //! hashing from what it was before, turns into [`InputError::Changed`] instead of a digest of
-//! bytes that never existed together.
+//! bytes that never existed together. A file whose reads end elsewhere than its size says
+//! while its size and mtime hold still is one whose file system misreports the size:
+//! [`InputError::SizeMisreported`], and its callers read it again as a stream
+//! ([`SizedFile::to_stream`]).
 //!
 //! A sized file is read one of four ways ([`ReadMode`]); the digest never depends on which:
 //! - `pread` (the default): positioned reads through the page cache into pooled buffers, with
@@ -44,14 +47,15 @@ pub enum InputError {
     /// The size or modification time moved while the file was read, or the file ended early.
     #[error("changed while being read")]
     Changed,
-    /// A regular file held more bytes than its size said, though neither its size nor its
-    /// modification time moved: its file system misreports the size (some network and FUSE
-    /// file systems), and a digest of the first `size` bytes would be of other bytes than
-    /// the file's.
+    /// A regular file held `more` or fewer bytes than its size said, though neither its size
+    /// nor its modification time moved: its file system misreports the size (some network and
+    /// FUSE file systems), and a digest of its first `size` bytes would be of other bytes
+    /// than the file's.
     #[error(
-        "holds more bytes than the {size} its file system reports; hash it as a stream instead: mtsum - < FILE"
+        "holds {} bytes than the {size} its file system reports; hash it as a stream instead: mtsum - < FILE",
+        if *more { "more" } else { "fewer" }
     )]
-    LongerThanItsSize { size: u64 },
+    SizeMisreported { size: u64, more: bool },
     /// A pipe, a character device or a file whose size the file system does not report (procfs,
     /// sysfs) longer than [`MAX_HELD_STREAM`] met a layout that must know the length before it
     /// starts.
@@ -646,7 +650,7 @@ impl SizedFile {
     }
 
     /// Fails with [`InputError::Changed`] if the size or modification time is no longer what
-    /// it was when the file was opened, or with [`InputError::LongerThanItsSize`] if they did
+    /// it was when the file was opened, or with [`InputError::SizeMisreported`] if they did
     /// not move but the file holds bytes past its length. Call it after the last byte was
     /// read.
     ///
@@ -663,7 +667,7 @@ impl SizedFile {
     }
 
     /// The file from its first byte to its end as a stream, whatever its length said: what a
-    /// file found [`InputError::LongerThanItsSize`] is read as instead. Call it once every
+    /// file found [`InputError::SizeMisreported`] is read as instead. Call it once every
     /// read of the file is done: it shares the descriptor (and turns `O_DIRECT` off).
     pub fn to_stream(&self) -> Result<Box<dyn Read + Send>, InputError> {
         let file = self.file.try_clone()?;
@@ -674,11 +678,27 @@ impl SizedFile {
         Ok(Box::new(file))
     }
 
-    /// Fails with [`InputError::LongerThanItsSize`] if a read found bytes past the length.
+    /// Fails with [`InputError::SizeMisreported`] if a read found bytes past the length.
     fn check_end(&self) -> Result<(), InputError> {
         match self.end() {
-            End::Beyond => Err(InputError::LongerThanItsSize { size: self.len() }),
+            End::Beyond => Err(InputError::SizeMisreported {
+                size: self.len(),
+                more: true,
+            }),
             End::Seen | End::Unknown => Ok(()),
+        }
+    }
+
+    /// Why a read ended before the length: the file shrank ([`InputError::Changed`]), or,
+    /// its size and mtime unmoved, it never held that many bytes (a file system that reports
+    /// 4096 bytes for a 20-byte file, as sysfs does).
+    fn ended_early(&self) -> InputError {
+        match self.check_stamp() {
+            Err(e) => e,
+            Ok(()) => InputError::SizeMisreported {
+                size: self.len(),
+                more: false,
+            },
         }
     }
 
@@ -885,7 +905,7 @@ impl RangeReader<'_> {
         let buf = buffer.get_mut(n + usize::from(at_end))?;
         let got = read_full(&self.file.file, buf, n, self.pos, flags, None)?;
         if got < n {
-            return Err(InputError::Changed);
+            return Err(self.file.ended_early());
         }
         if at_end {
             self.file.saw_end(got > n);
@@ -920,7 +940,7 @@ impl RangeReader<'_> {
             other => other?,
         };
         if got < stop {
-            return Err(InputError::Changed);
+            return Err(self.file.ended_early());
         }
         // The file's last block is read whole: bytes past the length are beyond the end, a
         // read that stopped short of the block saw the end; one that filled it saw nothing.
@@ -1058,7 +1078,7 @@ mod tests {
                     assert!(
                         matches!(
                             file.check_end(),
-                            Err(InputError::LongerThanItsSize { size }) if size == claimed
+                            Err(InputError::SizeMisreported { size, more: true }) if size == claimed
                         ),
                         "{mode:?} {claimed} {chunk}"
                     );

@@ -270,7 +270,7 @@ pub fn hash_file(
     match Input::open_with(&target, io.read_mode)? {
         Input::Sized(file) => match hash_sized(&file, want, io, limiter) {
             // A file system that misreports the size: the file is read again, to its end.
-            Err(InputError::LongerThanItsSize { .. }) => {
+            Err(InputError::SizeMisreported { .. }) => {
                 hash_stream(file.to_stream()?, want, io, limiter)
             }
             other => other,

@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Select, Sender};
 
-use super::{Done, Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, SharedFile, Task};
+use super::{
+    Done, Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, Request, SharedFile, Slice, Task,
+};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::{Combiner, JobKind, Root};
@@ -22,7 +24,7 @@ const LANE_JOB_MIN_LEAF: u64 = (Engine::DEFAULT_CHUNK_SIZE / 4) as u64 + 1;
 
 /// Queues `job`, handling finished jobs while the queue is full so that workers never wait
 /// for the coordinator.
-pub(super) fn send_job<T, F>(
+fn send_job<T, F>(
     jobs: &Sender<Job>,
     job: Job,
     done: &Receiver<Vec<Done>>,
@@ -46,9 +48,52 @@ pub(super) fn send_job<T, F>(
     }
 }
 
+/// Queues `planned`, then the jobs of inputs read again that finished jobs gave meanwhile
+/// (see [`Coordinator::conclude`]).
+pub(super) fn send_jobs<T, F>(
+    jobs: &Sender<Job>,
+    planned: Vec<Job>,
+    done: &Receiver<Vec<Done>>,
+    c: &mut Coordinator<T, F>,
+) where
+    F: FnMut(T, Option<Result<FileDigest, InputError>>),
+{
+    let mut queue = planned;
+    loop {
+        for job in queue {
+            send_job(jobs, job, done, c);
+        }
+        queue = std::mem::take(&mut c.again);
+        if queue.is_empty() {
+            return;
+        }
+    }
+}
+
+/// Handles finished jobs, queueing the jobs of inputs read again, until `enough` says so or a
+/// worker died (and with it a job that will never be done).
+pub(super) fn wait_until<T, F>(
+    jobs: &Sender<Job>,
+    done: &Receiver<Vec<Done>>,
+    c: &mut Coordinator<T, F>,
+    died: &AtomicBool,
+    enough: impl Fn(&Coordinator<T, F>) -> bool,
+) where
+    F: FnMut(T, Option<Result<FileDigest, InputError>>),
+{
+    while !enough(c) && !died.load(Ordering::Relaxed) {
+        let Ok(finished) = done.recv() else { return };
+        for d in finished {
+            c.on_done(d);
+        }
+        send_jobs(jobs, Vec::new(), done, c);
+    }
+}
+
 /// One input whose jobs are under way.
 struct Pending<T> {
     context: T,
+    request: Request,
     file: Option<Arc<SharedFile>>,
     combiner: Combiner,
     remaining: usize,
@@ -80,6 +125,8 @@ pub(super) struct Coordinator<T, F> {
     sink: F,
     /// The bytes of streams held in memory by pending inputs.
     held: u64,
+    /// The jobs of inputs read again, to be queued.
+    again: Vec<Job>,
 }
 
 impl<T, F> Coordinator<T, F>
@@ -95,7 +142,13 @@ where
             next_out: 0,
             sink,
             held: 0,
+            again: Vec::new(),
         }
+    }
+
+    /// Whether every input planned so far is done.
+    pub(super) fn is_idle(&self) -> bool {
+        self.pending.is_empty() && self.again.is_empty()
     }
 
     /// Whether the streams held in memory reach [`MAX_HELD_STREAM`]: then no input is
@@ -112,7 +165,18 @@ where
             self.emit(index, task.context, None);
             return Vec::new();
         };
-        let (context, slice) = (task.context, task.slice);
+        let opened = Input::open_with(&target, self.read_mode);
+        self.plan_input(index, (task.context, request, task.slice), opened, started)
+    }
+
+    /// Returns the jobs of the input of task `index`, opened as `opened`.
+    fn plan_input(
+        &mut self,
+        index: usize,
+        (context, request, slice): (T, Request, Option<Slice>),
+        opened: Result<Input, InputError>,
+        started: Instant,
+    ) -> Vec<Job> {
         let (layout, alg) = (request.layout, request.algorithm);
         let job = |index_in_input: usize, start: u64, kind, source| Job {
             input: index,
@@ -124,7 +188,7 @@ where
             source,
         };
         let mut held = 0;
-        let opened = match Input::open_with(&target, self.read_mode) {
+        let opened = match opened {
             // A layout that needs the length learns it by reading: a stream that ends soon
             // enough is held in memory and hashed as a file of that length.
             Ok(Input::Stream(mut stream)) if layout.needs_length() && slice.is_none() => {
@@ -198,6 +262,7 @@ where
         };
         let pending = Pending {
             context,
+            request,
             file,
             combiner: layout.combiner(alg),
             remaining: jobs.len(),
@@ -254,9 +319,12 @@ where
     }
 
     /// Emits the result of an input whose jobs are all done: its root, unless a job failed
-    /// or the file changed meanwhile.
+    /// or the file changed meanwhile. A file that held other bytes than its size said (a file
+    /// system that misreports it) is planned again as a stream read to its end, the jobs in
+    /// `again`.
     fn conclude(&mut self, index: usize, p: Pending<T>) {
         self.held -= p.held;
+        let of_slice = p.jobs.is_some();
         let unchanged = || match &p.file {
             Some(f) => f.file.check_unchanged(),
             None => Ok(()),
@@ -278,6 +346,14 @@ where
                 })
             }),
         };
+        if let (Err(InputError::SizeMisreported { .. }), Some(f), false) =
+            (&result, &p.file, of_slice)
+        {
+            let stream = f.file.to_stream().map(Input::Stream);
+            let jobs = self.plan_input(index, (p.context, p.request, None), stream, p.started);
+            self.again.extend(jobs);
+            return;
+        }
         self.emit(index, p.context, Some(result));
     }
 

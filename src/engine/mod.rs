@@ -37,7 +37,7 @@ mod coordinator;
 mod hasher;
 mod reader;
 
-use coordinator::{Coordinator, send_job};
+use coordinator::{Coordinator, send_jobs, wait_until};
 use hasher::hash_jobs;
 use reader::Reader;
 
@@ -45,7 +45,7 @@ use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -289,8 +289,9 @@ impl Engine {
             let mut started = 0;
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
+            let died = Arc::new(AtomicBool::new(false));
             for _ in 0..self.threads.get() {
-                match self.spawn_worker(scope, &job_rx, &done_tx, &busy) {
+                match self.spawn_worker(scope, &job_rx, &done_tx, &busy, &died) {
                     Ok(()) => started += 1,
                     Err(e) => {
                         refusal = Some(e);
@@ -312,16 +313,14 @@ impl Engine {
             let mut coordinator = Coordinator::new(self.read_mode, self.multi_buffer, sink);
             for (index, task) in tasks.into_iter().enumerate() {
                 // Memory held by streams stays bounded: the next input waits for them.
-                while coordinator.holds_enough() {
-                    let Ok(finished) = done_rx.recv() else { break };
-                    for done in finished {
-                        coordinator.on_done(done);
-                    }
-                }
-                for job in coordinator.plan(index, task) {
-                    send_job(&job_tx, job, &done_rx, &mut coordinator);
-                }
+                wait_until(&job_tx, &done_rx, &mut coordinator, &died, |c| {
+                    !c.holds_enough()
+                });
+                let jobs = coordinator.plan(index, task);
+                send_jobs(&job_tx, jobs, &done_rx, &mut coordinator);
             }
+            // An input read again adds jobs: the queue stays open until every input is done.
+            wait_until(&job_tx, &done_rx, &mut coordinator, &died, |c| c.is_idle());
             drop(job_tx);
             for done in done_rx.iter().flatten() {
                 coordinator.on_done(done);
@@ -339,6 +338,7 @@ impl Engine {
         jobs: &Receiver<Job>,
         done: &Sender<Vec<Done>>,
         busy: &Arc<AtomicUsize>,
+        died: &Arc<AtomicBool>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
         // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
@@ -360,14 +360,46 @@ impl Engine {
             progress: self.progress.clone(),
         };
         let (done, progress) = (done.clone(), self.progress.clone());
+        let (hasher_alive, reader_alive) = (Alive::new(died, &done), Alive::new(died, &done));
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
-            .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
+            .spawn_scoped(scope, move || {
+                let _alive = hasher_alive;
+                hash_jobs(chunk_rx, free_tx, done, progress)
+            })?;
         thread::Builder::new()
             .name("mtsum-reader".into())
-            .spawn_scoped(scope, move || reader.run())?;
+            .spawn_scoped(scope, move || {
+                let _alive = reader_alive;
+                reader.run()
+            })?;
         Ok(())
+    }
+}
+
+/// Held by a worker thread: if it panics, the job it held will never be done, so it says so
+/// and wakes the coordinator, which must not wait for that job.
+struct Alive {
+    died: Arc<AtomicBool>,
+    done: Sender<Vec<Done>>,
+}
+
+impl Alive {
+    fn new(died: &Arc<AtomicBool>, done: &Sender<Vec<Done>>) -> Alive {
+        Alive {
+            died: died.clone(),
+            done: done.clone(),
+        }
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            self.died.store(true, Ordering::Relaxed);
+            let _ = self.done.send(Vec::new());
+        }
     }
 }
 
