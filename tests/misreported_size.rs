@@ -172,3 +172,183 @@ fn an_audit_records_pseudo_files_and_then_finds_them_ok() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A FUSE file system that misreports sizes (tests/misreporting_fs.py)
+// ---------------------------------------------------------------------------------------------
+
+/// `(name, size stat reports, bytes reads give)`: says empty yet holds bytes; holds more, and
+/// fewer, than it says, small and across reads of 1 MiB, and on a block boundary (where
+/// `O_DIRECT` reads no byte past the size); tells the truth.
+const FUSE_FILES: [(&str, u64, usize); 8] = [
+    ("zero", 0, 21),
+    ("short", 5, 21),
+    ("long", 4096, 21),
+    ("true", 21, 21),
+    ("fewer", 300_000, 200_003),
+    ("more", 200_000, 300_005),
+    ("more-aligned", 65_536, 65_536 + 4096),
+    ("more-than-a-read", 1 << 20, (2 << 20) + 1),
+];
+
+/// What `tests/misreporting_fs.py` puts at byte `i` of every file.
+fn fuse_pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| ((i * 7 + i / 251) % 256) as u8).collect()
+}
+
+/// The file system of `tests/misreporting_fs.py`, mounted on a temporary directory for as
+/// long as this lives.
+struct Misreporting {
+    server: std::process::Child,
+    dir: tempfile::TempDir,
+}
+
+impl Misreporting {
+    /// Mounts it, or says why it cannot be here (no FUSE device, no Python FUSE binding, a
+    /// mount refused).
+    fn mount() -> Result<Misreporting, String> {
+        if !Path::new("/dev/fuse").exists() {
+            return Err("no /dev/fuse".into());
+        }
+        let python = ["python3", "/usr/bin/python3"]
+            .into_iter()
+            .find(|p| {
+                Command::new(p)
+                    .args(["-c", "import importlib.util as u, sys; sys.exit(not (u.find_spec('fusepy') or u.find_spec('fuse')))"])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+            .ok_or("no Python with fusepy (Debian: python3-fusepy)")?;
+        let dir = tempdir();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/misreporting_fs.py");
+        let specs = FUSE_FILES.map(|(name, reported, held)| format!("{name}:{reported}:{held}"));
+        let mut server = Command::new(python)
+            .arg(script)
+            .arg(dir.path())
+            .args(specs)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{python}: {e}"))?;
+        // Mounted once the last file's reported size shows.
+        let (last, reported, _) = FUSE_FILES[FUSE_FILES.len() - 1];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let meta = std::fs::metadata(dir.path().join(last));
+            if meta.is_ok_and(|m| m.len() == reported) {
+                return Ok(Misreporting { server, dir });
+            }
+            if let Ok(Some(status)) = server.try_wait() {
+                let mut why = String::new();
+                std::io::Read::read_to_string(&mut server.stderr.take().unwrap(), &mut why)
+                    .unwrap();
+                return Err(format!("the mount failed ({status}): {}", why.trim()));
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the FUSE server neither mounted nor failed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+impl Drop for Misreporting {
+    fn drop(&mut self) {
+        // SIGTERM: libfuse unmounts and returns.
+        // SAFETY: kill with the id of our own child, which has not been waited for yet.
+        unsafe { libc::kill(self.server.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.server.wait();
+        // Should it not have unmounted, lazily, so that the directory can go.
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+/// The mounted file system, or `None` after saying why the test is skipped.
+fn misreporting(test: &str) -> Option<Misreporting> {
+    Misreporting::mount()
+        .map_err(|why| eprintln!("SKIPPED {test}: {why}"))
+        .ok()
+}
+
+/// The digest column of `mtsum ARGS FILES`, which must succeed without a word on stderr.
+fn digests(args: &[&str], files: &[std::path::PathBuf]) -> Vec<String> {
+    let out = Command::new(MTSUM).args(args).args(files).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        (out.status.code(), stderr.as_ref()),
+        (Some(0), ""),
+        "{args:?}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    stdout
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn every_layout_hashes_the_bytes_of_a_file_whose_fuse_file_system_misreports_its_size() {
+    let Some(fs) = misreporting("every_layout_..._fuse_file_system_misreports_its_size") else {
+        return;
+    };
+    let dir = tempdir();
+    let (mut files, mut copies) = (Vec::new(), Vec::new());
+    for (name, _, held) in FUSE_FILES {
+        files.push(fs.path(name));
+        copies.push(dir.path().join(name));
+        std::fs::write(dir.path().join(name), fuse_pattern(held)).unwrap();
+    }
+    for layout in LAYOUTS {
+        for mode in [&[][..], &["--mmap"], &["--direct"], &["-p", "1"]] {
+            let args = [&["-t", layout][..], mode].concat();
+            assert_eq!(digests(&args, &files), digests(&args, &copies), "{args:?}");
+        }
+    }
+    // What coreutils prints, reading each file to its end.
+    if let Ok(out) = Command::new("sha256sum").args(&files).output() {
+        let theirs: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect();
+        assert_eq!(digests(&["-t", "plain"], &files), theirs);
+    }
+}
+
+#[test]
+fn an_audit_records_files_whose_fuse_file_system_misreports_their_size_and_finds_them_ok() {
+    let Some(fs) = misreporting("an_audit_..._misreports_their_size_and_finds_them_ok") else {
+        return;
+    };
+    let files: Vec<String> = FUSE_FILES
+        .iter()
+        .map(|(name, _, _)| fs.path(name).to_string_lossy().into_owned())
+        .collect();
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    let dir = tempdir();
+    for layout in [&[][..], &["-t", "mtsum"]] {
+        let args = [&["--manifest", "m"][..], layout].concat();
+        let expected: String = files.iter().map(|f| format!("new  {f}\n")).collect();
+        let (code, first, stderr) = audit(dir.path(), &args, &files);
+        assert_eq!(
+            (code, first.as_str()),
+            (Some(0), expected.as_str()),
+            "{args:?}: {stderr}"
+        );
+        let (code, second, stderr) = audit(dir.path(), &args, &files);
+        let expected = expected.replace("new  ", "ok  ");
+        assert_eq!(
+            (code, second.as_str()),
+            (Some(0), expected.as_str()),
+            "{args:?}: {stderr}"
+        );
+        std::fs::remove_file(dir.path().join("m")).unwrap();
+    }
+}
