@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use mtsum::engine::{Engine, FileDigest, MAX_KEPT_LEAVES, Request, Task};
 use mtsum::layout::{MTSUM_MAX_LEAF, TreeBuilder};
-use mtsum::source::{InputError, ReadMode, Target};
+use mtsum::source::{InputError, MAX_HELD_STREAM, ReadMode, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 use tempfile::TempDir;
@@ -513,19 +513,63 @@ fn standard_input_hashes_like_a_file_of_the_same_bytes() {
 }
 
 #[test]
-fn mtsum_layout_on_a_stream_needs_the_length() {
+fn mtsum_layout_on_a_stream_learns_the_length_by_reading_up_to_the_bound() {
+    let request = Request::new(Layout::Mtsum, Algorithm::Sha256);
+    let held = MAX_HELD_STREAM as usize;
+    for len in [0, 1, 100_000, held] {
+        let dir = TempDir::new().unwrap();
+        let fifo = make_fifo(dir.path(), "pipe");
+        let data = pattern(len, 1);
+        let writer = feed_fifo(fifo.clone(), data.clone(), 1 << 16);
+        let got = Engine::default()
+            .hash(&request, Target::Path(fifo))
+            .unwrap();
+        writer.join().unwrap();
+        assert_eq!(
+            got.root,
+            reference::root(Layout::Mtsum, Algorithm::Sha256, &data)
+        );
+        assert_eq!(got.size, len as u64);
+    }
+    // One byte more than can be held: refused, saying why.
     let dir = TempDir::new().unwrap();
     let fifo = make_fifo(dir.path(), "pipe");
-    let writer = feed_fifo(fifo.clone(), pattern(100_000, 1), 4096);
-    let got = Engine::default().hash(
-        &Request::new(Layout::Mtsum, Algorithm::Sha256),
-        Target::Path(fifo),
-    );
+    let writer = feed_fifo(fifo.clone(), vec![0; held + 1], 1 << 16);
+    let got = Engine::default().hash(&request, Target::Path(fifo));
     writer.join().unwrap();
     assert!(
         matches!(got, Err(InputError::StreamNeedsLength("mtsum"))),
         "{got:?}"
     );
+}
+
+#[test]
+fn streams_held_for_the_mtsum_layout_beyond_the_bound_wait_for_each_other_and_all_hash() {
+    // Two of these reach the bound: the third is opened once they are hashed.
+    let len = (MAX_HELD_STREAM / 2 + 1) as usize;
+    let dir = TempDir::new().unwrap();
+    let (mut targets, mut writers, mut contents) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..3 {
+        let fifo = make_fifo(dir.path(), &format!("pipe{i}"));
+        let data = pattern(len, i);
+        writers.push(feed_fifo(fifo.clone(), data.clone(), 1 << 16));
+        targets.push(Target::Path(fifo));
+        contents.push(data);
+    }
+    let request = Request::new(Layout::Mtsum, Algorithm::Sha256);
+    let mut results = Vec::new();
+    Engine::default().hash_all(&request, targets, |_, r| results.push(r));
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_eq!(results.len(), 3);
+    for (got, data) in results.into_iter().zip(&contents) {
+        let got = got.unwrap();
+        assert_eq!(
+            got.root,
+            reference::root(Layout::Mtsum, Algorithm::Sha256, data)
+        );
+    }
 }
 
 #[test]
@@ -631,8 +675,6 @@ proptest! {
                     prop_assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
                 }
                 (Kind::Directory, Err(InputError::IsADirectory)) => {}
-                (Kind::Fifo(_), Err(InputError::StreamNeedsLength("mtsum")))
-                    if layout.needs_length() => {}
                 (Kind::File(_) | Kind::Empty | Kind::Fifo(_), Ok(got)) => {
                     let data = contents[i].as_ref().unwrap();
                     prop_assert_eq!(got.root, reference::root(layout, alg, data), "target {}: {:?}", i, kind);

@@ -66,9 +66,10 @@ def file_digest(
     """The digest of one file, as ``mtsum -a ALGORITHM -t LAYOUT -l LEAF_SIZE PATH`` prints it.
 
     The library's engine hashes it on ``threads`` workers (default: every available core). A
-    FIFO or character device is read as a stream (not with the "mtsum" layout, whose tree
-    needs the length up front: ``io.UnsupportedOperation``). A file whose size or modification
-    time changes while it is read raises ``OSError("NAME: changed while being read")``.
+    FIFO or character device is read as a stream (the "mtsum" layout, whose tree needs the
+    length up front, holds at most 64 MiB of it: ``io.UnsupportedOperation`` beyond). A file
+    whose size or modification time changes while it is read raises
+    ``OSError("NAME: changed while being read")``.
 
     Ctrl-C raises KeyboardInterrupt at once and stops the read (see the module's help).
     """

@@ -37,7 +37,7 @@ mod coordinator;
 mod hasher;
 mod reader;
 
-use coordinator::{Coordinator, send_job};
+use coordinator::{Coordinator, send_jobs, wait_until};
 use hasher::hash_jobs;
 use reader::Reader;
 
@@ -315,8 +315,9 @@ impl Engine {
             let mut started = 0;
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
+            let died = Arc::new(AtomicBool::new(false));
             for _ in 0..self.threads.get() {
-                match self.spawn_worker(scope, &job_rx, &done_tx, &busy) {
+                match self.spawn_worker(scope, &job_rx, &done_tx, &busy, &died) {
                     Ok(()) => started += 1,
                     Err(e) => {
                         refusal = Some(e);
@@ -340,10 +341,15 @@ impl Engine {
             while !self.cancelled()
                 && let Some((index, task)) = tasks.next()
             {
-                for job in coordinator.plan(index, task) {
-                    send_job(&job_tx, job, &done_rx, &mut coordinator);
-                }
+                // Memory held by streams stays bounded: the next input waits for them.
+                wait_until(&job_tx, &done_rx, &mut coordinator, &died, |c| {
+                    !c.holds_enough()
+                });
+                let jobs = coordinator.plan(index, task);
+                send_jobs(&job_tx, jobs, &done_rx, &mut coordinator);
             }
+            // An input read again adds jobs: the queue stays open until every input is done.
+            wait_until(&job_tx, &done_rx, &mut coordinator, &died, |c| c.is_idle());
             drop(job_tx);
             for done in done_rx.iter().flatten() {
                 coordinator.on_done(done);
@@ -361,6 +367,7 @@ impl Engine {
         jobs: &Receiver<Job>,
         done: &Sender<Vec<Done>>,
         busy: &Arc<AtomicUsize>,
+        died: &Arc<AtomicBool>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
         // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
@@ -383,13 +390,20 @@ impl Engine {
             cancel: self.cancel.clone(),
         };
         let (done, progress) = (done.clone(), self.progress.clone());
+        let (hasher_alive, reader_alive) = (Alive::new(died, &done), Alive::new(died, &done));
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
-            .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
+            .spawn_scoped(scope, move || {
+                let _alive = hasher_alive;
+                hash_jobs(chunk_rx, free_tx, done, progress)
+            })?;
         thread::Builder::new()
             .name("mtsum-reader".into())
-            .spawn_scoped(scope, move || reader.run())?;
+            .spawn_scoped(scope, move || {
+                let _alive = reader_alive;
+                reader.run()
+            })?;
         Ok(())
     }
 }
@@ -397,6 +411,31 @@ impl Engine {
 /// Whether a cancel flag ([`Engine::with_cancel`]) is given and set.
 fn is_set(cancel: Option<&AtomicBool>) -> bool {
     cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
+/// Held by a worker thread: if it panics, the job it held will never be done, so it says so
+/// and wakes the coordinator, which must not wait for that job.
+struct Alive {
+    died: Arc<AtomicBool>,
+    done: Sender<Vec<Done>>,
+}
+
+impl Alive {
+    fn new(died: &Arc<AtomicBool>, done: &Sender<Vec<Done>>) -> Alive {
+        Alive {
+            died: died.clone(),
+            done: done.clone(),
+        }
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            self.died.store(true, Ordering::Relaxed);
+            let _ = self.done.send(Vec::new());
+        }
+    }
 }
 
 /// One unit of work for [`Engine::run`]: an input to hash with its request, or a note that
