@@ -39,7 +39,7 @@ mod reader;
 
 use coordinator::{Coordinator, send_job};
 use hasher::hash_jobs;
-use reader::Reader;
+use reader::{Dealer, Reader};
 
 use std::io::Read;
 use std::num::NonZeroUsize;
@@ -289,8 +289,9 @@ impl Engine {
             let mut started = 0;
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
+            let dealer = Arc::new(Dealer::default());
             for _ in 0..self.threads.get() {
-                match self.spawn_worker(scope, &job_rx, &done_tx, &busy) {
+                match self.spawn_worker(scope, &job_rx, &done_tx, &busy, &dealer) {
                     Ok(()) => started += 1,
                     Err(e) => {
                         refusal = Some(e);
@@ -332,6 +333,7 @@ impl Engine {
         jobs: &Receiver<Job>,
         done: &Sender<Vec<Done>>,
         busy: &Arc<AtomicUsize>,
+        dealer: &Arc<Dealer>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
         // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
@@ -344,6 +346,7 @@ impl Engine {
             chunk_size: self.chunk_size(),
             solo_chunk_size: self.solo_chunk_size(),
             busy: busy.clone(),
+            dealer: dealer.clone(),
             multi_buffer: self.multi_buffer,
             free: free_rx,
             spare: (0..buffers).map(|_| Buffer::new()).collect(),
@@ -357,9 +360,12 @@ impl Engine {
         thread::Builder::new()
             .name("mtsum-hasher".into())
             .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
+        // Counted idle before it runs, so that a reader already busy leaves it jobs.
+        dealer.enlist();
         thread::Builder::new()
             .name("mtsum-reader".into())
-            .spawn_scoped(scope, move || reader.run())?;
+            .spawn_scoped(scope, move || reader.run())
+            .inspect_err(|_| dealer.discharge())?;
         Ok(())
     }
 }
@@ -413,6 +419,9 @@ impl<T> Task<T> {
 struct Job {
     input: usize,
     index: usize,
+    /// How many jobs of the same input the coordinator queues right after this one: a
+    /// reader that starts lanes waits for them to fill its lanes.
+    later: usize,
     start: u64,
     layout: Layout,
     alg: Algorithm,
