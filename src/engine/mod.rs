@@ -31,7 +31,9 @@
 //! Jobs that are one message each (the leaves of `mtsum`, whole files with `plain`) go into
 //! SIMD lanes when others wait behind them ([`crate::lanes`]): the reader takes as many jobs
 //! as its kernel has lanes and reads in rounds, one chunk of each, which its hasher runs
-//! through one lane set, so that one core hashes 2 to 32 messages at once.
+//! through one lane set, so that one core hashes 2 to 32 messages at once. Readers deal such
+//! jobs among themselves so that lanes fill: a reader fills a unit of its kernel's lanes
+//! before another begins, and begins another only while no reader is idle (`reader.rs`).
 
 mod coordinator;
 mod hasher;
