@@ -1,14 +1,16 @@
 //! The coordinator: hands the inputs out to the readers in batches to open, queues the jobs
-//! of those too large for one reader, folds their digests into roots, and hands results out
-//! in input order.
+//! of those too large for one reader, holds in memory the streams whose layout needs their
+//! length, folds the digests of shared inputs into roots, and hands results out in input
+//! order.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossbeam_channel::{Receiver, Select, Sender};
 
-use super::input::{Fold, Opening};
-use super::{Done, FileDigest, Opened, Task, Work};
-use crate::source::InputError;
+use super::input::{Concluded, Fold, Opening, Planned, Unplanned};
+use super::{Done, FileDigest, Job, Opened, Task};
+use crate::source::{InputError, MAX_HELD_STREAM};
 
 /// Inputs per batch handed to a reader to open. A reader hashes the small ones of a batch
 /// itself, so a batch is also the most work one reader may be left with while the others
@@ -21,15 +23,34 @@ type Outcome = Option<Result<FileDigest, InputError>>;
 /// An input handed out and not yet finished.
 struct Pending<T> {
     context: T,
-    /// Once its reader handed its jobs back to be shared by every worker: their fold.
+    /// Once its jobs are shared by every worker: their fold.
     fold: Option<Fold>,
+}
+
+/// Where the coordinator sends work, and hears back from.
+pub(super) struct Channels<'a> {
+    /// Jobs of inputs shared by every worker.
+    pub(super) jobs: Sender<Job>,
+    /// Batches of inputs to open.
+    pub(super) opens: Sender<Vec<Opening>>,
+    pub(super) done: &'a Receiver<Vec<Done>>,
+    pub(super) opened: &'a Receiver<Vec<Opened>>,
+    /// Set when a worker died: a job it held will never be done.
+    pub(super) died: &'a AtomicBool,
+    /// Set when the caller cancels: no more tasks are taken.
+    pub(super) cancelled: &'a dyn Fn() -> bool,
 }
 
 /// Hands inputs out, folds the jobs of shared inputs, and hands results out in input order.
 pub(super) struct Coordinator<T, F> {
+    multi_buffer: bool,
     pending: HashMap<usize, Pending<T>>,
-    /// Inputs handed out to be opened that their reader has not reported on yet.
-    opening: usize,
+    /// Streams to hold in memory before they can be planned.
+    to_hold: VecDeque<Unplanned>,
+    /// The bytes of streams held in memory by pending inputs.
+    held: u64,
+    /// Jobs of shared inputs, to queue.
+    outbox: VecDeque<Job>,
     /// Finished tasks waiting for an earlier one.
     ready: BTreeMap<usize, (T, Outcome)>,
     next_out: usize,
@@ -40,70 +61,90 @@ impl<T, F> Coordinator<T, F>
 where
     F: FnMut(T, Outcome),
 {
-    pub(super) fn new(sink: F) -> Coordinator<T, F> {
+    pub(super) fn new(multi_buffer: bool, sink: F) -> Coordinator<T, F> {
         Coordinator {
+            multi_buffer,
             pending: HashMap::new(),
-            opening: 0,
+            to_hold: VecDeque::new(),
+            held: 0,
+            outbox: VecDeque::new(),
             ready: BTreeMap::new(),
             next_out: 0,
             sink,
         }
     }
 
-    /// Runs `tasks` on the workers that take work from `work`, until every task is reported.
-    /// The queue is closed once nothing more can come to it, so that the workers end.
-    pub(super) fn run(
-        mut self,
-        tasks: impl IntoIterator<Item = Task<T>>,
-        work: Sender<Work>,
-        done: &Receiver<Vec<Done>>,
-        opened: &Receiver<Vec<Opened>>,
-    ) {
+    /// Runs `tasks` on the workers until every task taken is reported. The queues are closed
+    /// once nothing more can come to them (an input read again adds jobs), so that the
+    /// workers end.
+    pub(super) fn run(mut self, tasks: impl IntoIterator<Item = Task<T>>, c: Channels) {
         let mut tasks = tasks.into_iter().enumerate();
-        // Jobs of shared inputs first, then the next batch.
-        let mut outbox = VecDeque::new();
+        let mut batch = None;
         let mut exhausted = false;
         loop {
-            if outbox.is_empty() && !exhausted {
-                let batch = self.next_batch(&mut tasks);
-                exhausted = batch.len() < OPEN_BATCH;
-                if !batch.is_empty() {
-                    outbox.push_back(Work::Open(batch));
-                }
+            // Memory held by streams stays bounded: the next one waits for them.
+            while !self.holds_enough()
+                && let Some(stream) = self.to_hold.pop_front()
+            {
+                let input = stream.input;
+                self.admit(input, stream.hold().plan(self.multi_buffer));
             }
-            if outbox.is_empty() && self.opening == 0 && exhausted {
+            if batch.is_none() && !exhausted {
+                let next = match (c.cancelled)() {
+                    true => Vec::new(),
+                    false => self.next_batch(&mut tasks),
+                };
+                exhausted = next.len() < OPEN_BATCH;
+                batch = (!next.is_empty()).then_some(next);
+            }
+            let idle = self.outbox.is_empty() && batch.is_none();
+            if idle && exhausted && (self.pending.is_empty() || c.died.load(Ordering::Relaxed)) {
                 break;
             }
-            // Workers never wait for the coordinator: while the queue is full, it takes in
+            // Workers never wait for the coordinator: while the queues are full, it takes in
             // what they report.
             let mut select = Select::new();
-            let send = (!outbox.is_empty()).then(|| select.send(&work));
-            let from_hashers = select.recv(done);
-            let from_readers = select.recv(opened);
+            let send_job = (!self.outbox.is_empty()).then(|| select.send(&c.jobs));
+            let send_batch = batch.is_some().then(|| select.send(&c.opens));
+            let from_hashers = select.recv(c.done);
+            let from_readers = select.recv(c.opened);
             let op = select.select();
-            let index = op.index();
-            if Some(index) == send {
-                let item = outbox.pop_front().expect("work to send");
-                op.send(&work, item)
+            let index = Some(op.index());
+            if index == send_job {
+                let job = self.outbox.pop_front().expect("a job to send");
+                op.send(&c.jobs, job)
                     .unwrap_or_else(|_| panic!("workers outlive the coordinator"));
-            } else if index == from_hashers {
-                let finished = op.recv(done).expect("workers outlive the coordinator");
-                for done in finished {
+            } else if index == send_batch {
+                let openings = batch.take().expect("a batch to send");
+                op.send(&c.opens, openings)
+                    .unwrap_or_else(|_| panic!("workers outlive the coordinator"));
+            } else if index == Some(from_hashers) {
+                // Empty when a worker died, to wake the coordinator.
+                for done in op.recv(c.done).expect("workers outlive the coordinator") {
                     self.on_done(done);
                 }
             } else {
-                debug_assert_eq!(index, from_readers);
-                let reports = op.recv(opened).expect("workers outlive the coordinator");
-                for report in reports {
-                    self.on_opened(report, &mut outbox);
+                debug_assert_eq!(index, Some(from_readers));
+                for report in op.recv(c.opened).expect("workers outlive the coordinator") {
+                    self.on_opened(report);
                 }
             }
         }
-        drop(work);
-        for done in done.iter().flatten() {
+        drop((c.jobs, c.opens));
+        // Only when a worker died can anything be left under way.
+        for report in c.opened.iter().flatten() {
+            self.on_opened(report);
+        }
+        for done in c.done.iter().flatten() {
             self.on_done(done);
         }
         self.report_lost();
+    }
+
+    /// Whether the streams held in memory reach [`MAX_HELD_STREAM`]: then no other stream is
+    /// held until they are hashed, so that at most twice that is held at once.
+    fn holds_enough(&self) -> bool {
+        self.held >= MAX_HELD_STREAM
     }
 
     /// The next inputs to open, up to [`OPEN_BATCH`]; tasks without an input on the way are
@@ -123,7 +164,6 @@ where
                 fold: None,
             };
             self.pending.insert(index, pending);
-            self.opening += 1;
             batch.push(Opening {
                 input: index,
                 target,
@@ -135,20 +175,28 @@ where
     }
 
     /// Takes in a reader's report on an input it opened.
-    fn on_opened(&mut self, report: Opened, outbox: &mut VecDeque<Work>) {
-        self.opening -= 1;
+    fn on_opened(&mut self, report: Opened) {
         match report {
-            Opened::Shared { input, planned } => {
-                if planned.jobs.is_empty() {
-                    return self.finish(input, Some(planned.fold.finish()));
-                }
-                let p = self.pending.get_mut(&input).expect("an input handed out");
-                p.fold = Some(planned.fold);
-                outbox.extend(planned.jobs.into_iter().map(Work::Job));
-            }
+            Opened::Shared { input, planned } => self.admit(input, Ok(planned)),
+            Opened::Hold(stream) => self.to_hold.push_back(stream),
             Opened::Hashed { input, result } => self.finish(input, Some(result)),
             Opened::Lost { input } => self.finish(input, Some(Err(lost()))),
         }
+    }
+
+    /// Queues the jobs of `input`, planned as `planned`, for every worker.
+    fn admit(&mut self, input: usize, planned: Result<Planned, InputError>) {
+        let Planned { jobs, fold } = match planned {
+            Ok(planned) => planned,
+            Err(e) => return self.finish(input, Some(Err(e))),
+        };
+        self.held += fold.held;
+        if jobs.is_empty() {
+            return self.conclude(input, fold);
+        }
+        let p = self.pending.get_mut(&input).expect("an input handed out");
+        p.fold = Some(fold);
+        self.outbox.extend(jobs);
     }
 
     fn on_done(&mut self, done: Done) {
@@ -160,7 +208,18 @@ where
         fold.add(done.index, done.result);
         if fold.is_complete() {
             let fold = p.fold.take().expect("present");
-            self.finish(done.input, Some(fold.finish()));
+            self.conclude(done.input, fold);
+        }
+    }
+
+    /// Emits the result of a shared input whose jobs are all done, or plans it again as a
+    /// stream (a file that held other bytes than its size said).
+    fn conclude(&mut self, input: usize, fold: Fold) {
+        self.held -= fold.held;
+        match fold.conclude(input) {
+            Concluded::Result(result) => self.finish(input, Some(result)),
+            Concluded::Again(stream) if stream.must_be_held() => self.to_hold.push_back(stream),
+            Concluded::Again(stream) => self.admit(input, stream.plan(self.multi_buffer)),
         }
     }
 

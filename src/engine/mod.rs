@@ -6,17 +6,17 @@
 //! | where | role |
 //! |---|---|
 //! | this file | what callers see ([`Request`], [`Task`], [`Engine`], [`FileDigest`]) and the words the parts speak to each other (`Job`, `Msg`, `LaneOp`, `Done`) |
-//! | `coordinator.rs` | hands inputs out in batches to open, queues the jobs of large ones, folds their digests into roots, emits results in input order |
-//! | `input.rs` | one input: opened and planned into jobs (`Opening`), its jobs' digests folded into its result (`Fold`) |
-//! | `reader.rs` | the reader half of a worker: takes work from the shared queue, reads jobs ahead |
-//! | `whole.rs` | a reader's batch of inputs: opens each, hashes the small ones whole itself (in a lane set of its own), hands large ones back |
+//! | `coordinator.rs` | hands inputs out in batches to open, queues the jobs of large ones, holds streams whose layout needs their length, folds the digests of large inputs into roots, emits results in input order |
+//! | `input.rs` | one input: opened (`Opening`), planned into jobs (`Unplanned`), its jobs' digests folded into its result (`Fold`) |
+//! | `reader.rs` | the reader half of a worker: takes work from the shared queues, reads jobs ahead |
+//! | `whole.rs` | a reader's batch of inputs: opens each, hashes the small ones whole itself (in a lane set of its own), hands the others back |
 //! | `hasher.rs` | the hasher half of a worker: hashes chunks as one stream, or rounds of SIMD lanes |
 //!
-//! A call of [`Engine::run`] is: the coordinator hands tasks out in batches (`Work::Open`) on
-//! one bounded queue → a reader opens each input of a batch, hashes a small one itself and
-//! reports its result (`Opened`), and reports a large one's jobs, which the coordinator
-//! queues for every worker (`Work::Job`) → a reader takes a job and sends chunks (`Msg`) → its
-//! hasher hashes them and sends `Done` back → the coordinator folds them and calls the sink.
+//! A call of [`Engine::run`] is: the coordinator hands tasks out in batches on one bounded
+//! queue → a reader opens each input of a batch, hashes a small one itself and reports its
+//! result (`Opened`), and reports a large one's jobs, which the coordinator queues for every
+//! worker on another → a reader takes a job and sends chunks (`Msg`) → its hasher hashes them
+//! and sends `Done` back → the coordinator folds them and calls the sink.
 //!
 //! # How it works
 //!
@@ -35,12 +35,14 @@
 //! Jobs that are one message each (the leaves of `mtsum`, whole files with `plain`) go into
 //! SIMD lanes when others wait behind them ([`crate::lanes`]): the reader takes as many jobs
 //! as its kernel has lanes and reads in rounds, one chunk of each, which its hasher runs
-//! through one lane set, so that one core hashes 2 to 32 messages at once.
+//! through one lane set, so that one core hashes 2 to 32 messages at once. Readers deal such
+//! jobs among themselves so that lanes fill: a reader fills a unit of its kernel's lanes
+//! before another begins, and begins another only while no reader is idle (`reader.rs`).
 //!
 //! Many small files are opened on the workers, not one by one on the coordinator, and each is
 //! hashed by the reader that opened it, with no hand-off between threads: the one-message
 //! jobs of small files go into a lane set of the reader's own, which it refills as each
-//! message ends (see `whole.rs`).
+//! message ends (`whole.rs`).
 
 mod coordinator;
 mod hasher;
@@ -48,16 +50,16 @@ mod input;
 mod reader;
 mod whole;
 
-use coordinator::Coordinator;
+use coordinator::{Channels, Coordinator};
 use hasher::hash_jobs;
-use input::{Opening, Planned};
-use reader::Reader;
+use input::{Opening, Planned, Unplanned};
+use reader::{Dealer, Reader};
 
 use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -70,8 +72,7 @@ use crate::source::{
     Buffer, Chunk, Fallback, FileSystems, InputError, ReadMode, SizedFile, Target,
 };
 
-/// The most jobs (or batches of inputs to open) queued for the workers: each job holds an
-/// open file.
+/// The most jobs queued for the workers: each holds an open file.
 const MAX_QUEUED_JOBS: usize = 256;
 
 /// The most leaves a tree may have when its leaf digests are kept (for drawing it).
@@ -128,6 +129,8 @@ pub struct Engine {
     multi_buffer: bool,
     /// Bytes hashed so far, for a progress display.
     progress: Option<Arc<AtomicU64>>,
+    /// Set from outside to stop the calls under way ([`Engine::with_cancel`]).
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for Engine {
@@ -172,6 +175,7 @@ impl Engine {
             read_mode: ReadMode::Pread,
             multi_buffer: true,
             progress: None,
+            cancel: None,
         }
     }
 
@@ -230,6 +234,21 @@ impl Engine {
         self
     }
 
+    /// Stops this engine's calls once `flag` is set, from any thread (the caller's other
+    /// thread, a Ctrl-C handler): each reader gives its job up before its next read, the
+    /// job's input fails with [`InputError::Interrupted`] (a stream is closed, so its writer
+    /// sees a broken pipe), and [`Engine::run`] takes no more tasks. A read under way is not
+    /// interrupted (one that waits on a silent pipe waits on). The engine never clears the
+    /// flag: while it is set, calls end at once.
+    pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Engine {
+        self.cancel = Some(flag);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        is_set(self.cancel.as_deref())
+    }
+
     /// The number of workers.
     pub fn threads(&self) -> NonZeroUsize {
         self.threads
@@ -239,7 +258,8 @@ impl Engine {
     pub fn hash(&self, request: &Request, target: Target) -> Result<FileDigest, InputError> {
         let mut out = None;
         self.hash_all(request, [target], |_, result| out = Some(result));
-        out.expect("hash_all reports every target")
+        // Not taken: cancelled before it started.
+        out.unwrap_or(Err(InputError::Interrupted))
     }
 
     /// Hashes only the jobs of `request`'s plan of the file `target` that start in `bytes`
@@ -263,15 +283,17 @@ impl Engine {
             slice: Some(Slice { size, bytes }),
             context: (),
         };
-        let mut out = None;
+        // Not reported: cancelled before it started.
+        let mut out = Some(Err(InputError::Interrupted));
         self.run([task], |(), result| out = result);
-        let digest = out.expect("run reports every task")?;
+        let digest = out.expect("a task of a slice hashes")?;
         Ok(digest.jobs.expect("a task of a slice keeps its jobs"))
     }
 
     /// Hashes every target and calls `sink` once per target, in the order of `targets`,
     /// as soon as that target and all before it are done. A failing input is reported to
-    /// `sink` and the others go on.
+    /// `sink` and the others go on. Once cancelled, only the targets taken before are
+    /// reported (see [`Engine::run`]).
     pub fn hash_all<I, F>(&self, request: &Request, targets: I, mut sink: F)
     where
         I: IntoIterator<Item = Target>,
@@ -288,6 +310,11 @@ impl Engine {
     /// Runs `tasks` and calls `sink` once per task, in the order of `tasks`, with the task's
     /// context and its result (`None` for a task that only passes its context through).
     /// Each task may ask for its own layout and algorithm, as the lines of a sum file do.
+    ///
+    /// Once the cancel flag is set ([`Engine::with_cancel`]), no more tasks are taken from
+    /// `tasks` and those left are not reported: reporting them would mean draining an
+    /// iterator that may walk a whole tree. Every task taken is still reported, those not
+    /// finished with [`InputError::Interrupted`].
     pub fn run<T, I, F>(&self, tasks: I, sink: F)
     where
         I: IntoIterator<Item = Task<T>>,
@@ -297,7 +324,10 @@ impl Engine {
             // Room for every lane of every worker twice over: a reader filling its lanes
             // with small files finds them opened and waiting.
             let queue = (self.threads.get() * 2 * lanes::MAX_LANES).min(MAX_QUEUED_JOBS);
-            let (job_tx, job_rx) = bounded::<Work>(queue);
+            let (job_tx, job_rx) = bounded::<Job>(queue);
+            // Two batches of inputs to open per worker: one that it opens, the next that
+            // keeps its lanes full meanwhile.
+            let (open_tx, open_rx) = bounded::<Vec<Opening>>(2 * self.threads.get());
             let (done_tx, done_rx) = unbounded::<Vec<Done>>();
             let (opened_tx, opened_rx) = unbounded::<Vec<Opened>>();
             // Fewer workers than asked for (the system refused more threads) still hash
@@ -305,8 +335,11 @@ impl Engine {
             let mut started = 0;
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
+            let died = Arc::new(AtomicBool::new(false));
+            let dealer = Arc::new(Dealer::default());
             for _ in 0..self.threads.get() {
-                match self.spawn_worker(scope, &job_rx, &done_tx, &opened_tx, &busy) {
+                let queues = (&job_rx, &open_rx, &done_tx, &opened_tx);
+                match self.spawn_worker(scope, queues, &busy, &died, &dealer) {
                     Ok(()) => started += 1,
                     Err(e) => {
                         refusal = Some(e);
@@ -314,7 +347,7 @@ impl Engine {
                     }
                 }
             }
-            drop((job_rx, done_tx, opened_tx));
+            drop((job_rx, open_rx, done_tx, opened_tx));
             if let (0, Some(e)) = (started, refusal) {
                 let mut sink = sink;
                 for task in tasks {
@@ -325,7 +358,15 @@ impl Engine {
                 return;
             }
 
-            Coordinator::new(sink).run(tasks, job_tx, &done_rx, &opened_rx);
+            let channels = Channels {
+                jobs: job_tx,
+                opens: open_tx,
+                done: &done_rx,
+                opened: &opened_rx,
+                died: &died,
+                cancelled: &|| self.cancelled(),
+            };
+            Coordinator::new(self.multi_buffer, sink).run(tasks, channels);
         });
     }
 }
@@ -335,10 +376,10 @@ impl Engine {
     fn spawn_worker<'scope>(
         &self,
         scope: &'scope thread::Scope<'scope, '_>,
-        jobs: &Receiver<Work>,
-        done: &Sender<Vec<Done>>,
-        opened: &Sender<Vec<Opened>>,
+        (jobs, opens, done, opened): Queues,
         busy: &Arc<AtomicUsize>,
+        died: &Arc<AtomicBool>,
+        dealer: &Arc<Dealer>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
         // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
@@ -348,9 +389,11 @@ impl Engine {
         let (free_tx, free_rx) = bounded::<Vec<Buffer>>(buffers);
         let reader = Reader {
             jobs: jobs.clone(),
+            opens: opens.clone(),
             chunk_size: self.chunk_size(),
             solo_chunk_size: self.solo_chunk_size(),
             busy: busy.clone(),
+            dealer: dealer.clone(),
             read_mode: self.read_mode,
             file_systems: FileSystems::default(),
             multi_buffer: self.multi_buffer,
@@ -361,16 +404,66 @@ impl Engine {
             done: done.clone(),
             opened: opened.clone(),
             progress: self.progress.clone(),
+            cancel: self.cancel.clone(),
         };
         let (done, progress) = (done.clone(), self.progress.clone());
+        let (hasher_alive, reader_alive) = (Alive::new(died, &done), Alive::new(died, &done));
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
-            .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
+            .spawn_scoped(scope, move || {
+                let _alive = hasher_alive;
+                hash_jobs(chunk_rx, free_tx, done, progress)
+            })?;
+        // Counted idle before it runs, so that a reader already busy leaves it jobs.
+        dealer.enlist();
         thread::Builder::new()
             .name("mtsum-reader".into())
-            .spawn_scoped(scope, move || reader.run())?;
+            .spawn_scoped(scope, move || {
+                let _alive = reader_alive;
+                reader.run()
+            })
+            .inspect_err(|_| dealer.discharge())?;
         Ok(())
+    }
+}
+
+/// A worker's ends of the queues: jobs and batches of inputs to open in, digests of jobs and
+/// reports on inputs out.
+type Queues<'a> = (
+    &'a Receiver<Job>,
+    &'a Receiver<Vec<Opening>>,
+    &'a Sender<Vec<Done>>,
+    &'a Sender<Vec<Opened>>,
+);
+
+/// Whether a cancel flag ([`Engine::with_cancel`]) is given and set.
+fn is_set(cancel: Option<&AtomicBool>) -> bool {
+    cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
+/// Held by a worker thread: if it panics, the job it held will never be done, so it says so
+/// and wakes the coordinator, which must not wait for that job.
+struct Alive {
+    died: Arc<AtomicBool>,
+    done: Sender<Vec<Done>>,
+}
+
+impl Alive {
+    fn new(died: &Arc<AtomicBool>, done: &Sender<Vec<Done>>) -> Alive {
+        Alive {
+            died: died.clone(),
+            done: done.clone(),
+        }
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            self.died.store(true, Ordering::Relaxed);
+            let _ = self.done.send(Vec::new());
+        }
     }
 }
 
@@ -419,19 +512,14 @@ impl<T> Task<T> {
     }
 }
 
-/// What the workers take from the shared queue.
-enum Work {
-    /// Inputs to open: a reader hashes the small ones itself and reports on each ([`Opened`]).
-    Open(Vec<Opening>),
-    /// A job of an input that every worker shares.
-    Job(Job),
-}
-
 /// From a reader to the coordinator: what became of an input it opened.
 enum Opened {
     /// Too large for one reader (or a stream): its jobs, for the coordinator to queue for
     /// every worker and fold.
     Shared { input: usize, planned: Planned },
+    /// A stream that its layout can hash only once held in memory, which the coordinator
+    /// does, keeping the memory held bounded.
+    Hold(Unplanned),
     /// Hashed whole by the reader, or failed to open.
     Hashed {
         input: usize,
@@ -445,6 +533,9 @@ enum Opened {
 struct Job {
     input: usize,
     index: usize,
+    /// How many jobs of the same input the coordinator queues right after this one: a
+    /// reader that starts lanes waits for them to fill its lanes.
+    later: usize,
     start: u64,
     layout: Layout,
     alg: Algorithm,

@@ -1,6 +1,6 @@
-//! A reader's batch of inputs to open ([`Work::Open`]): it opens each, hands the jobs of a
-//! large one (or a stream) back to the coordinator to be shared among every worker, and hashes
-//! a small one whole itself.
+//! A reader's batch of inputs to open: it opens each, hands the jobs of a large one (or a
+//! stream) back to the coordinator to be shared among every worker, and hashes a small one
+//! whole itself.
 //!
 //! Opening on the workers spreads the `open` and `fstat` of many small files over every core
 //! instead of one coordinator thread, and hashing a small file where it was opened costs it no
@@ -17,9 +17,9 @@ use std::sync::atomic::Ordering;
 use crossbeam_channel::Sender;
 
 use super::hasher::Part;
-use super::input::{Fold, JobDigest, Opening, Planned};
+use super::input::{Concluded, Fold, JobDigest, Opening, Planned, Unplanned};
 use super::reader::{Reader, lane_chunk_size};
-use super::{Engine, Job, JobKey, JobSource, Opened, SharedFile, Work};
+use super::{Engine, Job, JobKey, JobSource, Opened, SharedFile};
 use crate::lanes::{Event, Kernel, Lane, Lanes};
 use crate::source::InputError;
 
@@ -32,48 +32,34 @@ const REPORT_BATCH: usize = 16;
 
 impl Reader {
     /// Opens the inputs of `batch`, and of the next batches of the queue while its lanes
-    /// hash, and hashes the small ones. Returns the work taken that is not a batch, for
-    /// [`Reader::run`]; `None` when the pipeline shut down.
-    pub(super) fn open_inputs(&mut self, batch: Vec<Opening>) -> Option<Option<Work>> {
-        let mut whole = Whole::new(self.opened.clone());
+    /// hash, and hashes the small ones; `None` when the pipeline shut down.
+    pub(super) fn open_inputs(&mut self, batch: Vec<Opening>) -> Option<()> {
+        let mut whole = Whole::new(self.opened.clone(), self.multi_buffer);
         let mut batch = batch;
-        let next = loop {
+        loop {
             whole.unreported.extend(batch.iter().map(|o| o.input));
             for opening in batch {
                 let input = opening.input;
-                match opening.open(self.read_mode, self.multi_buffer, &mut self.file_systems) {
-                    Err(e) => whole.report(Opened::Hashed {
-                        input,
-                        result: Err(e),
-                    })?,
-                    Ok(planned) if planned.fold.file_len().is_some_and(|n| n <= SMALL_INPUT) => {
-                        self.hash_whole(&mut whole, input, planned)?;
-                    }
-                    Ok(planned) => {
-                        // At once, so that the other workers start on its jobs.
-                        whole.report(Opened::Shared { input, planned })?;
-                        whole.send()?;
-                    }
+                let opened = opening.open(self.read_mode, &mut self.file_systems);
+                match route(opened, self.multi_buffer) {
+                    Route::Here(planned) => self.hash_whole(&mut whole, input, planned)?,
+                    Route::Report(report) => whole.report(report)?,
                 }
             }
-            // The next batch keeps the lanes full; anything else waits until they are empty.
-            if whole.lanes_busy() {
-                match self.jobs.try_recv() {
-                    Ok(Work::Open(more)) => {
-                        batch = more;
-                        continue;
-                    }
-                    Ok(work) => break Some(work),
-                    Err(_) => {}
-                }
+            // The next batch keeps the lanes full, unless a job of a large input waits: the
+            // input begun is done first.
+            if !whole.lanes_busy() || !self.jobs.is_empty() {
+                break;
             }
-            break None;
-        };
+            match self.opens.try_recv() {
+                Ok(more) => batch = more,
+                Err(_) => break,
+            }
+        }
         while whole.lanes_busy() {
             self.lane_event(&mut whole)?;
         }
-        whole.send()?;
-        Some(next)
+        whole.send()
     }
 
     /// Hashes every job of the small input `input`: one-message jobs in the reader's lanes,
@@ -81,10 +67,7 @@ impl Reader {
     fn hash_whole(&mut self, whole: &mut Whole, input: usize, planned: Planned) -> Option<()> {
         let Planned { jobs, fold } = planned;
         if fold.is_complete() {
-            return whole.report(Opened::Hashed {
-                input,
-                result: fold.finish(),
-            });
+            return whole.conclude(input, fold);
         }
         whole.folds.push((input, fold));
         for job in jobs {
@@ -156,6 +139,11 @@ impl Reader {
         let unread = |job: &LaneJob| {
             job.pos < job.end && job.error.is_none() && !job.shared.failed.load(Ordering::Relaxed)
         };
+        if unread(job)
+            && let Err(e) = self.check_cancel()
+        {
+            job.error = Some(e);
+        }
         if unread(job) {
             let mut reader = job.shared.file.range_reader(job.pos..job.end, lanes.chunk);
             match reader.next_chunk(self.next_buffer()?) {
@@ -224,16 +212,19 @@ struct Whole {
     /// lost, so that the coordinator never waits for them.
     unreported: HashSet<usize>,
     out: Sender<Vec<Opened>>,
+    /// Whether the workers hash one-message jobs in lanes, for planning.
+    multi_buffer: bool,
 }
 
 impl Whole {
-    fn new(out: Sender<Vec<Opened>>) -> Whole {
+    fn new(out: Sender<Vec<Opened>>, multi_buffer: bool) -> Whole {
         Whole {
             lanes: None,
             folds: Vec::new(),
             reports: Vec::new(),
             unreported: HashSet::new(),
             out,
+            multi_buffer,
         }
     }
 
@@ -260,16 +251,29 @@ impl Whole {
             return Some(());
         }
         let (_, fold) = self.folds.swap_remove(at);
-        self.report(Opened::Hashed {
-            input,
-            result: fold.finish(),
-        })
+        self.conclude(input, fold)
     }
 
-    /// Queues a report, sending the queue when it is a batch.
+    /// Reports the result of the small input `input`, whose jobs are all in; or, for a file
+    /// that held other bytes than its size said, hands it to the coordinator opened again as
+    /// a stream (which is never small).
+    fn conclude(&mut self, input: usize, fold: Fold) -> Option<()> {
+        let report = match fold.conclude(input) {
+            Concluded::Result(result) => Opened::Hashed { input, result },
+            Concluded::Again(stream) => match route(stream, self.multi_buffer) {
+                Route::Here(planned) => Opened::Shared { input, planned },
+                Route::Report(report) => report,
+            },
+        };
+        self.report(report)
+    }
+
+    /// Queues a report, sending the queue when it is a batch. An input for the coordinator
+    /// to share or hold goes at once, so that the other workers start on it.
     fn report(&mut self, report: Opened) -> Option<()> {
+        let now = !matches!(report, Opened::Hashed { .. });
         self.reports.push(report);
-        if self.reports.len() >= REPORT_BATCH {
+        if now || self.reports.len() >= REPORT_BATCH {
             return self.send();
         }
         Some(())
@@ -309,7 +313,34 @@ impl Opened {
             Opened::Shared { input, .. }
             | Opened::Hashed { input, .. }
             | Opened::Lost { input } => *input,
+            Opened::Hold(stream) => stream.input,
         }
+    }
+}
+
+/// What a reader does with an input it opened.
+enum Route {
+    /// Hash it here: a small file.
+    Here(Planned),
+    /// Tell the coordinator: the jobs of a large input or a stream, to share among every
+    /// worker; a stream to hold in memory first; or why the input cannot be hashed.
+    Report(Opened),
+}
+
+fn route(opened: Unplanned, multi_buffer: bool) -> Route {
+    let input = opened.input;
+    if opened.must_be_held() {
+        return Route::Report(Opened::Hold(opened));
+    }
+    match opened.plan(multi_buffer) {
+        Ok(planned) if planned.fold.file_len().is_some_and(|n| n <= SMALL_INPUT) => {
+            Route::Here(planned)
+        }
+        Ok(planned) => Route::Report(Opened::Shared { input, planned }),
+        Err(e) => Route::Report(Opened::Hashed {
+            input,
+            result: Err(e),
+        }),
     }
 }
 

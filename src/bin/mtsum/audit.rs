@@ -4,6 +4,7 @@
 //! usage or fatal error (no extended attributes, a manifest that cannot be read or written).
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,9 @@ pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
             options.recursion,
         )))
     });
+    // A line reports a decision already recorded: it must be written, or fail and stop the
+    // audit, before the next file is decided.
+    let printer = printer.flushing_each_result();
     let mut options = options.clone();
     options.io.progress = Some(printer.progress_counter());
     let options = &options;
@@ -174,7 +178,17 @@ struct Events<'a> {
 }
 
 impl Events<'_> {
-    fn on(&self, event: Event) {
+    /// Prints `event`; stops the audit once stdout has failed, as the hash mode stops
+    /// hashing: no verdict could be shown any more, so none is recorded either.
+    fn on(&self, event: Event) -> ControlFlow<()> {
+        self.print(event);
+        match self.printer.broken() {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        }
+    }
+
+    fn print(&self, event: Event) {
         let printer = self.printer;
         match event {
             Event::Verdict(v) => {
@@ -222,6 +236,7 @@ impl Events<'_> {
                 }
             }
             Event::Skipped { path, reason } => return printer.skipped(path, &reason),
+            Event::Postponed { size, .. } => return printer.not_read(size),
         }
         printer.file_done();
     }
