@@ -12,11 +12,13 @@ use super::input::{Concluded, Fold, Opening, Planned, Unplanned};
 use super::{Done, FileDigest, Job, Opened, Task};
 use crate::source::{InputError, MAX_HELD_STREAM};
 
-/// Inputs per batch handed to a reader to open. A reader hashes the small ones of a batch
-/// itself, so a batch is also the most work one reader may be left with while the others
-/// have none (16 inputs of at most [`super::whole::SMALL_INPUT`] each), and one hand-off
-/// from the coordinator per batch rather than per file.
-const OPEN_BATCH: usize = 16;
+/// Inputs per batch handed to a reader to open: one hand-off from the coordinator per batch
+/// rather than per file, and one report back. A reader hashes the small ones of a batch
+/// itself, and gives the unopened half of it back when another reader waits for work (see
+/// `whole.rs`), so that a batch never leaves one reader busy while the others are idle.
+/// 20 000 files of 1 byte, `-p 2`: 64 inputs a batch cost 142 ms of CPU and 950 context
+/// switches, 16 a batch 150 ms and 3 900.
+const OPEN_BATCH: usize = 64;
 
 type Outcome = Option<Result<FileDigest, InputError>>;
 
@@ -79,7 +81,8 @@ where
     /// workers end.
     pub(super) fn run(mut self, tasks: impl IntoIterator<Item = Task<T>>, c: Channels) {
         let mut tasks = tasks.into_iter().enumerate();
-        let mut batch = None;
+        // Batches to hand out: new ones, and those that readers gave back first.
+        let mut batches = VecDeque::new();
         let mut exhausted = false;
         loop {
             // Memory held by streams stays bounded: the next one waits for them.
@@ -89,15 +92,17 @@ where
                 let input = stream.input;
                 self.admit(input, stream.hold().plan(self.multi_buffer));
             }
-            if batch.is_none() && !exhausted {
+            if batches.is_empty() && !exhausted {
                 let next = match (c.cancelled)() {
                     true => Vec::new(),
                     false => self.next_batch(&mut tasks),
                 };
                 exhausted = next.len() < OPEN_BATCH;
-                batch = (!next.is_empty()).then_some(next);
+                if !next.is_empty() {
+                    batches.push_back(next);
+                }
             }
-            let idle = self.outbox.is_empty() && batch.is_none();
+            let idle = self.outbox.is_empty() && batches.is_empty();
             if idle && exhausted && (self.pending.is_empty() || c.died.load(Ordering::Relaxed)) {
                 break;
             }
@@ -105,7 +110,7 @@ where
             // what they report.
             let mut select = Select::new();
             let send_job = (!self.outbox.is_empty()).then(|| select.send(&c.jobs));
-            let send_batch = batch.is_some().then(|| select.send(&c.opens));
+            let send_batch = (!batches.is_empty()).then(|| select.send(&c.opens));
             let from_hashers = select.recv(c.done);
             let from_readers = select.recv(c.opened);
             let op = select.select();
@@ -115,7 +120,7 @@ where
                 op.send(&c.jobs, job)
                     .unwrap_or_else(|_| panic!("workers outlive the coordinator"));
             } else if index == send_batch {
-                let openings = batch.take().expect("a batch to send");
+                let openings = batches.pop_front().expect("a batch to send");
                 op.send(&c.opens, openings)
                     .unwrap_or_else(|_| panic!("workers outlive the coordinator"));
             } else if index == Some(from_hashers) {
@@ -126,7 +131,10 @@ where
             } else {
                 debug_assert_eq!(index, Some(from_readers));
                 for report in op.recv(c.opened).expect("workers outlive the coordinator") {
-                    self.on_opened(report);
+                    match report {
+                        Opened::Returned(openings) => batches.push_front(openings),
+                        report => self.on_opened(report),
+                    }
                 }
             }
         }
@@ -181,6 +189,12 @@ where
             Opened::Hold(stream) => self.to_hold.push_back(stream),
             Opened::Hashed { input, result } => self.finish(input, Some(result)),
             Opened::Lost { input } => self.finish(input, Some(Err(lost()))),
+            // Left unopened when nothing more is handed out: lost with their reader.
+            Opened::Returned(openings) => {
+                for opening in openings {
+                    self.finish(opening.input, Some(Err(lost())));
+                }
+            }
         }
     }
 

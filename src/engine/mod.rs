@@ -527,6 +527,8 @@ enum Opened {
     },
     /// The reader stopped before it was done with the input (its hasher died).
     Lost { input: usize },
+    /// Inputs of a batch given back unopened, for a reader that waits for work.
+    Returned(Vec<Opening>),
 }
 
 /// A range of one input to hash into one digest.

@@ -449,6 +449,11 @@ impl Dealer {
         self.idle.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Whether a reader waits for work.
+    pub(super) fn someone_idle(&self) -> bool {
+        self.idle.load(Ordering::Relaxed) > 0
+    }
+
     /// Uncounts a reader that did not start after all.
     pub(super) fn discharge(&self) {
         self.idle.fetch_sub(1, Ordering::Relaxed);

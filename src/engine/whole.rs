@@ -10,7 +10,7 @@
 //! whose message ends takes the next job at once, from this batch or the next one in the
 //! queue, so that messages of any mix of lengths keep every lane busy.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -28,17 +28,22 @@ use crate::source::InputError;
 pub(super) const SMALL_INPUT: u64 = Engine::DEFAULT_CHUNK_SIZE as u64;
 
 /// Reports on inputs per message to the coordinator.
-const REPORT_BATCH: usize = 16;
+const REPORT_BATCH: usize = 64;
 
 impl Reader {
     /// Opens the inputs of `batch`, and of the next batches of the queue while its lanes
     /// hash, and hashes the small ones; `None` when the pipeline shut down.
     pub(super) fn open_inputs(&mut self, batch: Vec<Opening>) -> Option<()> {
         let mut whole = Whole::new(self.opened.clone(), self.multi_buffer);
-        let mut batch = batch;
+        let mut batch = VecDeque::from(batch);
         loop {
             whole.unreported.extend(batch.iter().map(|o| o.input));
-            for opening in batch {
+            while let Some(opening) = batch.pop_front() {
+                // Another reader waits for work and none is queued: it gets half of the rest.
+                if batch.len() > 1 && self.opens.is_empty() && self.dealer.someone_idle() {
+                    let half = batch.split_off(batch.len() / 2);
+                    whole.report(Opened::Returned(half.into()))?;
+                }
                 let input = opening.input;
                 let opened = opening.open(self.read_mode, &mut self.file_systems);
                 match route(opened, self.multi_buffer) {
@@ -52,7 +57,7 @@ impl Reader {
                 break;
             }
             match self.opens.try_recv() {
-                Ok(more) => batch = more,
+                Ok(more) => batch = more.into(),
                 Err(_) => break,
             }
         }
@@ -285,7 +290,7 @@ impl Whole {
             return Some(());
         }
         for report in &self.reports {
-            self.unreported.remove(&report.input());
+            report.for_each_input(|input| self.unreported.remove(&input));
         }
         self.out.send(std::mem::take(&mut self.reports)).ok()
     }
@@ -297,7 +302,7 @@ impl Drop for Whole {
     fn drop(&mut self) {
         let mut reports = std::mem::take(&mut self.reports);
         for report in &reports {
-            self.unreported.remove(&report.input());
+            report.for_each_input(|input| self.unreported.remove(&input));
         }
         reports.extend(self.unreported.drain().map(|input| Opened::Lost { input }));
         if !reports.is_empty() {
@@ -307,13 +312,14 @@ impl Drop for Whole {
 }
 
 impl Opened {
-    /// The input reported on.
-    fn input(&self) -> usize {
+    /// Calls `f` with every input reported on.
+    fn for_each_input(&self, mut f: impl FnMut(usize) -> bool) {
         match self {
             Opened::Shared { input, .. }
             | Opened::Hashed { input, .. }
-            | Opened::Lost { input } => *input,
-            Opened::Hold(stream) => stream.input,
+            | Opened::Lost { input } => _ = f(*input),
+            Opened::Hold(stream) => _ = f(stream.input),
+            Opened::Returned(openings) => openings.iter().for_each(|o| _ = f(o.input)),
         }
     }
 }
