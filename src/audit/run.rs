@@ -520,7 +520,7 @@ impl Sink<'_> {
             .spec()
             .unwrap_or((self.options.layout, self.options.algorithm));
         let resolution = self.options.resolution;
-        let (status, mut current, error) =
+        let (status, mut current, mut error) =
             judge((&prior, repairing), before, hashed, after, resolution, spec);
         let mut action = decide(status, &prior, self.options.operation);
         // A migration records the new algorithm's digest, from the same read, wherever a
@@ -556,7 +556,11 @@ impl Sink<'_> {
             let store = &mut *self.shared.borrow_mut().store;
             let (dry_run, io) = (self.options.dry_run, &self.options.io);
             match repair::from_copy(store, &path, damage, copy, dry_run, io) {
-                Ok(_) => action = Action::Repaired,
+                Ok(_) => {
+                    action = Action::Repaired;
+                    // The cause of an interrupted repair's corruption is gone now.
+                    error = None;
+                }
                 Err(e) => repair_error = Some(e),
             }
         }

@@ -676,3 +676,71 @@ impl RecordStore for DatabaseStore {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(mtime: i64) -> Record {
+        Record {
+            layout: Layout::Plain,
+            algorithm: Algorithm::Blake3,
+            stamp: Stamp::new(3, Mtime::new(mtime, 0).unwrap()),
+            digest: Algorithm::Blake3.hash(b"abc"),
+        }
+    }
+
+    fn marks(db: &DatabaseStore) -> i64 {
+        db.conn
+            .query_row("SELECT count(*) FROM repairs", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_repair_mark_lasts_until_the_file_matches_a_record_and_only_names_its_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = DatabaseStore::open(&dir.path().join("db"), true).unwrap();
+        let repairing = |db: &DatabaseStore| db.get(b"f").unwrap().repairing;
+        let old = record(5);
+        let set = |r| Change::Set {
+            record: r,
+            status: Status::New,
+            outboard: None,
+        };
+        let checked = |status| Change::Checked {
+            status,
+            outboard: None,
+        };
+        db.apply(b"f", set(&old)).unwrap();
+        assert!(!repairing(&db));
+        db.mark_repair(b"f", old.stamp).unwrap();
+        assert!(repairing(&db));
+        db.apply(b"f", checked(Status::Corrupt)).unwrap();
+        assert!(repairing(&db), "still half repaired");
+        db.apply(b"f", checked(Status::Ok)).unwrap();
+        assert_eq!((repairing(&db), marks(&db)), (false, 0));
+
+        // Left by a crash between a record written and its mark deleted: another stamp than
+        // the record's counts for nothing.
+        db.mark_repair(b"f", record(6).stamp).unwrap();
+        assert!(!repairing(&db));
+        db.mark_repair(b"f", old.stamp).unwrap();
+        db.apply(b"f", set(&record(7))).unwrap();
+        assert_eq!((repairing(&db), marks(&db)), (false, 0));
+        db.mark_repair(b"f", record(7).stamp).unwrap();
+        db.apply(b"f", Change::Remove).unwrap();
+        assert_eq!(marks(&db), 0);
+    }
+
+    #[test]
+    fn a_reader_marks_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        DatabaseStore::open(&path, true).unwrap();
+        let mut reader = DatabaseStore::open(&path, false).unwrap();
+        assert!(matches!(
+            reader.mark_repair(b"f", record(5).stamp),
+            Err(DatabaseError::ReadOnly(_))
+        ));
+    }
+}
