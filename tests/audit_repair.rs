@@ -375,6 +375,20 @@ fn assert_audit_says_interrupted(dir: &Path, recorded: SystemTime) {
     assert_ne!(mtime(&dir.join("t/f")), recorded);
 }
 
+/// `run` finished the interrupted repair of [`damaged_in_two_leaves`]: the last leaf written,
+/// the file now byte for byte the copy with its recorded mtime, the mark gone, and the next
+/// audit finds it ok.
+fn assert_finished(dir: &Path, run: &Run, copy: &Path, recorded: SystemTime) {
+    let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF - 1);
+    assert_eq!(run.stdout, format!("repaired  t/f  (bytes {last})\n"));
+    let file = dir.join("t/f");
+    assert!(same(&file, copy));
+    assert_eq!(mtime(&file), recorded);
+    assert_eq!(stored(&dir.join("db"), "t/f").1, 0, "the mark is gone");
+    let audit = mtsum(dir, &["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+}
+
 /// Repairs of the file of [`damaged_in_two_leaves`] write its first leaf, then die at the
 /// last: the file system takes no byte past the second leaf.
 const LIMIT: u64 = 2 * MIN_LEAF;
@@ -391,23 +405,7 @@ fn a_repair_killed_midway_is_corrupt_to_the_next_audit_and_finished_by_the_next_
 
     let again = repair(dir.path(), "b/f", &[]);
     assert_eq!(again.code, Some(0), "{}", again.stderr);
-    assert_eq!(
-        again.stdout,
-        format!(
-            "repaired  t/f  (bytes {}-{})\n",
-            3 * MIN_LEAF,
-            4 * MIN_LEAF - 1
-        )
-    );
-    assert!(same(&file, &copy));
-    assert_eq!(mtime(&file), recorded);
-    assert_eq!(
-        stored(&dir.path().join("db"), "t/f").1,
-        0,
-        "the mark is gone"
-    );
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+    assert_finished(dir.path(), &again, &copy, recorded);
 }
 
 #[test]
@@ -428,19 +426,7 @@ fn a_repair_failing_midway_with_an_io_error_leaves_the_mark_and_an_audit_finishe
     );
     assert_eq!(audit.code, Some(1), "{}", audit.stderr);
     assert!(!audit.stderr.contains(INTERRUPTED), "{}", audit.stderr);
-    assert_eq!(
-        audit.stdout,
-        format!(
-            "repaired  t/f  (bytes {}-{})\n",
-            3 * MIN_LEAF,
-            4 * MIN_LEAF - 1
-        )
-    );
-    assert!(same(&file, &copy));
-    assert_eq!(mtime(&file), recorded);
-    assert_eq!(stored(&dir.path().join("db"), "t/f").1, 0);
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+    assert_finished(dir.path(), &audit, &copy, recorded);
 }
 
 #[test]
