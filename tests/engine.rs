@@ -1075,3 +1075,33 @@ proptest! {
         prop_assert_eq!(got, expected);
     }
 }
+
+/// A file of few leaves that are lane jobs (leaves of 512 KiB, each a job of its own) is
+/// dealt to as few readers as fill their lanes: one reader's half kernel for up to 16 MD5
+/// jobs, 4 SHA-512 ones, the full kernel above, and a lone job as one stream. Around each
+/// kernel's widths, and on one to three workers, the root is the reference's.
+#[test]
+fn a_file_of_few_lane_jobs_hashes_like_the_reference_on_any_worker_count() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let layout = Layout::Rfc6962(leaf(512 << 10));
+    for leaves in [1u64, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33] {
+        // The last leaf a few bytes short, so that one lane ends before the others.
+        let data = pattern((leaves * (512 << 10) - 3) as usize, leaves);
+        let path = write_file(dir.path(), "data", &data);
+        for alg in [
+            Algorithm::Md5,
+            Algorithm::Sha1,
+            Algorithm::Sha256,
+            Algorithm::Sha512,
+        ] {
+            let expected = reference::root(layout, alg, &data);
+            for threads in 1..=3 {
+                let engine = Engine::new(NonZeroUsize::new(threads).unwrap());
+                let got = engine
+                    .hash(&Request::new(layout, alg), Target::Path(path.clone()))
+                    .unwrap();
+                assert_eq!(got.root, expected, "{alg} {leaves} leaves -p {threads}");
+            }
+        }
+    }
+}

@@ -178,9 +178,10 @@ where
         started: Instant,
     ) -> Vec<Job> {
         let (layout, alg) = (request.layout, request.algorithm);
-        let job = |index_in_input: usize, start: u64, kind, source| Job {
+        let job = |index_in_input: usize, later, start: u64, kind, source| Job {
             input: index,
             index: index_in_input,
+            later,
             start,
             layout,
             alg,
@@ -219,7 +220,7 @@ where
             }
             Ok(Input::Stream(reader)) => (
                 None,
-                vec![job(0, 0, JobKind::Layout, JobSource::Stream(reader))],
+                vec![job(0, 0, 0, JobKind::Layout, JobSource::Stream(reader))],
             ),
             Ok(Input::Sized(file)) if layout.check_size(file.len()).is_err() => {
                 let e = layout.check_size(file.len()).expect_err("checked");
@@ -249,12 +250,13 @@ where
                     file,
                     failed: AtomicBool::new(false),
                 });
+                let count = plan.len();
                 let jobs = plan
                     .into_iter()
                     .enumerate()
                     .map(|(i, (r, kind))| {
                         let source = JobSource::At(shared.clone(), r.end - r.start);
-                        job(i, r.start, kind, source)
+                        job(i, count - i - 1, r.start, kind, source)
                     })
                     .collect();
                 (Some(shared), jobs)

@@ -31,7 +31,9 @@
 //! Jobs that are one message each (the leaves of `mtsum`, whole files with `plain`) go into
 //! SIMD lanes when others wait behind them ([`crate::lanes`]): the reader takes as many jobs
 //! as its kernel has lanes and reads in rounds, one chunk of each, which its hasher runs
-//! through one lane set, so that one core hashes 2 to 32 messages at once.
+//! through one lane set, so that one core hashes 2 to 32 messages at once. Readers deal such
+//! jobs among themselves so that lanes fill: a reader fills a unit of its kernel's lanes
+//! before another begins, and begins another only while no reader is idle (`reader.rs`).
 
 mod coordinator;
 mod hasher;
@@ -39,7 +41,7 @@ mod reader;
 
 use coordinator::{Coordinator, send_jobs, wait_until};
 use hasher::hash_jobs;
-use reader::Reader;
+use reader::{Dealer, Reader};
 
 use std::io::Read;
 use std::num::NonZeroUsize;
@@ -316,8 +318,9 @@ impl Engine {
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
             let died = Arc::new(AtomicBool::new(false));
+            let dealer = Arc::new(Dealer::default());
             for _ in 0..self.threads.get() {
-                match self.spawn_worker(scope, &job_rx, &done_tx, &busy, &died) {
+                match self.spawn_worker(scope, &job_rx, &done_tx, &busy, &died, &dealer) {
                     Ok(()) => started += 1,
                     Err(e) => {
                         refusal = Some(e);
@@ -368,6 +371,7 @@ impl Engine {
         done: &Sender<Vec<Done>>,
         busy: &Arc<AtomicUsize>,
         died: &Arc<AtomicBool>,
+        dealer: &Arc<Dealer>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
         // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
@@ -380,6 +384,7 @@ impl Engine {
             chunk_size: self.chunk_size(),
             solo_chunk_size: self.solo_chunk_size(),
             busy: busy.clone(),
+            dealer: dealer.clone(),
             multi_buffer: self.multi_buffer,
             free: free_rx,
             spare: (0..buffers).map(|_| Buffer::new()).collect(),
@@ -398,12 +403,15 @@ impl Engine {
                 let _alive = hasher_alive;
                 hash_jobs(chunk_rx, free_tx, done, progress)
             })?;
+        // Counted idle before it runs, so that a reader already busy leaves it jobs.
+        dealer.enlist();
         thread::Builder::new()
             .name("mtsum-reader".into())
             .spawn_scoped(scope, move || {
                 let _alive = reader_alive;
                 reader.run()
-            })?;
+            })
+            .inspect_err(|_| dealer.discharge())?;
         Ok(())
     }
 }
@@ -487,6 +495,9 @@ impl<T> Task<T> {
 struct Job {
     input: usize,
     index: usize,
+    /// How many jobs of the same input the coordinator queues right after this one: a
+    /// reader that starts lanes waits for them to fill its lanes.
+    later: usize,
     start: u64,
     layout: Layout,
     alg: Algorithm,

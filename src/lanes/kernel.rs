@@ -441,6 +441,17 @@ impl Kernel {
         }
     }
 
+    /// The fewest busy lanes that leave none of the kernel's work idle: the lanes of its half
+    /// where it runs one while its upper lanes idle (16 of MD5's 32 in AVX-512), all its lanes
+    /// otherwise, and 1 for the portable kernel, which hashes one lane after another. A
+    /// scheduler that fills lanes in multiples of this many wastes nothing on idle lanes.
+    pub fn min_lanes(self) -> usize {
+        match self.simd.map(Spec::of) {
+            Some(spec) => spec.half.map_or(spec.lanes, |half| Spec::of(half).lanes),
+            None => 1,
+        }
+    }
+
     /// A short name: the algorithm, then the kernel (`md5-avx2-8x2`, `sha256-portable`).
     pub fn name(self) -> &'static str {
         let name = match self.simd {
@@ -530,6 +541,22 @@ mod tests {
                 .into_iter()
                 .find(|k| k.simd.is_some_and(|s| Spec::of(s).chosen));
             assert_eq!(Kernel::choose(alg, false), expected, "{alg}");
+        }
+    }
+
+    #[test]
+    fn min_lanes_is_the_width_of_the_half_kernel_where_there_is_one() {
+        for alg in Algorithm::ALL {
+            for k in Kernel::available(alg) {
+                let min = k.min_lanes();
+                assert!(min >= 1 && k.lanes().is_multiple_of(min), "{k}: {min}");
+                let half = k.simd.and_then(|s| Spec::of(s).half);
+                match (k.simd, half) {
+                    (None, _) => assert_eq!(min, 1, "{k}"),
+                    (Some(_), Some(half)) => assert_eq!(min, Spec::of(half).lanes, "{k}"),
+                    (Some(_), None) => assert_eq!(min, k.lanes(), "{k}"),
+                }
+            }
         }
     }
 

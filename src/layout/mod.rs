@@ -75,6 +75,13 @@ const MIN_LANE_LEAVES: u64 = 4;
 /// `Layout::lanes_pay`): 4 KiB leaves gained 13 % over one SHA-NI stream.
 const MIN_SHA_NI_LANE_LEAF: u64 = 4096;
 
+/// Whether hashing messages of `len` bytes several at once in lanes beats one after another
+/// for `alg`: see `Layout::lanes_pay`.
+fn lanes_pay_on(alg: Algorithm, len: u64) -> bool {
+    let sha_ni = matches!(alg, Algorithm::Sha1 | Algorithm::Sha224 | Algorithm::Sha256);
+    !sha_ni || len >= MIN_SHA_NI_LANE_LEAF
+}
+
 /// A validated leaf size for the fixed-leaf layouts: never zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LeafSize(NonZeroU64);
@@ -528,9 +535,8 @@ impl Layout {
     /// MD5 and SHA-512, which have no such instruction, gain at any leaf size. (BitTorrent v2's
     /// 16 KiB blocks are well above the line.)
     fn lanes_pay(self, alg: Algorithm) -> bool {
-        let sha_ni = matches!(alg, Algorithm::Sha1 | Algorithm::Sha224 | Algorithm::Sha256);
         self.leaf_size()
-            .is_some_and(|leaf| !sha_ni || leaf.get() >= MIN_SHA_NI_LANE_LEAF)
+            .is_some_and(|leaf| lanes_pay_on(alg, leaf.get()))
     }
 
     /// [`Layout::job_hasher`] with the multi-buffer kernel chosen by the caller: `None` hashes
