@@ -57,7 +57,9 @@ impl Reader {
             // idle from its start (the engine counts it) until it has a job. One that has a
             // job already does not wait for the turn: its holder may be waiting for the next.
             let (turn, job) = match next.take() {
-                Some(job) => (dealer.try_turn(), job),
+                // A job carried over from other lanes has lost its file's next jobs to other
+                // readers meanwhile: waiting for them (`Job::later`) could wait forever.
+                Some(job) => (dealer.try_turn(), Job { later: 0, ..job }),
                 None => {
                     let turn = dealer.turn();
                     let job = self.jobs.recv();
