@@ -6,12 +6,12 @@
 //! table ([`SIMD`]: lanes, names, CPU features, the function to call), which the lane set
 //! runs and the tests (`kernel_tests.rs`) check row by row.
 
-use std::ffi::OsStr;
 use std::fmt;
 use std::sync::OnceLock;
 
 use super::MAX_LANES;
 use super::family::{Family, StatesMut};
+use super::isa::Isa;
 #[cfg(target_arch = "x86_64")]
 use super::{
     md5_avx2, md5_avx512, sha1_avx2, sha1_ni, sha256_avx2, sha256_ni, sha512_avx2, sha512_avx512,
@@ -102,6 +102,9 @@ enum Simd {
 /// What the lane set knows of a SIMD kernel.
 pub(super) struct Spec {
     simd: Simd,
+    /// The instruction sets it is compiled for, which [`SIMD_VAR`](super::SIMD_VAR) may
+    /// rule out.
+    pub(super) needs: Isa,
     /// The algorithms it hashes, with the kernel's name for each.
     pub(super) names: &'static [(Algorithm, &'static str)],
     /// Messages hashed at once: the `N` its `compress` takes.
@@ -184,6 +187,7 @@ pub(super) use bench_entry;
 pub(super) const SIMD: &[Spec] = &[
     Spec {
         simd: Simd::Md5Avx512,
+        needs: Isa::AVX512,
         names: &[(Algorithm::Md5, "md5-avx512-16x2")],
         lanes: 32,
         runs: md5_avx512::supported,
@@ -193,6 +197,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Md5Avx512Half,
+        needs: Isa::AVX512,
         names: &[(Algorithm::Md5, "md5-avx512-16x1")],
         lanes: 16,
         runs: md5_avx512::supported,
@@ -202,6 +207,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Md5Avx2,
+        needs: Isa::AVX2,
         names: &[(Algorithm::Md5, "md5-avx2-8x2")],
         lanes: 16,
         runs: || std::arch::is_x86_feature_detected!("avx2"),
@@ -211,6 +217,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Md5Avx2Single,
+        needs: Isa::AVX2,
         names: &[(Algorithm::Md5, "md5-avx2-8x1")],
         lanes: 16,
         runs: || std::arch::is_x86_feature_detected!("avx2"),
@@ -220,6 +227,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Sha256Ni2,
+        needs: Isa::SHA_NI,
         names: &[
             (Algorithm::Sha224, "sha224-ni-x2"),
             (Algorithm::Sha256, "sha256-ni-x2"),
@@ -232,6 +240,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Sha256Avx2,
+        needs: Isa::AVX2,
         names: &[
             (Algorithm::Sha224, "sha224-avx2-8"),
             (Algorithm::Sha256, "sha256-avx2-8"),
@@ -244,6 +253,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Sha1Ni4,
+        needs: Isa::SHA_NI,
         names: &[(Algorithm::Sha1, "sha1-ni-x4")],
         lanes: 4,
         runs: sha1_ni::supported,
@@ -253,6 +263,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Sha1Avx2,
+        needs: Isa::AVX2,
         names: &[(Algorithm::Sha1, "sha1-avx2-8")],
         lanes: 8,
         runs: sha1_avx2::supported,
@@ -262,6 +273,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Sha512Avx512,
+        needs: Isa::AVX512,
         names: &[
             (Algorithm::Sha384, "sha384-avx512vl-4x2"),
             (Algorithm::Sha512, "sha512-avx512vl-4x2"),
@@ -274,6 +286,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Sha1Ni2,
+        needs: Isa::SHA_NI,
         names: &[(Algorithm::Sha1, "sha1-ni-x2")],
         lanes: 2,
         runs: sha1_ni::supported,
@@ -283,6 +296,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Sha512Avx512Half,
+        needs: Isa::AVX512,
         names: &[
             (Algorithm::Sha384, "sha384-avx512vl-4x1"),
             (Algorithm::Sha512, "sha512-avx512vl-4x1"),
@@ -295,6 +309,7 @@ pub(super) const SIMD: &[Spec] = &[
     },
     Spec {
         simd: Simd::Sha512Avx2,
+        needs: Isa::AVX2,
         names: &[
             (Algorithm::Sha384, "sha384-avx2-4x2"),
             (Algorithm::Sha512, "sha512-avx2-4x2"),
@@ -370,33 +385,26 @@ impl Spec {
     }
 }
 
-/// Whether the value of [`FORCE_PORTABLE_VAR`](super::FORCE_PORTABLE_VAR) asks for the
-/// portable kernels: any value but empty or `0`.
-fn forced_portable(value: Option<&OsStr>) -> bool {
-    value.is_some_and(|v| !v.is_empty() && v != "0")
-}
-
 impl Kernel {
-    /// The fastest multi-buffer kernel for `alg` on this CPU, chosen once per process; `None`
-    /// if `alg` has only its portable kernel here (no faster than one stream), or if
-    /// [`FORCE_PORTABLE_VAR`](super::FORCE_PORTABLE_VAR) is set.
+    /// The fastest multi-buffer kernel for `alg` on this CPU, chosen once per process among
+    /// those within the cap of [`Isa::cap_from_env`]; `None` if `alg` has only its portable
+    /// kernel here (no faster than one stream), if the cap is [`Isa::PORTABLE`], or if the cap
+    /// is not a valid name (the `mtsum` command refuses to start with one).
     pub fn multi_buffer(alg: Algorithm) -> Option<Kernel> {
         static CHOSEN: OnceLock<[Option<Kernel>; Algorithm::ALL.len()]> = OnceLock::new();
         let chosen = CHOSEN.get_or_init(|| {
-            let forced = forced_portable(std::env::var_os(super::FORCE_PORTABLE_VAR).as_deref());
-            Algorithm::ALL.map(|alg| Kernel::choose(alg, forced))
+            let cap = Isa::cap_from_env().unwrap_or(Isa::PORTABLE);
+            Algorithm::ALL.map(|alg| Kernel::choose(alg, cap))
         });
         let index = Algorithm::ALL.iter().position(|&a| a == alg);
         chosen[index.expect("every algorithm is in Algorithm::ALL")]
     }
 
-    /// The choice of [`Kernel::multi_buffer`], given whether the portable kernels are forced.
-    fn choose(alg: Algorithm, forced_portable: bool) -> Option<Kernel> {
-        if forced_portable {
-            return None;
-        }
+    /// The choice of [`Kernel::multi_buffer`] under the cap `cap`: the first kernel of the
+    /// table that may be chosen, that the cap allows and that the CPU runs.
+    pub fn choose(alg: Algorithm, cap: Isa) -> Option<Kernel> {
         SIMD.iter()
-            .find(|s| s.chosen && s.name(alg).is_some() && (s.runs)())
+            .find(|s| s.chosen && s.name(alg).is_some() && s.needs.within(cap) && (s.runs)())
             .map(|s| Kernel {
                 alg,
                 simd: Some(s.simd),
@@ -511,25 +519,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn force_portable_variable_leaves_no_multi_buffer_kernel() {
-        for value in ["1", "yes"] {
-            assert!(forced_portable(Some(OsStr::new(value))));
-        }
-        for value in [None, Some(""), Some("0")] {
-            assert!(!forced_portable(value.map(OsStr::new)));
-        }
+    fn the_portable_cap_leaves_no_multi_buffer_kernel() {
         for alg in Algorithm::ALL {
-            assert_eq!(Kernel::choose(alg, true), None, "{alg}");
+            assert_eq!(Kernel::choose(alg, Isa::PORTABLE), None, "{alg}");
         }
     }
 
     #[test]
-    fn the_chosen_kernel_is_the_first_chosen_simd_kernel_this_cpu_runs() {
-        for alg in Algorithm::ALL {
-            let expected = Kernel::available(alg)
-                .into_iter()
-                .find(|k| k.simd.is_some_and(|s| Spec::of(s).chosen));
-            assert_eq!(Kernel::choose(alg, false), expected, "{alg}");
+    fn the_chosen_kernel_is_the_first_chosen_simd_kernel_this_cpu_runs_within_the_cap() {
+        let caps = ["portable", "avx2-nosha", "avx2", "avx512-nosha", "avx512"];
+        for cap in caps.map(|c| c.parse::<Isa>().unwrap()) {
+            for alg in Algorithm::ALL {
+                let expected = Kernel::available(alg).into_iter().find(|k| {
+                    k.simd
+                        .is_some_and(|s| Spec::of(s).chosen && Spec::of(s).needs.within(cap))
+                });
+                assert_eq!(Kernel::choose(alg, cap), expected, "{alg} under {cap}");
+            }
+        }
+    }
+
+    /// On a CPU with AVX-512 the cap is what runs the AVX2 kernels in the program: each
+    /// algorithm that has an AVX2 kernel gets it under `avx2-nosha`.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_cap_chooses_the_avx2_kernels_on_a_cpu_with_avx2() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return eprintln!("skipped: this CPU lacks AVX2");
+        }
+        let cap: Isa = "avx2-nosha".parse().unwrap();
+        for (alg, name) in [
+            (Algorithm::Md5, "md5-avx2-8x2"),
+            (Algorithm::Sha1, "sha1-avx2-8"),
+            (Algorithm::Sha256, "sha256-avx2-8"),
+            (Algorithm::Sha512, "sha512-avx2-4x2"),
+        ] {
+            assert_eq!(Kernel::choose(alg, cap).map(Kernel::name), Some(name));
         }
     }
 

@@ -418,3 +418,38 @@ fn idle_lanes_keep_their_state_in_every_kernel() {
         }
     }
 }
+
+/// The lengths where the padding changes shape, for 64- and 128-byte blocks: empty, one byte,
+/// the last length whose padding fits the block (55, 111), the first that takes another block
+/// (56, 112), and a byte either side of one and two 64-byte blocks.
+const BOUNDARY_LENGTHS: [usize; 12] = [0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129];
+
+/// Every kernel the CPU runs (on a CPU with AVX-512, the AVX2 ones too), through a whole lane
+/// set, against the single-stream hash: the boundary lengths and random ones up to 40 blocks,
+/// shuffled so that the lanes of a step hold messages of very different lengths and finish
+/// at different steps, with and without a prefix (that of RFC 6962's leaves), and as many
+/// messages as leave the last step's lanes partly idle (which runs a `half` kernel).
+#[test]
+fn every_kernel_hashes_boundary_and_random_lengths_side_by_side_as_one_stream() {
+    let mut rng = Rng(0x51de);
+    for alg in Algorithm::ALL {
+        for kernel in Kernel::available(alg) {
+            let lanes = kernel.lanes();
+            let block = with_family!(alg, F => F::BLOCK);
+            let mut lengths = BOUNDARY_LENGTHS.to_vec();
+            lengths.extend((0..3 * lanes + 1).map(|_| rng.below(40 * block + 1)));
+            for i in (1..lengths.len()).rev() {
+                lengths.swap(i, rng.below(i + 1));
+            }
+            let messages: Vec<Vec<u8>> = lengths.iter().map(|&len| rng.bytes(len)).collect();
+            let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+            for prefix in [&b""[..], b"\x00"] {
+                let got = super::hash_many(kernel, prefix, &refs);
+                for (message, digest) in messages.iter().zip(got) {
+                    let expected = alg.hash(&[prefix, message].concat());
+                    assert_eq!(digest, expected, "{kernel}: {} bytes", message.len());
+                }
+            }
+        }
+    }
+}

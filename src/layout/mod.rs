@@ -511,7 +511,7 @@ impl Layout {
     ///
     /// With a fixed-leaf layout it hashes the leaves that a chunk holds whole several at once
     /// in SIMD lanes ([`crate::lanes`]) where the CPU has a multi-buffer kernel for the
-    /// algorithm, unless `MTSUM_FORCE_PORTABLE` is set ([`Kernel::multi_buffer`]).
+    /// algorithm, as far as `MTSUM_SIMD` allows ([`Kernel::multi_buffer`]).
     pub fn job_hasher(self, alg: Algorithm) -> JobHasher {
         // Every algorithm's kernel beats its one stream on whole leaves: short leaves hashed
         // one after another ran SHA-256 at one SHA-NI stream (half the two-stream kernel) and
