@@ -25,7 +25,7 @@
 //! `TAG` is the sum-file tag of layout and algorithm (`MTSUM-SHA256`, `RFC6962-SHA256-1M`,
 //! `SHA256` for plain), `SIZE` the file's length in bytes when the range was hashed,
 //! `START-END` the byte range (end exclusive), and `DIGESTS` the digests of the range's
-//! [nodes](nodes) in order, as one run of lowercase hex (`-` when the range has no node: the
+//! [nodes] in order, as one run of lowercase hex (`-` when the range has no node: the
 //! empty file of a fixed-leaf layout). The nodes follow from the other fields alone, so the
 //! line names no positions:
 //!

@@ -733,6 +733,34 @@ fn json_reports_every_file_and_a_summary() {
 }
 
 #[test]
+fn a_failing_stdout_stops_the_audit_at_the_next_file_with_status_1() {
+    let dir = tempdir();
+    if !Path::new("/dev/full").exists() {
+        return skip("a_failing_stdout_stops_the_audit", "no /dev/full");
+    }
+    for i in 0..200 {
+        write(dir.path(), &format!("t/{i:03}"), format!("{i}").as_bytes());
+    }
+    let full = File::options().write(true).open("/dev/full").unwrap();
+    let out = StdCommand::new(MTSUM)
+        .args(["--audit", "--manifest", "m", "-r", "t"])
+        .current_dir(dir.path())
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "mtsum: standard output: No space left on device (os error 28)\n"
+    );
+    // The first file was recorded before its line failed; no other file was decided, and
+    // what was recorded is kept.
+    let recorded = Manifest::load(&dir.path().join("m")).unwrap();
+    assert_eq!(recorded.len(), 1);
+}
+
+#[test]
 fn a_name_with_a_newline_is_one_escaped_line() {
     let dir = tempdir();
     write(dir.path(), "x\ny", b"odd");

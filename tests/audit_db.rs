@@ -11,12 +11,15 @@ use common::{MTSUM, is_root, mtsum_unprivileged, pattern, skip, tempdir};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mtsum::audit::database::APPLICATION_ID;
+use mtsum::audit::{self, Event, Options, Postponed, Store};
+use mtsum::source::Target;
+use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, reference};
 use rusqlite::Connection;
 
@@ -172,6 +175,27 @@ fn a_second_audit_of_the_same_database_is_refused_at_once() {
         "mtsum: db: another mtsum is using this database; try again when it is done\n"
     );
     assert_eq!(second.stdout, "");
+}
+
+#[test]
+fn a_closed_stdout_ends_the_audit_by_sigpipe_keeping_what_was_committed() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempdir();
+    tree(dir.path(), 50);
+    // The pipe is closed before mtsum writes anything: its first line meets SIGPIPE.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = StdCommand::new(MTSUM)
+        .args(["--audit", "--db", "db", "-r", "t"])
+        .current_dir(dir.path())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    // Killed by the default action of SIGPIPE, quietly, as the hash mode and coreutils are.
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // The first file's record was committed before its line was written; no other.
+    assert_eq!(records(&dir.path().join("db")).len(), 1);
 }
 
 /// Runs `mtsum --audit --db FILE t` against a database file that must be refused, and
@@ -334,6 +358,56 @@ fn kill_9_at_any_moment_loses_no_record_and_max_age_skips_what_was_verified() {
             || stored.is_empty()
     );
     assert!(last.verdicts().iter().all(|(s, _)| s == "new"));
+}
+
+#[test]
+fn files_left_unread_are_reported_in_walk_order_with_their_size() {
+    let dir = tempdir();
+    let names = tree(dir.path(), 3);
+    let mut options = Options::new(Store::Database(dir.path().join("db")));
+    options.recursion = Recursion::SkipSymlinks;
+    let targets = [Target::Path(dir.path().join("t"))];
+    audit::audit(&targets, &options, &mut |_| ()).unwrap();
+    fs::write(dir.path().join("t/new"), "new").unwrap();
+    let sizes: Vec<(PathBuf, u64)> = names
+        .iter()
+        .map(|n| dir.path().join(n))
+        .map(|p| (p.clone(), fs::metadata(&p).unwrap().len()))
+        .collect();
+    let events = |options: &Options| {
+        let mut seen = Vec::new();
+        let summary = audit::audit(&targets, options, &mut |e| match e {
+            Event::Postponed { path, size, why } => seen.push((path.to_owned(), size, Some(why))),
+            Event::Verdict(v) => seen.push((v.path.clone(), 0, None)),
+            _ => {}
+        })
+        .unwrap();
+        (seen, summary)
+    };
+
+    // Verified just now: not due, reported, so that a progress bar can stop counting them.
+    options.max_age = Some(Duration::from_secs(3600));
+    let (seen, summary) = events(&options);
+    let mut expected: Vec<_> = sizes
+        .iter()
+        .map(|(p, len)| (p.clone(), *len, Some(Postponed::NotDue)))
+        .collect();
+    expected.push((dir.path().join("t/new"), 0, None));
+    assert_eq!(seen, expected);
+    assert_eq!((summary.not_due, summary.deferred), (3, 0));
+
+    // No time at all: every file is left for the next run, least recently verified first
+    // (the new file, recorded by the run above, last).
+    options.max_age = None;
+    options.time_budget = Some(Duration::ZERO);
+    let (seen, summary) = events(&options);
+    let mut expected: Vec<_> = sizes
+        .iter()
+        .map(|(p, len)| (p.clone(), *len, Some(Postponed::Deferred)))
+        .collect();
+    expected.push((dir.path().join("t/new"), 3, Some(Postponed::Deferred)));
+    assert_eq!(seen, expected);
+    assert_eq!((summary.not_due, summary.deferred), (0, 4));
 }
 
 #[test]

@@ -248,6 +248,17 @@ fn fixed_layouts_hash_empty_input_as_the_empty_string() {
 }
 
 #[test]
+fn every_listed_layout_name_builds_that_layout_and_unknown_names_list_them() {
+    for name in mtsum::layout::NAMES {
+        assert_eq!(Layout::from_name(name, None).unwrap().name(), name);
+    }
+    assert_eq!(
+        Layout::from_name("bogus", None).unwrap_err().to_string(),
+        "unknown layout 'bogus' (known: mtsum, plain, merkle, rfc6962, s3, glacier, dropbox, btv2)"
+    );
+}
+
+#[test]
 fn merkle_reproduces_the_published_vector() {
     // DESIGN.md §3.3: 4 194 336 zero bytes (2^22 + 32), L = 64.
     let layout = Layout::Merkle(LeafSize::new(64).unwrap());

@@ -10,9 +10,13 @@ The Python face of the Rust library ``mtsum``: the same digests as the ``mtsum``
 - one file or a dataset on a Dask cluster: :mod:`mtsum.dask` (``pip install mtsum[dask]``).
 
 Every function takes the keywords of the CLI: ``algorithm`` (``-a``: md5, sha1, sha224,
-sha256, sha384, sha512, blake3, xxh3, xxh128), ``layout`` (``-t``: mtsum, plain, merkle,
-rfc6962) and ``leaf_size`` (``-l``, for merkle and rfc6962: bytes as an int, or ``"4K"``,
-``"1M"``). Digests are lowercase hex, as the CLI prints them.
+sha256, sha384, sha512, blake3, xxh3, xxh128, and the CRCs crc32, crc32c, crc64nvme with the
+plain and s3 layouts; all in :data:`ALGORITHMS`), ``layout`` (``-t``: mtsum, plain, merkle,
+rfc6962, and the values storage systems report: s3, glacier, dropbox, btv2; all in
+:data:`LAYOUTS`) and ``leaf_size`` (``-l`` for merkle and rfc6962, ``--part-size`` for s3:
+bytes as an int, or ``"4K"``, ``"1M"``). Digests are printed as the CLI prints them:
+lowercase hex, or as the storage system shows them (base64 for S3's checksums, ``-N`` after
+a multipart ETag).
 
 Errors are exceptions whose message is the CLI's error line without ``mtsum:``:
 ``FileNotFoundError("missing.bin: No such file or directory")``, ``PermissionError``,
@@ -59,6 +63,10 @@ def file_digest(
     FIFO or character device is read as a stream (not with the "mtsum" layout, whose tree
     needs the length up front: ``io.UnsupportedOperation``). A file whose size or modification
     time changes while it is read raises ``OSError("NAME: changed while being read")``.
+
+    Ctrl-C raises KeyboardInterrupt at once (in the main thread, as for any signal). The
+    read itself cannot be stopped yet: it goes on in the background to the file's end (a
+    stream's: until its writer closes it), and its result is dropped.
     """
     return _mtsum.file_digest(path, algorithm, layout, leaf_size, threads)
 

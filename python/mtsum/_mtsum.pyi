@@ -8,6 +8,7 @@ from typing_extensions import Buffer
 _Path = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
 _Leaf = Union[int, str, None]
 
+# The library's lists of names, as -a and -t take them.
 ALGORITHMS: list[str]
 LAYOUTS: list[str]
 

@@ -1,6 +1,6 @@
 //! The state behind `mtsum.Hasher`: bytes fed in pieces, a digest whenever asked.
 //!
-//! Layouts that cut a stream as it comes (`plain`, `merkle`, `rfc6962`) hash every piece at once
+//! Layouts that cut a stream as it comes (all but `mtsum`) hash every piece at once
 //! with the library's [`JobHasher`], in constant memory. The `mtsum` layout cannot: where its
 //! leaves begin depends on the total length (a stream of 200 MiB has two leaves of 100 MiB, one
 //! of 300 MiB three of 75, 75 and 150 MiB), which is known only at the end. Rather than hold

@@ -12,7 +12,10 @@ mod hasher;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::Duration;
 
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::LeafSizeError;
@@ -92,9 +95,46 @@ fn file_digest(
     let engine = Engine::new(thread_count(threads)?);
     let request = Request::new(layout, algorithm);
     let target = Target::Path(path.clone());
-    match py.detach(|| engine.hash(&request, target)) {
+    match interruptible(py, move || engine.hash(&request, target))? {
         Ok(digest) => Ok(digest.root.to_string()),
         Err(e) => Err(input_error(py, &path, &e)),
+    }
+}
+
+/// How often a call waiting for its work looks for signals: Ctrl-C is answered within this.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `work` on a thread of its own while this one waits without the GIL, waking every
+/// [`SIGNAL_POLL`] to let Python run its signal handlers: Ctrl-C then raises
+/// KeyboardInterrupt at once instead of when a large file (or a stream that may never end)
+/// has been read.
+///
+/// The library's engine cannot be stopped from outside yet, so interrupted work runs on to
+/// its end in the background (a stream: until its writer closes it), and its result is
+/// dropped. A panic of `work` reaches Python as it would without the thread.
+fn interruptible<R: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce() -> R + Send + 'static,
+) -> PyResult<R> {
+    let (tx, mut rx) = mpsc::sync_channel(1);
+    let worker = thread::Builder::new()
+        .name("mtsum-call".into())
+        .spawn(move || {
+            // The caller may be gone (interrupted): nobody is left to tell.
+            let _ = tx.send(work());
+        })
+        .map_err(|e| io_error(py, e))?;
+    loop {
+        // A `Receiver` is not `Sync`: the waiting closure borrows it mutably, which is `Send`.
+        let rx = &mut rx;
+        match py.detach(move || rx.recv_timeout(SIGNAL_POLL)) {
+            Ok(result) => return Ok(result),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => match worker.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(()) => unreachable!("the worker sends before it ends"),
+            },
+        }
     }
 }
 
@@ -253,8 +293,7 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
 /// 4 KiB on), so other Python threads run meanwhile and several hashers in several threads
 /// use several cores. One hasher used by several threads at once takes their calls in turn.
 ///
-/// The layouts "plain", "merkle" and "rfc6962" hash each piece as it comes, in constant
-/// memory. The "mtsum" layout cannot: where its leaves begin depends on the total length,
+/// Every layout but "mtsum" hashes each piece as it comes, in constant memory. The "mtsum" layout cannot: where its leaves begin depends on the total length,
 /// known only at the end. Its hasher therefore spools: the first MiB stays in memory, beyond
 /// that the bytes go to an anonymous temporary file in TMPDIR (removed with the hasher), and
 /// `digest()` hashes what was collected (a spool file on every core). Memory stays bounded;
@@ -352,13 +391,14 @@ impl Hasher {
         self.algorithm.name()
     }
 
-    /// The layout: "mtsum", "plain", "merkle" or "rfc6962".
+    /// The layout, one of `mtsum.LAYOUTS`: "mtsum", "plain", "merkle", ...
     #[getter]
     fn layout(&self) -> &'static str {
         self.layout.name()
     }
 
-    /// The leaf size in bytes of "merkle" and "rfc6962", else None.
+    /// The leaf size in bytes of "merkle" and "rfc6962" (and the fixed one of "glacier",
+    /// "dropbox" and "btv2"), the part size of "s3"; None for "mtsum" and "plain".
     #[getter]
     fn leaf_size(&self) -> Option<u64> {
         self.layout.leaf_size().map(LeafSize::get)
@@ -391,6 +431,7 @@ fn _mtsum(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_message, m)?)?;
     m.add_class::<Hasher>()?;
     m.add("ALGORITHMS", Algorithm::ALL.map(Algorithm::name).to_vec())?;
-    m.add("LAYOUTS", vec!["mtsum", "plain", "merkle", "rfc6962"])?;
+    // The library's own lists, so that a layout or algorithm added there is listed here.
+    m.add("LAYOUTS", mtsum::layout::NAMES.to_vec())?;
     Ok(())
 }

@@ -4,7 +4,9 @@ file_digest, sum_files, Hasher fed in random pieces, and ranges hashed apart and
 from __future__ import annotations
 
 import hashlib
+import json
 import random
+import subprocess
 
 import pytest
 
@@ -87,9 +89,54 @@ def test_the_digest_does_not_depend_on_the_thread_count(files):
     assert len(digests) == 1
 
 
+@pytest.mark.parametrize("algorithm", ["md5", "sha256", "blake3", "crc32c"])
+@pytest.mark.parametrize("layout", mtsum.LAYOUTS)
+def test_every_listed_layout_gives_the_cli_digest_or_is_refused_as_by_the_cli(
+    mtsum_bin, files, layout, algorithm
+):
+    # The largest file spans two parts of s3's default 8 MiB: a multipart ETag.
+    args = [mtsum_bin, "--json", "-a", algorithm, "-t", layout]
+    out = subprocess.run(args + [str(p) for p in files], capture_output=True, text=True)
+    if out.returncode == 2:
+        with pytest.raises(ValueError):
+            mtsum.file_digest(files[0], algorithm, layout)
+        with pytest.raises(ValueError):
+            mtsum.Hasher(algorithm, layout)
+        return
+    results = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["path"] for r in results] == [str(p) for p in files]
+    for path, result in zip(files, results):
+        if "error" in result:
+            # btv2 has no root for an empty file: the CLI's error, raised.
+            with pytest.raises(OSError) as raised:
+                mtsum.file_digest(path, algorithm, layout)
+            assert str(raised.value) == f"{path}: {result['error']}"
+            continue
+        want = result["digest"]
+        assert mtsum.file_digest(path, algorithm, layout) == want, path.name
+        h = mtsum.Hasher(algorithm, layout)
+        h.update(path.read_bytes())
+        assert h.hexdigest() == want, path.name
+        size = path.stat().st_size
+        partials = [
+            mtsum.hash_range(path, s, e, algorithm, layout)
+            for s, e in mtsum.plan(size, 3, algorithm, layout)
+        ]
+        assert mtsum.combine(partials) == want, path.name
+
+
+def test_the_layouts_listed_are_the_ones_the_cli_knows(mtsum_bin):
+    out = subprocess.run([mtsum_bin, "-t", "bogus"], capture_output=True, text=True)
+    assert out.returncode == 2
+    known = out.stderr.split("(known: ")[1].split(")")[0].split(", ")
+    assert mtsum.LAYOUTS == known
+
+
 def test_names_and_constants():
     assert mtsum.ALGORITHMS == ALGORITHMS
-    assert mtsum.LAYOUTS == ["mtsum", "plain", "merkle", "rfc6962"]
+    assert mtsum.LAYOUTS == [
+        "mtsum", "plain", "merkle", "rfc6962", "s3", "glacier", "dropbox", "btv2",
+    ]
     assert mtsum.Hasher("sha256", "plain").name == "sha256"
     assert mtsum.Hasher("sha256").name == "mtsum-sha256"
     h = mtsum.Hasher("blake3", "rfc6962", "1M")

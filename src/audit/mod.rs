@@ -73,6 +73,7 @@ pub mod transfer;
 pub mod verdict;
 
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -83,7 +84,7 @@ use crate::walk::Recursion;
 
 pub use crate::source::{Mtime, Stamp};
 pub use read::Io;
-pub use report::{Event, Summary};
+pub use report::{Event, Postponed, Summary};
 #[cfg(feature = "database")]
 pub use store::database;
 pub use store::manifest::{self, ManifestError};
@@ -234,14 +235,37 @@ impl AuditError {
     }
 }
 
+/// What the caller of [`audit`] answers to each event: `()` to go on whatever happens, or a
+/// [`ControlFlow`] that can stop the audit early (its output is gone: `mtsum --audit >/dev/full`).
+pub trait Flow {
+    fn flow(self) -> ControlFlow<()>;
+}
+
+impl Flow for () {
+    fn flow(self) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+}
+
+impl Flow for ControlFlow<()> {
+    fn flow(self) -> ControlFlow<()> {
+        self
+    }
+}
+
 /// Audits the files at and (with recursion) below `targets` as `options` say, calling `on`
 /// with each verdict in walk order, then each argument's `missing` records. Per-file trouble is
 /// a verdict and the audit goes on; an [`AuditError`] stops it (verdicts already reported
 /// stand, a manifest is left as it was).
-pub fn audit(
+///
+/// When `on` answers [`ControlFlow::Break`], no further file is handed to the readers and
+/// none is decided or recorded (files already being read are read to their end, and
+/// dropped); what was recorded until then stays, a manifest included, and the summary counts
+/// only that.
+pub fn audit<F: Flow>(
     targets: &[Target],
     options: &Options,
-    on: &mut dyn FnMut(Event),
+    on: &mut dyn FnMut(Event) -> F,
 ) -> Result<Summary, AuditError> {
     let timed = options.max_age.is_some() || options.time_budget.is_some();
     if timed && matches!(options.store, Store::Manifest(_)) {
@@ -250,7 +274,7 @@ pub fn audit(
         ));
     }
     let store = options.store.open(!options.dry_run, timed)?;
-    run::run(targets, options, store, on)
+    run::run(targets, options, store, &mut |event| on(event).flow())
 }
 
 #[cfg(test)]

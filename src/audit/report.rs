@@ -24,6 +24,22 @@ pub enum Event<'a> {
         path: &'a Path,
         reason: SkipReason,
     },
+    /// A regular file of `size` bytes left unread this time: a progress display that counted
+    /// it stops waiting for it.
+    Postponed {
+        path: &'a Path,
+        size: u64,
+        why: Postponed,
+    },
+}
+
+/// Why a file was left unread ([`Event::Postponed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Postponed {
+    /// Verified within `--max-age`, and not edited since.
+    NotDue,
+    /// The `--time-budget` ran out: the next run starts with it.
+    Deferred,
 }
 
 /// The counts of a finished audit.

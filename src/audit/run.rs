@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fs;
 use std::io;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
@@ -23,7 +23,7 @@ use super::outboard::{self, Outboard};
 use super::plan;
 use super::read::{self, Hashed, Want, Work};
 use super::repair;
-use super::report::{Event, Summary};
+use super::report::{Event, Postponed, Summary};
 use super::store::{Change, Prior, Record, RecordStore, StoreError};
 use super::verdict::{Action, FileError, Status, Verdict, decide, judge};
 use super::{AuditError, Operation, Options};
@@ -33,10 +33,15 @@ struct Shared {
     store: Box<dyn RecordStore>,
     /// The first error that stops the audit.
     fatal: Option<AuditError>,
-    /// Files verified within `--max-age`, not read.
-    not_due: u64,
-    /// Files left for the next run when the time budget ran out.
-    deferred: u64,
+    /// The caller stopped the audit.
+    stopped: bool,
+}
+
+impl Shared {
+    /// Whether no more files are to be handed out.
+    fn stops(&self) -> bool {
+        self.fatal.is_some() || self.stopped
+    }
 }
 
 /// Audits `targets` with `store` (see [`super::audit`]).
@@ -44,14 +49,13 @@ pub(super) fn run(
     targets: &[Target],
     options: &Options,
     store: Box<dyn RecordStore>,
-    on: &mut dyn FnMut(Event),
+    on: &mut dyn FnMut(Event) -> ControlFlow<()>,
 ) -> Result<Summary, AuditError> {
     let started = Instant::now();
     let shared = RefCell::new(Shared {
         store,
         fatal: None,
-        not_due: 0,
-        deferred: 0,
+        stopped: false,
     });
     let mut planner = Planner {
         options,
@@ -77,8 +81,6 @@ pub(super) fn run(
     if let Some(e) = shared.fatal {
         return Err(e);
     }
-    summary.not_due = shared.not_due;
-    summary.deferred = shared.deferred;
     summary.store_written = shared.store.finish()?;
     summary.elapsed = started.elapsed();
     Ok(summary)
@@ -125,6 +127,12 @@ enum Item {
         path: PathBuf,
         reason: SkipReason,
     },
+    /// A regular file of `size` bytes left unread.
+    Postponed {
+        path: PathBuf,
+        size: u64,
+        why: Postponed,
+    },
 }
 
 /// Turns the arguments into work, one argument's walk at a time, looking up each file's
@@ -149,6 +157,9 @@ impl Iterator for Planner<'_> {
     type Item = Work<Item>;
 
     fn next(&mut self) -> Option<Work<Item>> {
+        if self.shared.borrow().stops() {
+            return None;
+        }
         if self.deadline.is_none() {
             return self.next_planned().map(|(_, work)| work);
         }
@@ -160,16 +171,19 @@ impl Iterator for Planner<'_> {
             all.sort_by_key(|(verified, work)| (work.read.is_some(), *verified));
             self.ordered = Some(all.into_iter().map(|(_, work)| work).collect());
         }
-        let ordered = self.ordered.as_mut().expect("planned");
-        loop {
-            let work = ordered.pop_front()?;
-            let late = self.deadline.is_some_and(|d| Instant::now() >= d);
-            if work.read.is_some() && late {
-                self.shared.borrow_mut().deferred += 1;
-                continue;
-            }
-            return Some(work);
-        }
+        let work = self.ordered.as_mut().expect("planned").pop_front()?;
+        let late = self.deadline.is_some_and(|d| Instant::now() >= d);
+        Some(match (work.context, late) {
+            (Item::File { path, before, .. }, true) => Work {
+                read: None,
+                context: Item::Postponed {
+                    path,
+                    size: before.len,
+                    why: Postponed::Deferred,
+                },
+            },
+            (context, _) => Work { context, ..work },
+        })
     }
 }
 
@@ -177,7 +191,7 @@ impl Planner<'_> {
     /// The next piece of work in walk order, with when its file was last verified.
     fn next_planned(&mut self) -> Option<(Option<SystemTime>, Work<Item>)> {
         loop {
-            if self.shared.borrow().fatal.is_some() {
+            if self.shared.borrow().stops() {
                 return None;
             }
             if let Some(work) = self.queue.pop_front() {
@@ -293,8 +307,12 @@ impl Planner<'_> {
             && r.stamp.len == before.len
             && self.options.resolution.matches(r.stamp.mtime, before.mtime)
         {
-            shared.not_due += 1;
-            return;
+            drop(shared);
+            return self.pass(Item::Postponed {
+                path,
+                size: before.len,
+                why: Postponed::NotDue,
+            });
         }
         drop(shared);
         let new = (self.options.layout, self.options.algorithm);
@@ -368,19 +386,35 @@ struct Planned {
 /// Receives the readers' results in order, classifies, acts on the store and reports.
 struct Sink<'a> {
     options: &'a Options,
-    on: &'a mut dyn FnMut(Event),
+    on: &'a mut dyn FnMut(Event) -> ControlFlow<()>,
     summary: Summary,
     shared: &'a RefCell<Shared>,
 }
 
 impl Sink<'_> {
     fn on(&mut self, item: Item, result: Option<Result<Hashed, InputError>>) {
+        // What the readers had in hand when the caller stopped is neither decided nor
+        // recorded: the caller would not hear of it.
+        if self.shared.borrow().stopped {
+            return;
+        }
         let verdict = match item {
             Item::Done(verdict) => *verdict,
             Item::Skipped { path, reason } => {
-                return (self.on)(Event::Skipped {
+                return self.report(Event::Skipped {
                     path: &path,
                     reason,
+                });
+            }
+            Item::Postponed { path, size, why } => {
+                *match why {
+                    Postponed::NotDue => &mut self.summary.not_due,
+                    Postponed::Deferred => &mut self.summary.deferred,
+                } += 1;
+                return self.report(Event::Postponed {
+                    path: &path,
+                    size,
+                    why,
                 });
             }
             Item::File {
@@ -428,7 +462,14 @@ impl Sink<'_> {
             }
         };
         self.summary.add(&verdict);
-        (self.on)(Event::Verdict(&verdict));
+        self.report(Event::Verdict(&verdict));
+    }
+
+    /// Tells the caller, who may stop the audit.
+    fn report(&mut self, event: Event) {
+        if (self.on)(event).is_break() {
+            self.shared.borrow_mut().stopped = true;
+        }
     }
 
     /// The verdict on a file that was read.
@@ -558,7 +599,7 @@ impl Sink<'_> {
         let error = self.store(path, Change::Remove);
         self.summary.note(Action::Forgotten, error.is_some());
         let error = error.as_ref();
-        (self.on)(Event::Forgotten { path, error });
+        self.report(Event::Forgotten { path, error });
     }
 
     /// Carries out `verdict.action` on the store (a file read whose record stays is noted

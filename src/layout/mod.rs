@@ -581,9 +581,7 @@ impl fmt::Display for Layout {
 /// Why a layout could not be built from the command line, or does not go with an algorithm.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LayoutError {
-    #[error(
-        "unknown layout '{0}' (known: mtsum, plain, merkle, rfc6962, s3, glacier, dropbox, btv2)"
-    )]
+    #[error("unknown layout '{0}' (known: {known})", known = NAMES.join(", "))]
     Unknown(String),
     #[error(
         "the {0} layout has no leaf size; -l/--leaf-size applies to merkle and rfc6962, --part-size to s3"

@@ -4,6 +4,7 @@
 //! usage or fatal error (no extended attributes, a manifest that cannot be read or written).
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
@@ -174,7 +175,17 @@ struct Events<'a> {
 }
 
 impl Events<'_> {
-    fn on(&self, event: Event) {
+    /// Prints `event`; stops the audit once stdout has failed, as the hash mode stops
+    /// hashing: no verdict could be shown any more, so none is recorded either.
+    fn on(&self, event: Event) -> ControlFlow<()> {
+        self.print(event);
+        match self.printer.broken() {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        }
+    }
+
+    fn print(&self, event: Event) {
         let printer = self.printer;
         match event {
             Event::Verdict(v) => {
@@ -222,6 +233,7 @@ impl Events<'_> {
                 }
             }
             Event::Skipped { path, reason } => return printer.skipped(path, &reason),
+            Event::Postponed { size, .. } => return printer.not_read(size),
         }
         printer.file_done();
     }

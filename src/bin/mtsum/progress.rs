@@ -91,6 +91,15 @@ impl Progress {
         }
     }
 
+    /// Takes `bytes` that will not be read off the total.
+    pub fn not_read(&self, bytes: u64) {
+        if let Some(bar) = &self.bar
+            && let Some(total) = bar.length()
+        {
+            bar.set_length(total.saturating_sub(bytes));
+        }
+    }
+
     /// Writes `bytes` to `out` with the bar out of the way.
     pub fn write(&self, out: &mut dyn Write, bytes: &[u8]) -> io::Result<()> {
         let mut write = || {
@@ -122,4 +131,24 @@ pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> (u64, u6
         _ => None,
     });
     sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_not_read_leave_the_total() {
+        let progress = Progress::start(When::Always, Some(1000));
+        progress.not_read(300);
+        progress.not_read(800);
+        let bar = progress.bar.as_ref().expect("a bar");
+        assert_eq!(bar.length(), Some(0));
+        progress.finish();
+        let progress = Progress::start(When::Always, Some(1000));
+        progress.not_read(300);
+        let bar = progress.bar.as_ref().expect("a bar");
+        assert_eq!(bar.length(), Some(700));
+        progress.finish();
+    }
 }

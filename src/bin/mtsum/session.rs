@@ -43,7 +43,7 @@ pub fn start(common: &Common, count: impl FnOnce() -> Option<(u64, u64)>) -> (En
         status: Cell::new(Status::Ok),
         broken: Cell::new(false),
         files_done: Cell::new(0),
-        files_total: files,
+        files_total: Cell::new(files),
     };
     (engine, printer)
 }
@@ -63,7 +63,7 @@ pub struct Printer {
     status: Cell<Status>,
     broken: Cell<bool>,
     files_done: Cell<u64>,
-    files_total: Option<u64>,
+    files_total: Cell<Option<u64>>,
 }
 
 impl Printer {
@@ -120,7 +120,16 @@ impl Printer {
     pub fn file_done(&self) {
         let done = self.files_done.get() + 1;
         self.files_done.set(done);
-        self.progress.files(done, self.files_total);
+        self.progress.files(done, self.files_total.get());
+    }
+
+    /// Takes an input of `bytes` that was counted but will not be read (an audit's file not
+    /// due) off the bar's totals, so that the bar still reaches its end.
+    pub fn not_read(&self, bytes: u64) {
+        let total = self.files_total.get().map(|n| n.saturating_sub(1));
+        self.files_total.set(total);
+        self.progress.not_read(bytes);
+        self.progress.files(self.files_done.get(), total);
     }
 
     /// Writers for code that prints through `io::Write` (the library's `-c`): each write goes

@@ -1,0 +1,480 @@
+//! The engine: hashes the jobs of many inputs on a pool of workers and folds each input's
+//! job digests into its root, handing results back in input order.
+//!
+//! # Map
+//!
+//! | where | role |
+//! |---|---|
+//! | this file | what callers see ([`Request`], [`Task`], [`Engine`], [`FileDigest`]) and the words the parts speak to each other (`Job`, `Msg`, `LaneOp`, `Done`) |
+//! | `coordinator.rs` | opens each input and plans it into jobs, folds finished jobs into roots, emits results in input order |
+//! | `reader.rs` | the reader half of a worker: takes jobs from the shared queue, reads them ahead |
+//! | `hasher.rs` | the hasher half of a worker: hashes chunks as one stream, or rounds of SIMD lanes |
+//!
+//! A call of [`Engine::run`] is: the coordinator turns tasks into jobs on one bounded queue →
+//! each worker's reader takes jobs and sends chunks (`Msg`) → its hasher hashes them and sends
+//! `Done` back → the coordinator folds them and calls the sink.
+//!
+//! # How it works
+//!
+//! Each worker is a pair of threads joined by a short pipeline of buffers: a *reader* that
+//! takes the next job from the shared queue and reads its chunks ahead (positioned reads, so
+//! workers never share a file offset; or `O_DIRECT` reads, or mapped windows: see
+//! [`ReadMode`]), and a *hasher* that only hashes. Reading therefore never stalls hashing,
+//! and memory is bounded by `threads × read_ahead × chunk_size` whatever the file or leaf
+//! size: a 128 MiB leaf is hashed as a stream of chunks. (A reader alone reads larger chunks:
+//! see [`Engine::SOLO_CHUNK_SIZE`].)
+//!
+//! One queue serves all inputs: a huge file spreads its jobs over every worker, small files
+//! are hashed side by side, and the root never depends on which worker hashed what, because
+//! [`Combiner`](crate::layout::Combiner) folds by job index.
+//!
+//! Jobs that are one message each (the leaves of `mtsum`, whole files with `plain`) go into
+//! SIMD lanes when others wait behind them ([`crate::lanes`]): the reader takes as many jobs
+//! as its kernel has lanes and reads in rounds, one chunk of each, which its hasher runs
+//! through one lane set, so that one core hashes 2 to 32 messages at once.
+
+mod coordinator;
+mod hasher;
+mod reader;
+
+use coordinator::{Coordinator, send_job};
+use hasher::hash_jobs;
+use reader::Reader;
+
+use std::io::Read;
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::lanes::{self, Kernel};
+use crate::layout::{JobKind, Layout, Root};
+use crate::source::{Buffer, Chunk, Fallback, InputError, ReadMode, SizedFile, Target};
+
+/// The most jobs queued for the workers: each holds an open file.
+const MAX_QUEUED_JOBS: usize = 256;
+
+/// The most leaves a tree may have when its leaf digests are kept (for drawing it).
+pub const MAX_KEPT_LEAVES: usize = 1 << 16;
+
+/// What to compute for every input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub layout: Layout,
+    pub algorithm: Algorithm,
+    /// Also return every leaf digest (at most [`MAX_KEPT_LEAVES`]), to draw the tree.
+    pub keep_leaves: bool,
+}
+
+impl Request {
+    /// A request for the root only.
+    pub fn new(layout: Layout, algorithm: Algorithm) -> Request {
+        Request {
+            layout,
+            algorithm,
+            keep_leaves: false,
+        }
+    }
+}
+
+/// The result of hashing one input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileDigest {
+    /// The layout's value for the input, printed as its storage system shows it.
+    pub root: Root,
+    /// Bytes hashed.
+    pub size: u64,
+    /// The leaf digests in order, when [`Request::keep_leaves`] asked for them.
+    pub leaves: Option<Vec<Digest>>,
+    /// From opening the input to its root.
+    pub elapsed: Duration,
+    /// The engine's [`ReadMode`] that this input refused, and what it was read with instead
+    /// (`O_DIRECT` on tmpfs, say), for a note under `--verbose`.
+    pub fallback: Option<Fallback>,
+    /// For a task of [`Engine::hash_jobs_in`]: its jobs' ranges and digests, in order (the
+    /// root is then not computed). Private, so that only that method makes such a result.
+    jobs: Option<Vec<(Range<u64>, Digest)>>,
+}
+
+/// A pool of workers; cheap to create, threads live only during a call.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    threads: NonZeroUsize,
+    /// Bytes per read or mapped window; `None` for the default of the read mode.
+    chunk_size: Option<usize>,
+    read_ahead: usize,
+    read_mode: ReadMode,
+    /// Whether jobs may be hashed several at once in SIMD lanes.
+    multi_buffer: bool,
+    /// Bytes hashed so far, for a progress display.
+    progress: Option<Arc<AtomicU64>>,
+}
+
+impl Default for Engine {
+    /// One worker per available core.
+    fn default() -> Self {
+        Engine::new(thread::available_parallelism().unwrap_or(NonZeroUsize::MIN))
+    }
+}
+
+impl Engine {
+    /// Bytes per read. Measured on a cached 4 GiB file (2-core EPYC, see
+    /// `docs/performance.md`): 1 MiB reads with 4 in flight beat 64–512 KiB, by up to 9 %
+    /// for `plain`, where the copy out of the page cache runs beside the hasher.
+    pub const DEFAULT_CHUNK_SIZE: usize = 1 << 20;
+    /// Bytes per mapped window with [`ReadMode::Mmap`]. On the same file, `-p 2` tree
+    /// sha256: 4 MiB windows spend 0.05 s of system time per 4 GiB mapping, populating and
+    /// unmapping, where 1 MiB windows spend 0.27 s (four times the `mmap`/`munmap` calls and
+    /// TLB shootdowns), and the whole run 2.54 s of CPU against 2.86 s.
+    pub const DEFAULT_MAP_WINDOW: usize = 4 << 20;
+    /// Bytes per read with [`ReadMode::Direct`] and [`ReadMode::DontCache`], where no kernel
+    /// read-ahead gathers small reads into large requests. Cold 4 GiB file on the virtual disk, `-t plain -a xxh3`,
+    /// six interleaved rounds: 4 MiB reads reach 1.13 × `dd iflag=direct bs=16M`, 1 MiB reads
+    /// 0.95 × (and `dd bs=1M` 0.83 ×).
+    pub const DEFAULT_UNCACHED_CHUNK: usize = 4 << 20;
+    /// Bytes per read of a file when no other reader is busy (one big file with `plain`,
+    /// `-p 1`): half as many hand-offs between reader and hasher, whose cache misses at the
+    /// start of each chunk show in the hasher's own time. Measured on a cached 4 GiB file
+    /// (2-core EPYC, pairs of runs in turn, 2 MiB against 1 MiB reads): `-t plain` xxh3 and
+    /// xxh128 8–12 % faster (the copy out of the page cache limits them), sha1 4 % (its
+    /// hasher's user time 3 % lower), blake3 `-p 1` 3 %, md5 and sha256 the same; with two
+    /// readers busy (`-p 2` tree) 2 MiB reads were 7 % slower for xxh3.
+    pub const SOLO_CHUNK_SIZE: usize = 2 << 20;
+    /// Chunks each reader may have read ahead of its hasher.
+    pub const DEFAULT_READ_AHEAD: usize = 4;
+
+    /// An engine with `threads` workers.
+    pub fn new(threads: NonZeroUsize) -> Engine {
+        Engine {
+            threads,
+            chunk_size: None,
+            read_ahead: Self::DEFAULT_READ_AHEAD,
+            read_mode: ReadMode::Pread,
+            multi_buffer: true,
+            progress: None,
+        }
+    }
+
+    /// Reads in chunks of `bytes` (at least 1), or maps windows of that many bytes rounded up
+    /// to pages. The digest does not depend on it.
+    pub fn with_chunk_size(mut self, bytes: usize) -> Engine {
+        self.chunk_size = Some(bytes.max(1));
+        self
+    }
+
+    /// Bytes per read, or per mapped window.
+    fn chunk_size(&self) -> usize {
+        self.chunk_size.unwrap_or(match self.read_mode {
+            ReadMode::Mmap => Self::DEFAULT_MAP_WINDOW,
+            ReadMode::Direct | ReadMode::DontCache => Self::DEFAULT_UNCACHED_CHUNK,
+            ReadMode::Pread => Self::DEFAULT_CHUNK_SIZE,
+        })
+    }
+
+    /// Bytes per read for a reader alone: see [`Engine::SOLO_CHUNK_SIZE`]; a chunk size set
+    /// by the caller holds for every read.
+    fn solo_chunk_size(&self) -> usize {
+        match (self.chunk_size, self.read_mode) {
+            (None, ReadMode::Pread) => Self::SOLO_CHUNK_SIZE,
+            _ => self.chunk_size(),
+        }
+    }
+
+    /// Keeps up to `chunks` chunks (at least 1) read ahead per worker.
+    pub fn with_read_ahead(mut self, chunks: usize) -> Engine {
+        self.read_ahead = chunks.max(1);
+        self
+    }
+
+    /// Reads files and block devices with `mode` (streams are read as streams whatever the
+    /// mode). The digest does not depend on it; a file that refuses the mode is read another
+    /// way and says so in [`FileDigest::fallback`].
+    pub fn with_read_mode(mut self, mode: ReadMode) -> Engine {
+        self.read_mode = mode;
+        self
+    }
+
+    /// Whether to hash jobs that are one message each (the leaves of `mtsum`, whole files
+    /// with `plain`) several at once in SIMD lanes, where the algorithm has a multi-buffer
+    /// kernel on this CPU (see [`crate::lanes`]); on by default. The digest does not depend
+    /// on it.
+    pub fn with_multi_buffer(mut self, on: bool) -> Engine {
+        self.multi_buffer = on;
+        self
+    }
+
+    /// Adds every byte hashed to `counter` as it is hashed, so that another thread can show
+    /// progress without the engine knowing how it is shown.
+    pub fn with_progress(mut self, counter: Arc<AtomicU64>) -> Engine {
+        self.progress = Some(counter);
+        self
+    }
+
+    /// The number of workers.
+    pub fn threads(&self) -> NonZeroUsize {
+        self.threads
+    }
+
+    /// Hashes one input.
+    pub fn hash(&self, request: &Request, target: Target) -> Result<FileDigest, InputError> {
+        let mut out = None;
+        self.hash_all(request, [target], |_, result| out = Some(result));
+        out.expect("hash_all reports every target")
+    }
+
+    /// Hashes only the jobs of `request`'s plan of the file `target` that start in `bytes`
+    /// (and those at its end when that is the file's end: the empty leaves of a tiny `mtsum`
+    /// file), and returns each job's byte range and digest in order, not a root: the part of
+    /// a file one machine hashes when many share it ([`crate::range`]). The jobs are hashed
+    /// as [`Engine::hash`] hashes them (workers, read-ahead, lanes), so that the job ranges
+    /// may be finer than [`Layout::plan`]'s (one leaf each where lanes take leaves).
+    ///
+    /// `size` is the length the range was planned for: a file of another length fails with
+    /// [`InputError::Changed`], a stream with [`InputError::RangeOfStream`].
+    pub fn hash_jobs_in(
+        &self,
+        request: &Request,
+        target: Target,
+        size: u64,
+        bytes: Range<u64>,
+    ) -> Result<Vec<(Range<u64>, Digest)>, InputError> {
+        let task = Task {
+            input: Some((target, *request)),
+            slice: Some(Slice { size, bytes }),
+            context: (),
+        };
+        let mut out = None;
+        self.run([task], |(), result| out = result);
+        let digest = out.expect("run reports every task")?;
+        Ok(digest.jobs.expect("a task of a slice keeps its jobs"))
+    }
+
+    /// Hashes every target and calls `sink` once per target, in the order of `targets`,
+    /// as soon as that target and all before it are done. A failing input is reported to
+    /// `sink` and the others go on.
+    pub fn hash_all<I, F>(&self, request: &Request, targets: I, mut sink: F)
+    where
+        I: IntoIterator<Item = Target>,
+        F: FnMut(Target, Result<FileDigest, InputError>),
+    {
+        let tasks = targets
+            .into_iter()
+            .map(|t| Task::hash(t.clone(), *request, t));
+        self.run(tasks, |target, result| {
+            sink(target, result.expect("every task hashes"))
+        });
+    }
+
+    /// Runs `tasks` and calls `sink` once per task, in the order of `tasks`, with the task's
+    /// context and its result (`None` for a task that only passes its context through).
+    /// Each task may ask for its own layout and algorithm, as the lines of a sum file do.
+    pub fn run<T, I, F>(&self, tasks: I, sink: F)
+    where
+        I: IntoIterator<Item = Task<T>>,
+        F: FnMut(T, Option<Result<FileDigest, InputError>>),
+    {
+        thread::scope(|scope| {
+            // Room for every lane of every worker twice over: a reader filling its lanes
+            // with small files finds them opened and waiting.
+            let queue = (self.threads.get() * 2 * lanes::MAX_LANES).min(MAX_QUEUED_JOBS);
+            let (job_tx, job_rx) = bounded::<Job>(queue);
+            let (done_tx, done_rx) = unbounded::<Vec<Done>>();
+            // Fewer workers than asked for (the system refused more threads) still hash
+            // correctly; none at all fails every input instead of panicking.
+            let mut started = 0;
+            let mut refusal = None;
+            let busy = Arc::new(AtomicUsize::new(0));
+            for _ in 0..self.threads.get() {
+                match self.spawn_worker(scope, &job_rx, &done_tx, &busy) {
+                    Ok(()) => started += 1,
+                    Err(e) => {
+                        refusal = Some(e);
+                        break;
+                    }
+                }
+            }
+            drop((job_rx, done_tx));
+            if let (0, Some(e)) = (started, refusal) {
+                let mut sink = sink;
+                for task in tasks {
+                    let error =
+                        || std::io::Error::new(e.kind(), format!("cannot start a worker: {e}"));
+                    sink(task.context, task.input.map(|_| Err(error().into())));
+                }
+                return;
+            }
+
+            let mut coordinator = Coordinator::new(self.read_mode, self.multi_buffer, sink);
+            for (index, task) in tasks.into_iter().enumerate() {
+                for job in coordinator.plan(index, task) {
+                    send_job(&job_tx, job, &done_rx, &mut coordinator);
+                }
+            }
+            drop(job_tx);
+            for done in done_rx.iter().flatten() {
+                coordinator.on_done(done);
+            }
+            coordinator.report_lost();
+        });
+    }
+}
+
+impl Engine {
+    /// Starts one worker: a reader thread and a hasher thread joined by `read_ahead` buffers.
+    fn spawn_worker<'scope>(
+        &self,
+        scope: &'scope thread::Scope<'scope, '_>,
+        jobs: &Receiver<Job>,
+        done: &Sender<Vec<Done>>,
+        busy: &Arc<AtomicUsize>,
+    ) -> std::io::Result<()> {
+        let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
+        // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
+        // first read into, and the reader reuses the most recent first, so a worker that reads
+        // one job at a time, maps windows, or only meets small files never holds them all.
+        let buffers = self.read_ahead.max(2 * lanes::MAX_LANES);
+        let (free_tx, free_rx) = bounded::<Vec<Buffer>>(buffers);
+        let reader = Reader {
+            jobs: jobs.clone(),
+            chunk_size: self.chunk_size(),
+            solo_chunk_size: self.solo_chunk_size(),
+            busy: busy.clone(),
+            multi_buffer: self.multi_buffer,
+            free: free_rx,
+            spare: (0..buffers).map(|_| Buffer::new()).collect(),
+            buffers,
+            out: chunk_tx,
+            done: done.clone(),
+            progress: self.progress.clone(),
+        };
+        let (done, progress) = (done.clone(), self.progress.clone());
+        // The hasher first: a reader without a hasher would take a job and lose it.
+        thread::Builder::new()
+            .name("mtsum-hasher".into())
+            .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
+        thread::Builder::new()
+            .name("mtsum-reader".into())
+            .spawn_scoped(scope, move || reader.run())?;
+        Ok(())
+    }
+}
+
+/// One unit of work for [`Engine::run`]: an input to hash with its request, or a note that
+/// only needs to come out in order (an error met while walking a directory, say), and the
+/// caller's context, handed back with the result.
+pub struct Task<T> {
+    input: Option<(Target, Request)>,
+    /// Only the jobs in a byte range ([`Engine::hash_jobs_in`]).
+    slice: Option<Slice>,
+    context: T,
+}
+
+/// The jobs of a file to hash when only a range of it is asked for.
+struct Slice {
+    /// The file's length the range was planned for.
+    size: u64,
+    bytes: Range<u64>,
+}
+
+impl Slice {
+    /// Whether the job that starts at `start` belongs to the range.
+    fn holds(&self, start: u64) -> bool {
+        let Range { start: from, end } = self.bytes;
+        start >= from && (start < end || end == self.size)
+    }
+}
+
+impl<T> Task<T> {
+    /// Hash `target` as `request` says.
+    pub fn hash(target: Target, request: Request, context: T) -> Task<T> {
+        Task {
+            input: Some((target, request)),
+            slice: None,
+            context,
+        }
+    }
+
+    /// Hash nothing; hand `context` back in its place in the order.
+    pub fn pass(context: T) -> Task<T> {
+        Task {
+            input: None,
+            slice: None,
+            context,
+        }
+    }
+}
+
+/// A range of one input to hash into one digest.
+struct Job {
+    input: usize,
+    index: usize,
+    start: u64,
+    layout: Layout,
+    alg: Algorithm,
+    /// How the job is hashed as one stream ([`Layout::plan`]); lanes hash it from its layout
+    /// and algorithm instead.
+    kind: JobKind,
+    source: JobSource,
+}
+
+enum JobSource {
+    /// `len` bytes at `start` of a file shared by the input's jobs.
+    At(Arc<SharedFile>, u64),
+    /// A whole stream.
+    Stream(Box<dyn Read + Send>),
+}
+
+struct SharedFile {
+    file: SizedFile,
+    /// Set when one job failed, so that the readers skip the rest of the input.
+    failed: AtomicBool,
+}
+
+/// From a reader to its hasher.
+enum Msg {
+    /// The chunks that follow, up to `End`, are one job.
+    Begin(Layout, Algorithm, JobKind),
+    Chunk(Chunk),
+    End {
+        input: usize,
+        index: usize,
+        start: u64,
+        /// Bytes read.
+        result: Result<u64, InputError>,
+    },
+    /// Lane mode: one round of a reader's lane slots, for a lane set of `kernel`.
+    Round(Kernel, Vec<LaneOp>),
+}
+
+/// What happens to a reader's lane slot in a round.
+enum LaneOp {
+    /// Job `key`, one message starting with `prefix`, is fed from slot `slot` from now on.
+    Open {
+        slot: usize,
+        key: JobKey,
+        start: u64,
+        prefix: &'static [u8],
+    },
+    /// The next bytes of the job in slot `slot`.
+    Part { slot: usize, chunk: Chunk },
+    /// The job in slot `slot` is read: how many bytes, or why not.
+    Close {
+        slot: usize,
+        result: Result<u64, InputError>,
+    },
+}
+
+/// From a hasher to the coordinator.
+struct Done {
+    input: usize,
+    index: usize,
+    result: Result<(Range<u64>, Digest), InputError>,
+}
+
+/// A job by its input and its index in the input.
+type JobKey = (usize, usize);
