@@ -87,8 +87,8 @@ fn kernels_exist_for_the_merkle_damgard_algorithms_with_their_lane_counts() {
         (Algorithm::Sha1, 8),
         (Algorithm::Sha224, 8),
         (Algorithm::Sha256, 8),
-        (Algorithm::Sha384, 8),
-        (Algorithm::Sha512, 8),
+        (Algorithm::Sha384, 16),
+        (Algorithm::Sha512, 16),
     ] {
         let portable = Kernel::portable(alg).expect("a portable kernel");
         assert_eq!(portable.algorithm(), alg);

@@ -26,8 +26,8 @@ const PORTABLE: [(Algorithm, usize, &str); 6] = [
     (Algorithm::Sha1, 8, "sha1-portable"),
     (Algorithm::Sha224, 8, "sha224-portable"),
     (Algorithm::Sha256, 8, "sha256-portable"),
-    (Algorithm::Sha384, 8, "sha384-portable"),
-    (Algorithm::Sha512, 8, "sha512-portable"),
+    (Algorithm::Sha384, 16, "sha384-portable"),
+    (Algorithm::Sha512, 16, "sha512-portable"),
 ];
 
 /// A kernel for one algorithm. A value exists only for kernels this CPU runs: the constructors
@@ -82,6 +82,15 @@ enum Simd {
     /// Zen 4 core, 1.8 × one SHA-NI stream but 0.82 × [`Simd::Sha1Ni4`].
     #[cfg(target_arch = "x86_64")]
     Sha1Avx2,
+    /// SHA-384/512, two groups of eight 64-bit lanes in 512-bit registers, with AVX-512's
+    /// rotate and three-input logic: where 512-bit instructions run at the rate of 256-bit
+    /// ones (AMD Zen 5), twice the work per instruction of [`Simd::Sha512Avx512`].
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx512Zmm,
+    /// SHA-384/512, one group of eight lanes in 512-bit registers: the half of
+    /// [`Simd::Sha512Avx512Zmm`].
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx512ZmmHalf,
     /// SHA-384/512, two groups of four 64-bit lanes in 256-bit registers with AVX-512VL's
     /// one-instruction rotate and three-input logic: a round takes 17 instructions instead of
     /// AVX2's 35 (3.5 × one OpenSSL stream; the second group fills the gaps of the first's
@@ -275,6 +284,32 @@ pub(super) const SIMD: &[Spec] = &[
         runs: sha1_avx2::supported,
         run: run!(Sha1, sha1_avx2::compress::<8>),
         chosen: true,
+        half: None,
+    },
+    Spec {
+        simd: Simd::Sha512Avx512Zmm,
+        needs: Isa::AVX512,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx512-8x2"),
+            (Algorithm::Sha512, "sha512-avx512-8x2"),
+        ],
+        lanes: 16,
+        runs: sha512_avx512::supported_zmm,
+        run: run!(Sha512, sha512_avx512::compress_zmm::<16>),
+        chosen: true,
+        half: Some(Simd::Sha512Avx512ZmmHalf),
+    },
+    Spec {
+        simd: Simd::Sha512Avx512ZmmHalf,
+        needs: Isa::AVX512,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx512-8x1"),
+            (Algorithm::Sha512, "sha512-avx512-8x1"),
+        ],
+        lanes: 8,
+        runs: sha512_avx512::supported_zmm,
+        run: run!(Sha512, sha512_avx512::compress_zmm::<8>),
+        chosen: false,
         half: None,
     },
     Spec {

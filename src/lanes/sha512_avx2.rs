@@ -388,7 +388,8 @@ pub(super) unsafe fn load_block(lanes: &[*const u8], offset: usize) -> [__m256i;
 /// loaded), ending with the addition of the states from before the block. `$round!(a, b, c,
 /// d, e, f, g, h, t)` is the kernel's round `t` in every group, updating `d` and `h`; the
 /// names rotate instead of the values moving. The schedule calls the `small_sigma0` and
-/// `small_sigma1` of the module the macro expands in.
+/// `small_sigma1` of the module the macro expands in, or with `$add, $sigma0, $sigma1` those
+/// given, and the addition given (for 512-bit registers).
 ///
 /// Schedule word `t + 16` is computed along with round `t` rather than all before the
 /// rounds: the rounds are mostly adds and logic, the schedule mostly shifts (which fewer
@@ -398,34 +399,37 @@ pub(super) unsafe fn load_block(lanes: &[*const u8], offset: usize) -> [__m256i;
 /// the micro-op cache.
 macro_rules! rounds {
     // Schedule word `t + 16` of every group.
-    (@schedule $w:ident, $t:expr) => {
+    (@schedule $w:ident, $t:expr, $add:ident, $sigma0:ident, $sigma1:ident) => {
         for words in $w.iter_mut() {
             let t = $t + 16;
-            words[t] = _mm256_add_epi64(
-                _mm256_add_epi64(small_sigma1(words[t - 2]), words[t - 7]),
-                _mm256_add_epi64(small_sigma0(words[t - 15]), words[t - 16]),
+            words[t] = $add(
+                $add($sigma1(words[t - 2]), words[t - 7]),
+                $add($sigma0(words[t - 15]), words[t - 16]),
             );
         }
     };
     ($round:ident, $s:ident, $w:ident) => {
+        rounds!($round, $s, $w, _mm256_add_epi64, small_sigma0, small_sigma1)
+    };
+    ($round:ident, $s:ident, $w:ident, $add:ident, $sigma0:ident, $sigma1:ident) => {
         let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = $s;
         for t in (0..64).step_by(8) {
             $round!(a, b, c, d, e, f, g, h, t);
-            rounds!(@schedule $w, t);
+            rounds!(@schedule $w, t, $add, $sigma0, $sigma1);
             $round!(h, a, b, c, d, e, f, g, t + 1);
-            rounds!(@schedule $w, t + 1);
+            rounds!(@schedule $w, t + 1, $add, $sigma0, $sigma1);
             $round!(g, h, a, b, c, d, e, f, t + 2);
-            rounds!(@schedule $w, t + 2);
+            rounds!(@schedule $w, t + 2, $add, $sigma0, $sigma1);
             $round!(f, g, h, a, b, c, d, e, t + 3);
-            rounds!(@schedule $w, t + 3);
+            rounds!(@schedule $w, t + 3, $add, $sigma0, $sigma1);
             $round!(e, f, g, h, a, b, c, d, t + 4);
-            rounds!(@schedule $w, t + 4);
+            rounds!(@schedule $w, t + 4, $add, $sigma0, $sigma1);
             $round!(d, e, f, g, h, a, b, c, t + 5);
-            rounds!(@schedule $w, t + 5);
+            rounds!(@schedule $w, t + 5, $add, $sigma0, $sigma1);
             $round!(c, d, e, f, g, h, a, b, t + 6);
-            rounds!(@schedule $w, t + 6);
+            rounds!(@schedule $w, t + 6, $add, $sigma0, $sigma1);
             $round!(b, c, d, e, f, g, h, a, t + 7);
-            rounds!(@schedule $w, t + 7);
+            rounds!(@schedule $w, t + 7, $add, $sigma0, $sigma1);
         }
         for t in (64..80).step_by(8) {
             $round!(a, b, c, d, e, f, g, h, t);
@@ -439,7 +443,7 @@ macro_rules! rounds {
         }
         for (s, new) in $s.iter_mut().zip([a, b, c, d, e, f, g, h]) {
             for (s, new) in s.iter_mut().zip(new) {
-                *s = _mm256_add_epi64(*s, new);
+                *s = $add(*s, new);
             }
         }
     };
