@@ -14,7 +14,8 @@ use super::family::{Family, StatesMut};
 use super::isa::Isa;
 #[cfg(target_arch = "x86_64")]
 use super::{
-    md5_avx2, md5_avx512, sha1_avx2, sha1_ni, sha256_avx2, sha256_ni, sha512_avx2, sha512_avx512,
+    md5_avx2, md5_avx512, sha1_avx2, sha1_ni, sha256_avx2, sha256_avx512, sha256_ni, sha512_avx2,
+    sha512_avx512,
 };
 use crate::algorithm::Algorithm;
 
@@ -60,6 +61,10 @@ enum Simd {
     /// MD5, the same two groups one after the other: only to measure what interleaving gains.
     #[cfg(target_arch = "x86_64")]
     Md5Avx2Single,
+    /// SHA-224/256, sixteen 32-bit lanes per 512-bit register with AVX-512's rotate and
+    /// three-input logic.
+    #[cfg(target_arch = "x86_64")]
+    Sha256Avx512,
     /// SHA-224/256, two SHA-NI streams interleaved instruction by instruction. One stream is
     /// bound by the latency of `sha256rnds2`; two fill it (1.97 × one stream, where three
     /// gain 4 % more and four spill registers: the SHA instructions reach only 16 xmm).
@@ -237,6 +242,19 @@ pub(super) const SIMD: &[Spec] = &[
         lanes: 16,
         runs: || std::arch::is_x86_feature_detected!("avx2"),
         run: run!(Md5, md5_avx2::compress::<false>),
+        chosen: false,
+        half: None,
+    },
+    Spec {
+        simd: Simd::Sha256Avx512,
+        needs: Isa::AVX512,
+        names: &[
+            (Algorithm::Sha224, "sha224-avx512-16"),
+            (Algorithm::Sha256, "sha256-avx512-16"),
+        ],
+        lanes: 16,
+        runs: sha256_avx512::supported,
+        run: run!(Sha256, sha256_avx512::compress::<16>),
         chosen: false,
         half: None,
     },

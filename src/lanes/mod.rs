@@ -59,6 +59,8 @@ mod sha1_ni;
 #[cfg(target_arch = "x86_64")]
 mod sha256_avx2;
 #[cfg(target_arch = "x86_64")]
+mod sha256_avx512;
+#[cfg(target_arch = "x86_64")]
 mod sha256_ni;
 #[cfg(target_arch = "x86_64")]
 mod sha512_avx2;
