@@ -2,7 +2,7 @@
 //! (and the widths that only the benchmarks run, [`BENCH_WIDTHS`]) is called directly, for
 //! every algorithm it hashes, and checked against RustCrypto's block functions and the
 //! published digests; every [`Kernel`] is checked for what the lane set adds (idle lanes, the
-//! half kernel). A new kernel is tested by its row. `tests/lanes.rs` checks whole lane sets
+//! narrower kernel for few busy lanes). A new kernel is tested by its row. `tests/lanes.rs` checks whole lane sets
 //! against one stream and the NIST vectors, through the public API.
 
 use std::fmt::Debug;
@@ -394,8 +394,9 @@ where
 }
 
 /// Every lane of `kernel` that has data hashes it from its own state; the others keep
-/// theirs: with busy lanes spread over the whole set, and with the second half idle, where a
-/// kernel with a `half` runs that one instead.
+/// theirs: with busy lanes spread over the whole set, with the second half idle, with one
+/// busy lane (where a kernel with a `fewer` runs that one, on the busy lanes packed), and
+/// with all lanes but one busy.
 fn idle_lanes_keep_their_state<F: Family>(kernel: Kernel, rng: &mut Rng)
 where
     F::State: PartialEq + Debug,
@@ -404,7 +405,14 @@ where
     let block = rng.bytes(F::BLOCK);
     let spread = |lane: usize| lane < n && lane.is_multiple_of(3);
     let first_half = |lane: usize| lane < n / 2 && lane.is_multiple_of(3);
-    for busy in [&spread as &dyn Fn(usize) -> bool, &first_half] {
+    let one = |lane: usize| lane == n - 1;
+    let all_but_one = |lane: usize| lane < n && lane != 1;
+    for busy in [
+        &spread as &dyn Fn(usize) -> bool,
+        &first_half,
+        &one,
+        &all_but_one,
+    ] {
         let initial: [F::State; MAX_LANES] =
             std::array::from_fn(|_| rng.state::<F>(kernel.algorithm()));
         let mut states = initial;
@@ -439,7 +447,7 @@ const BOUNDARY_LENGTHS: [usize; 12] = [0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 
 /// set, against the single-stream hash: the boundary lengths and random ones up to 40 blocks,
 /// shuffled so that the lanes of a step hold messages of very different lengths and finish
 /// at different steps, with and without a prefix (that of RFC 6962's leaves), and as many
-/// messages as leave the last step's lanes partly idle (which runs a `half` kernel).
+/// messages as leave the last step's lanes partly idle (which runs a `fewer` kernel).
 #[test]
 fn every_kernel_hashes_boundary_and_random_lengths_side_by_side_as_one_stream() {
     let mut rng = Rng(0x51de);
