@@ -118,12 +118,20 @@ enum Simd {
     /// faster than [`Simd::Sha512Avx2`] on Zen 5.
     #[cfg(target_arch = "x86_64")]
     Sha512Avx2Clmul,
+    /// SHA-384/512, one group of four lanes with the carry-less products: what
+    /// [`Simd::Sha512Avx2Clmul`] runs for up to four busy lanes.
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx2ClmulHalf,
     /// SHA-384/512, four 64-bit lanes per AVX2 register, two groups (1.8 × one OpenSSL
     /// stream; the second group gains under 1 % on Zen 4, where the ALUs are full, and 13 % on
     /// Zen 5, whose vector additions and logic take 2 cycles; eight lanes like the AVX-512
     /// kernel).
     #[cfg(target_arch = "x86_64")]
     Sha512Avx2,
+    /// SHA-384/512, one group of four lanes in AVX2: what [`Simd::Sha512Avx2`] runs for up to
+    /// four busy lanes.
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx2Half,
 }
 
 /// What the lane set knows of a SIMD kernel.
@@ -411,6 +419,22 @@ pub(super) const SIMD: &[Spec] = &[
         runs: sha512_avx2::supported_clmul,
         run: run!(Sha512, sha512_avx2::compress_clmul::<8>),
         chosen: true,
+        fewer: Some(Fewer {
+            kernel: Simd::Sha512Avx2ClmulHalf,
+            at_most: 4,
+        }),
+    },
+    Spec {
+        simd: Simd::Sha512Avx2ClmulHalf,
+        needs: Isa::AVX2,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx2-clmul-4x1"),
+            (Algorithm::Sha512, "sha512-avx2-clmul-4x1"),
+        ],
+        lanes: 4,
+        runs: sha512_avx2::supported_clmul,
+        run: run!(Sha512, sha512_avx2::compress_clmul::<4>),
+        chosen: false,
         fewer: None,
     },
     Spec {
@@ -424,6 +448,22 @@ pub(super) const SIMD: &[Spec] = &[
         runs: sha512_avx2::supported,
         run: run!(Sha512, sha512_avx2::compress::<8>),
         chosen: true,
+        fewer: Some(Fewer {
+            kernel: Simd::Sha512Avx2Half,
+            at_most: 4,
+        }),
+    },
+    Spec {
+        simd: Simd::Sha512Avx2Half,
+        needs: Isa::AVX2,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx2-4x1"),
+            (Algorithm::Sha512, "sha512-avx2-4x1"),
+        ],
+        lanes: 4,
+        runs: sha512_avx2::supported,
+        run: run!(Sha512, sha512_avx2::compress::<4>),
+        chosen: false,
         fewer: None,
     },
 ];

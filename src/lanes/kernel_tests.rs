@@ -91,21 +91,17 @@ impl From<&Spec> for Row {
 #[cfg(target_arch = "x86_64")]
 macro_rules! width {
     ($alg:ident, $module:ident, $lanes:literal, $name:literal) => {
-        width!($alg, $module::compress, $module::supported, $lanes, $name)
-    };
-    ($alg:ident, $module:ident::$compress:ident, $module2:ident::$supported:ident, $lanes:literal, $name:literal) => {
         Row {
             names: &[(Algorithm::$alg, $name)],
             lanes: $lanes,
-            runs: super::$module2::$supported,
-            run: super::kernel::run!($alg, super::$module::$compress::<$lanes>),
+            runs: super::$module::supported,
+            run: super::kernel::run!($alg, super::$module::compress::<$lanes>),
         }
     };
 }
 
-/// The widths of the SHA-NI and SHA-512 AVX2 kernels that no row of the table runs but
-/// `benches/sha_ni.rs` and `benches/sha512_lanes.rs` measure, or that a kernel has only to
-/// keep its code one for both widths.
+/// The widths of the SHA-NI kernels that no row of the table runs but `benches/sha_ni.rs`
+/// measures.
 #[cfg(target_arch = "x86_64")]
 const BENCH_WIDTHS: &[Row] = &[
     width!(Sha1, sha1_ni, 1, "sha1-ni-x1"),
@@ -113,14 +109,6 @@ const BENCH_WIDTHS: &[Row] = &[
     width!(Sha256, sha256_ni, 1, "sha256-ni-x1"),
     width!(Sha256, sha256_ni, 3, "sha256-ni-x3"),
     width!(Sha256, sha256_ni, 4, "sha256-ni-x4"),
-    width!(Sha512, sha512_avx2, 4, "sha512-avx2-4x1"),
-    width!(
-        Sha512,
-        sha512_avx2::compress_clmul,
-        sha512_avx2::supported_clmul,
-        4,
-        "sha512-avx2-clmul-4x1"
-    ),
 ];
 #[cfg(not(target_arch = "x86_64"))]
 const BENCH_WIDTHS: &[Row] = &[];
