@@ -314,8 +314,8 @@ impl Lines {
                 // An earlier line is reading standard input to its end.
                 target = Target::Path(EMPTY_INPUT.into());
             }
-            // A layout that needs the length refuses a stream without reading it.
-            self.stdin_hashed |= !layout.needs_length();
+            // Every layout reads it (one that needs the length, to learn it).
+            self.stdin_hashed = true;
         }
         let tagged = entry.spec.is_some();
         let guesses = match self.untagged.auto_part_size && !tagged {

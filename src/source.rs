@@ -4,7 +4,10 @@
 //! The engine reads every job through this module, so it is also where a file that changes
 //! under our feet is noticed: a short read, or a size or modification time that differs after
 //! hashing from what it was before, turns into [`InputError::Changed`] instead of a digest of
-//! bytes that never existed together.
+//! bytes that never existed together. A file whose reads end elsewhere than its size says
+//! while its size and mtime hold still is one whose file system misreports the size:
+//! [`InputError::SizeMisreported`], and its callers read it again as a stream
+//! ([`SizedFile::to_stream`]).
 //!
 //! A sized file is read one of four ways ([`ReadMode`]); the digest never depends on which:
 //! - `pread` (the default): positioned reads through the page cache into pooled buffers, with
@@ -44,10 +47,21 @@ pub enum InputError {
     /// The size or modification time moved while the file was read, or the file ended early.
     #[error("changed while being read")]
     Changed,
-    /// A pipe, a character device or a file whose size the file system does not report (procfs,
-    /// sysfs) met a layout that must know the length before it starts.
+    /// A regular file held `more` or fewer bytes than its size said, though neither its size
+    /// nor its modification time moved: its file system misreports the size (some network and
+    /// FUSE file systems), and a digest of its first `size` bytes would be of other bytes
+    /// than the file's.
     #[error(
-        "cannot hash a stream with the {0} layout (its tree needs the length up front, and a pipe or a /proc or /sys file does not tell it); use -t plain, merkle or rfc6962 for streams"
+        "holds {} bytes than the {size} its file system reports; hash it as a stream instead: mtsum - < FILE",
+        if *more { "more" } else { "fewer" }
+    )]
+    SizeMisreported { size: u64, more: bool },
+    /// A pipe, a character device or a file whose size the file system does not report (procfs,
+    /// sysfs) longer than [`MAX_HELD_STREAM`] met a layout that must know the length before it
+    /// starts.
+    #[error(
+        "cannot hash a stream of more than {MIB} MiB with the {0} layout (its tree needs the length up front, and a pipe or a /proc or /sys file does not tell it); save it to a file first, or use -t plain, merkle or rfc6962",
+        MIB = MAX_HELD_STREAM >> 20
     )]
     StreamNeedsLength(&'static str),
     /// `-g` on a stream of a fixed-leaf layout, whose leaves are not kept.
@@ -65,6 +79,10 @@ pub enum InputError {
     /// A range of a pipe or character device, whose bytes cannot be read from an offset.
     #[error("cannot hash a range of a stream; save it to a file first")]
     RangeOfStream,
+    /// The engine's cancel flag was set ([`Engine::with_cancel`](crate::engine::Engine::with_cancel))
+    /// before the input was all read.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// An I/O error as coreutils prints it: `No such file or directory`, without Rust's
@@ -256,6 +274,20 @@ pub struct SizedFile {
     /// With `O_DIRECT`: the alignment of offsets and lengths, a power of two.
     align: u64,
     fallback: OnceLock<Fallback>,
+    /// What the reads found past the length (an [`End`] as `u8`).
+    end: AtomicU8,
+}
+
+/// What the reads of a sized file found at its length: whether the file really ends there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum End {
+    /// No read has looked past the length yet.
+    Unknown,
+    /// A read that asked for bytes past the length got none.
+    Seen,
+    /// A read got bytes past the length.
+    Beyond,
 }
 
 impl Input {
@@ -298,14 +330,14 @@ impl Input {
             } else {
                 meta.len()
             };
-            let sized = SizedFile {
-                stamp: Stamp::new(len, Mtime::of(&meta)),
-                file,
-                is_block_device,
-                mode: AtomicU8::new(ReadMode::Pread as u8),
-                align: 1,
-                fallback: OnceLock::new(),
+            // An empty file was read at its end by `size_is_unreported`; a block device ends
+            // where seeking to the end landed.
+            let end = match is_block_device || len == 0 {
+                true => End::Seen,
+                false => End::Unknown,
             };
+            let stamp = Stamp::new(len, Mtime::of(&meta));
+            let sized = SizedFile::new(file, stamp, is_block_device, end);
             return Ok(Input::Sized(sized.with_mode(mode)));
         }
         Ok(Input::Stream(Box::new(file)))
@@ -448,18 +480,19 @@ fn preadv2(file: &File, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io::
     }
 }
 
-/// Reads into `buf` from `offset` until it is full or the file ends, and returns the bytes
-/// read. With `direct`, a read that ends off a block boundary is the end of the file: the next
-/// read would start unaligned.
+/// Reads into `buf` from `offset` until it holds at least `need` bytes or the file ends, and
+/// returns the bytes read, which may be up to `buf.len()`. With `direct`, a read that ends off
+/// a block boundary is the end of the file: the next read would start unaligned.
 fn read_full(
     file: &File,
     buf: &mut [u8],
+    need: usize,
     offset: u64,
     flags: libc::c_int,
     direct: Option<u64>,
 ) -> io::Result<usize> {
     let mut got = 0;
-    while got < buf.len() {
+    while got < need {
         match preadv2(file, &mut buf[got..], offset + got as u64, flags) {
             Ok(0) => break,
             Ok(n) => got += n,
@@ -473,7 +506,60 @@ fn read_full(
     Ok(got)
 }
 
+/// The most bytes of a stream held in memory to hash it with a layout whose tree needs the
+/// length up front (`mtsum`): the pipes and /proc or /sys files such a layout is asked to
+/// hash are small (a /proc file rarely holds more than some KiB), while the few that are not
+/// (`/proc/kcore`, a disk image piped in) could hold more than the machine's memory. 64 MiB
+/// is a small part of any machine that hashes files; the engine opens no input while the
+/// streams it holds reach it, so it never holds more than twice that beyond its buffer pool
+/// (the audit: one per reader).
+pub const MAX_HELD_STREAM: u64 = 64 << 20;
+
+/// Reads `stream` to its end into memory and returns its bytes as a sized file, read with
+/// `pread` (so that a layout that needs the length hashes them as a file of that length);
+/// `None` if it holds more than `limit` bytes (those read are dropped: a stream cannot give
+/// them twice).
+pub fn hold_stream(stream: &mut dyn Read, limit: u64) -> Result<Option<SizedFile>, InputError> {
+    // An anonymous file in memory, which `SizedFile` reads like any other.
+    // SAFETY: memfd_create reads the NUL-terminated name and returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"mtsum-stream".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error().into());
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    let mut file = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let (mut held, mut buffer) = (0u64, Buffer::new());
+    loop {
+        let chunk = read_stream_chunk(stream, buffer, MAX_STREAM_READ).map_err(|(_, e)| e)?;
+        let bytes = chunk.bytes();
+        if bytes.is_empty() {
+            break;
+        }
+        held += bytes.len() as u64;
+        if held > limit {
+            return Ok(None);
+        }
+        io::Write::write_all(&mut file, bytes)?;
+        buffer = chunk.finish().0;
+    }
+    let stamp = Stamp::new(held, Mtime::of(&file.metadata()?));
+    Ok(Some(SizedFile::new(file, stamp, false, End::Seen)))
+}
+
 impl SizedFile {
+    /// A file read with `pread` until [`SizedFile::with_mode`] says otherwise.
+    fn new(file: File, stamp: Stamp, is_block_device: bool, end: End) -> SizedFile {
+        SizedFile {
+            file,
+            stamp,
+            is_block_device,
+            mode: AtomicU8::new(ReadMode::Pread as u8),
+            align: 1,
+            fallback: OnceLock::new(),
+            end: AtomicU8::new(end as u8),
+        }
+    }
+
     /// Switches to `wanted`, or to its fallback when the file refuses it.
     fn with_mode(mut self, wanted: ReadMode) -> SizedFile {
         let used = match wanted {
@@ -568,8 +654,93 @@ impl SizedFile {
     }
 
     /// Fails with [`InputError::Changed`] if the size or modification time is no longer what
-    /// it was when the file was opened. Call it after the last byte was read.
+    /// it was when the file was opened, or with [`InputError::SizeMisreported`] if they did
+    /// not move but the file holds bytes past its length. Call it after the last byte was
+    /// read.
+    ///
+    /// The read of the last byte asks for one more where it can ([`RangeReader`]): then this
+    /// costs one `fstat`, as before. Only a file whose end no read has looked past (read with
+    /// `mmap`, or with `O_DIRECT` to a length on a block boundary) costs one more read here.
     pub fn check_unchanged(&self) -> Result<(), InputError> {
+        // Past the end first, the stamp after: a file that grew meanwhile is `Changed`.
+        if self.end() == End::Unknown {
+            self.look_past_end()?;
+        }
+        self.check_stamp()?;
+        self.check_end()
+    }
+
+    /// The file from its first byte to its end as a stream, whatever its length said: what a
+    /// file found [`InputError::SizeMisreported`] is read as instead. Call it once every
+    /// read of the file is done: it shares the descriptor (and turns `O_DIRECT` off).
+    pub fn to_stream(&self) -> Result<Box<dyn Read + Send>, InputError> {
+        let file = self.file.try_clone()?;
+        if self.read_mode() == ReadMode::Direct {
+            set_direct(&file, false)?;
+        }
+        io::Seek::seek(&mut &file, io::SeekFrom::Start(0))?;
+        Ok(Box::new(file))
+    }
+
+    /// Fails with [`InputError::SizeMisreported`] if a read found bytes past the length.
+    fn check_end(&self) -> Result<(), InputError> {
+        match self.end() {
+            End::Beyond => Err(InputError::SizeMisreported {
+                size: self.len(),
+                more: true,
+            }),
+            End::Seen | End::Unknown => Ok(()),
+        }
+    }
+
+    /// Why a read ended before the length: the file shrank ([`InputError::Changed`]), or,
+    /// its size and mtime unmoved, it never held that many bytes (a file system that reports
+    /// 4096 bytes for a 20-byte file, as sysfs does).
+    fn ended_early(&self) -> InputError {
+        match self.check_stamp() {
+            Err(e) => e,
+            Ok(()) => InputError::SizeMisreported {
+                size: self.len(),
+                more: false,
+            },
+        }
+    }
+
+    fn end(&self) -> End {
+        match self.end.load(Ordering::Relaxed) {
+            1 => End::Seen,
+            2 => End::Beyond,
+            _ => End::Unknown,
+        }
+    }
+
+    /// Records what a read that asked for bytes past the length found: `beyond` if it got
+    /// some. Once beyond, always beyond.
+    fn saw_end(&self, beyond: bool) {
+        let end = if beyond { End::Beyond } else { End::Seen };
+        self.end.fetch_max(end as u8, Ordering::Relaxed);
+    }
+
+    /// Reads at the length, as the file's read mode allows (`O_DIRECT`: the aligned block
+    /// that holds it), and records whether there were bytes.
+    fn look_past_end(&self) -> Result<(), InputError> {
+        let len = self.len();
+        let (base, direct) = match self.read_mode() {
+            ReadMode::Direct => (len - len % self.align, Some(self.align)),
+            _ => (len, None),
+        };
+        // One byte past the length, or the whole block that holds it.
+        let want = direct.map_or(1, |a| a as usize);
+        let mut buffer = Buffer::new();
+        let buf = buffer.get_mut(want)?;
+        let got = read_full(&self.file, buf, want, base, 0, direct)?;
+        self.saw_end(got > (len - base) as usize);
+        Ok(())
+    }
+
+    /// Fails with [`InputError::Changed`] if the size or modification time is no longer what
+    /// it was when the file was opened.
+    fn check_stamp(&self) -> Result<(), InputError> {
         let meta = self.file.metadata()?;
         let len = if self.is_block_device {
             io::Seek::seek(&mut &self.file, io::SeekFrom::End(0))?
@@ -601,9 +772,11 @@ impl Buffer {
         self.storage.as_ptr().align_offset(BUFFER_ALIGN)
     }
 
-    /// The first `len` bytes, page-aligned, growing the buffer if needed.
+    /// The first `len` bytes, page-aligned, growing the buffer if needed. A buffer grown for
+    /// `len` bytes has room for `len + 1` (it holds `BUFFER_ALIGN` more, and starts less than
+    /// that before its aligned start): the extra byte of a file's last read costs no memory.
     fn get_mut(&mut self, len: usize) -> io::Result<&mut [u8]> {
-        if self.storage.len() < len + BUFFER_ALIGN {
+        if self.storage.is_empty() || self.storage.len() - self.aligned_start() < len {
             let mut storage = Vec::new();
             storage
                 .try_reserve_exact(len + BUFFER_ALIGN)
@@ -722,12 +895,24 @@ impl RangeReader<'_> {
         }
     }
 
-    /// The next chunk by buffered reads (`pread`, or `preadv2` with `flags`).
+    /// Whether the chunk that ends at `stop` ends the file too (its length as opened).
+    fn ends_file(&self, stop: u64) -> bool {
+        stop == self.end && stop == self.file.len()
+    }
+
+    /// The next chunk by buffered reads (`pread`, or `preadv2` with `flags`). The file's last
+    /// chunk asks for one byte more, at no cost: a file system that misreports the size
+    /// gives it (see [`SizedFile::check_unchanged`]).
     fn read_next(&mut self, buffer: &mut Buffer, flags: libc::c_int) -> Result<Bytes, InputError> {
         let n = (self.end - self.pos).min(self.chunk as u64) as usize;
-        let buf = buffer.get_mut(n)?;
-        if read_full(&self.file.file, buf, self.pos, flags, None)? < n {
-            return Err(InputError::Changed);
+        let at_end = self.ends_file(self.pos + n as u64);
+        let buf = buffer.get_mut(n + usize::from(at_end))?;
+        let got = read_full(&self.file.file, buf, n, self.pos, flags, None)?;
+        if got < n {
+            return Err(self.file.ended_early());
+        }
+        if at_end {
+            self.file.saw_end(got > n);
         }
         self.pos += n as u64;
         Ok(Bytes::Read(0..n))
@@ -744,7 +929,7 @@ impl RangeReader<'_> {
         let want = (self.chunk as u64).next_multiple_of(align).min(span) as usize;
         let stop = (self.end - base).min(want as u64) as usize;
         let buf = buffer.get_mut(want)?;
-        let got = match read_full(&self.file.file, buf, base, 0, Some(align)) {
+        let got = match read_full(&self.file.file, buf, want, base, 0, Some(align)) {
             // A file system that took the flag but refuses the read itself.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                 let _ = set_direct(&self.file.file, false);
@@ -754,12 +939,17 @@ impl RangeReader<'_> {
                 } else {
                     0
                 };
-                read_full(&self.file.file, buf, base, flags, None)?
+                read_full(&self.file.file, buf, want, base, flags, None)?
             }
             other => other?,
         };
         if got < stop {
-            return Err(InputError::Changed);
+            return Err(self.file.ended_early());
+        }
+        // The file's last block is read whole: bytes past the length are beyond the end, a
+        // read that stopped short of the block saw the end; one that filled it saw nothing.
+        if self.ends_file(base + stop as u64) && (got > stop || got < want) {
+            self.file.saw_end(got > stop);
         }
         self.pos = base + stop as u64;
         Ok(Bytes::Read(skew..stop))
@@ -840,6 +1030,116 @@ mod tests {
             open_path(dir.path()),
             Err(InputError::IsADirectory)
         ));
+    }
+
+    /// `data` in a file opened to be read with `mode`, as if its file system said it held
+    /// `claimed` bytes.
+    fn sized(dir: &Path, data: &[u8], claimed: u64, mode: ReadMode) -> SizedFile {
+        let path = dir.join(format!("f{}-{claimed}-{mode:?}", data.len()));
+        std::fs::write(&path, data).unwrap();
+        let Input::Sized(mut file) = Input::open_with(&Target::Path(path), mode).unwrap() else {
+            panic!("a regular file is sized");
+        };
+        file.stamp.len = claimed;
+        file
+    }
+
+    /// Every byte of `0..file.len()` as the readers deliver them, `chunk` at a time.
+    fn read_all(file: &SizedFile, chunk: usize) -> Vec<u8> {
+        let mut reader = file.range_reader(0..file.len(), chunk);
+        let (mut out, mut buffer) = (Vec::new(), Buffer::new());
+        while !reader.is_done() {
+            let chunk = reader.next_chunk(buffer).map_err(|(_, e)| e).unwrap();
+            out.extend_from_slice(chunk.bytes());
+            let (back, ok) = chunk.finish();
+            ok.unwrap();
+            buffer = back;
+        }
+        out
+    }
+
+    const MODES: [ReadMode; 4] = [
+        ReadMode::Pread,
+        ReadMode::Direct,
+        ReadMode::DontCache,
+        ReadMode::Mmap,
+    ];
+
+    #[test]
+    fn bytes_past_the_reported_size_are_found_in_every_read_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3 * 8192 + 100).map(|i| (i % 251) as u8).collect();
+        for mode in MODES {
+            for claimed in [1u64, 100, 4095, 4096, 4097, 8192, 3 * 8192 + 99] {
+                for chunk in [4096, 8192, 1 << 20] {
+                    let file = sized(dir.path(), &data, claimed, mode);
+                    assert_eq!(read_all(&file, chunk), data[..claimed as usize]);
+                    // What `check_unchanged` does before its stamp check, which this file
+                    // fails (its real size is not the one claimed).
+                    if file.end() == End::Unknown {
+                        file.look_past_end().unwrap();
+                    }
+                    assert!(
+                        matches!(
+                            file.check_end(),
+                            Err(InputError::SizeMisreported { size, more: true }) if size == claimed
+                        ),
+                        "{mode:?} {claimed} {chunk}"
+                    );
+                    // Read again as a stream, it gives every byte.
+                    let mut all = Vec::new();
+                    file.to_stream().unwrap().read_to_end(&mut all).unwrap();
+                    assert_eq!(all, data, "{mode:?} {claimed} {chunk}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_last_read_sees_the_end_of_a_file_read_through_the_cache_at_no_extra_cost() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [1usize, 4095, 4096, 4097, 8192, 3 * 8192 + 100] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            for mode in MODES {
+                for chunk in [4096, 8192, 1 << 20] {
+                    let file = sized(dir.path(), &data, len as u64, mode);
+                    assert_eq!(read_all(&file, chunk), data);
+                    // The reads themselves looked past the end, so `check_unchanged` needs
+                    // no read of its own (mmap has no such read; O_DIRECT not on a block
+                    // boundary).
+                    let seen = match file.read_mode() {
+                        ReadMode::Pread | ReadMode::DontCache => true,
+                        ReadMode::Direct => !(len as u64).is_multiple_of(file.align),
+                        ReadMode::Mmap => false,
+                    };
+                    assert_eq!(file.end() == End::Seen, seen, "{mode:?} {len} {chunk}");
+                    file.check_unchanged().unwrap();
+                    assert_eq!(file.end(), End::Seen);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_that_grows_while_read_is_changed_not_longer_than_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = vec![7u8; 10_000];
+        for mode in MODES {
+            let file = sized(dir.path(), &data, data.len() as u64, mode);
+            let path = dir.path().join(format!("f10000-10000-{mode:?}"));
+            let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+            let mut appender = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            io::Write::write_all(&mut appender, b"more").unwrap();
+            appender.set_modified(mtime).unwrap();
+            assert_eq!(read_all(&file, 4096), data);
+            assert!(
+                matches!(file.check_unchanged(), Err(InputError::Changed)),
+                "{mode:?}"
+            );
+        }
     }
 
     #[test]

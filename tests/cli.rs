@@ -41,7 +41,9 @@ const SHA256_EMPTY: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495
 const SHA256_HELLO: &str = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
 
 /// The stream hint every stream-refusing layout must give.
-const STREAM_HINT: &str = "use -t plain, merkle or rfc6962 for streams";
+const STREAM_HINT: &str = "save it to a file first, or use -t plain, merkle or rfc6962";
+/// One byte more than the mtsum layout holds of a stream to learn its length (64 MiB).
+const LONGER_THAN_HELD: usize = (64 << 20) + 1;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -358,10 +360,19 @@ fn dash_reads_standard_input_among_files() {
 }
 
 #[test]
-fn mtsum_layout_on_standard_input_fails_with_the_stream_hint() {
+fn mtsum_layout_on_standard_input_equals_the_files_digest() {
+    let dir = tempdir();
+    write(dir.path(), "hello", b"hello\n");
+    let expected = digest_of(dir.path(), &[], "hello");
+    let r = run_stdin(dir.path(), ["-"], b"hello\n");
+    r.assert(0, &format!("{expected}  -\n"), "");
+}
+
+#[test]
+fn mtsum_layout_on_standard_input_longer_than_it_holds_fails_with_the_stream_hint() {
     let dir = tempdir();
     write(dir.path(), "empty", b"");
-    let r = run_stdin(dir.path(), ["-", "empty"], b"hello\n");
+    let r = run_stdin(dir.path(), ["-", "empty"], &vec![0; LONGER_THAN_HELD]);
     assert_eq!(r.code, Some(1));
     assert_eq!(r.stdout(), format!("{MTSUM_SHA256_EMPTY}  empty\n"));
     assert!(r.stderr.starts_with("mtsum: -: "), "{}", r.stderr);
@@ -496,13 +507,27 @@ fn fifo_is_streamed_for_stream_capable_layouts() {
 }
 
 #[test]
-fn fifo_with_mtsum_layout_is_a_stream_error_and_the_others_are_still_hashed() {
+fn fifo_with_mtsum_layout_hashes_like_a_file_of_its_bytes() {
+    let dir = tempdir();
+    let data = pattern((1 << 20) + 3);
+    write(dir.path(), "data", &data);
+    let digest = digest_of(dir.path(), &[], "data");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let writer = FifoWriter::start(&fifo, data);
+    let r = run(dir.path(), ["fifo"]);
+    writer.finish();
+    r.assert(0, &format!("{digest}  fifo\n"), "");
+}
+
+#[test]
+fn fifo_with_mtsum_layout_longer_than_it_holds_is_a_stream_error_and_the_others_are_hashed() {
     let dir = tempdir();
     write(dir.path(), "a", b"a");
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
     let expected = line_of(dir.path(), &[], "a");
-    let writer = FifoWriter::start(&fifo, pattern(1 << 20));
+    let writer = FifoWriter::start(&fifo, pattern(LONGER_THAN_HELD));
     let r = run(dir.path(), ["fifo", "a"]);
     writer.finish();
     assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
@@ -525,11 +550,12 @@ fn dev_null_hashes_as_nothing_for_stream_capable_layouts() {
 }
 
 #[test]
-fn dev_null_with_mtsum_layout_is_a_stream_error() {
+fn dev_null_with_mtsum_layout_is_the_empty_files_tree_and_dev_zero_a_stream_error() {
     let dir = tempdir();
-    let r = run(dir.path(), ["/dev/null"]);
+    run(dir.path(), ["/dev/null"]).assert(0, &format!("{MTSUM_SHA256_EMPTY}  /dev/null\n"), "");
+    let r = run(dir.path(), ["/dev/zero"]);
     assert_eq!((r.code, r.stdout.as_slice()), (Some(1), &b""[..]));
-    assert!(r.stderr.starts_with("mtsum: /dev/null: "), "{}", r.stderr);
+    assert!(r.stderr.starts_with("mtsum: /dev/zero: "), "{}", r.stderr);
     assert!(r.stderr.contains(STREAM_HINT), "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }

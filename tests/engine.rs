@@ -11,17 +11,22 @@ use common::{
     TARGET_JOB_BYTES, algorithm, config, job_bytes, layout, leaf_size, pattern, size_for,
     stream_layout, write_file,
 };
+use std::cell::Cell;
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use mtsum::engine::{Engine, FileDigest, MAX_KEPT_LEAVES, Request, Task};
 use mtsum::layout::{MTSUM_MAX_LEAF, TreeBuilder};
-use mtsum::source::{InputError, ReadMode, Target};
+use mtsum::source::{InputError, MAX_HELD_STREAM, ReadMode, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 use tempfile::TempDir;
@@ -508,19 +513,63 @@ fn standard_input_hashes_like_a_file_of_the_same_bytes() {
 }
 
 #[test]
-fn mtsum_layout_on_a_stream_needs_the_length() {
+fn mtsum_layout_on_a_stream_learns_the_length_by_reading_up_to_the_bound() {
+    let request = Request::new(Layout::Mtsum, Algorithm::Sha256);
+    let held = MAX_HELD_STREAM as usize;
+    for len in [0, 1, 100_000, held] {
+        let dir = TempDir::new().unwrap();
+        let fifo = make_fifo(dir.path(), "pipe");
+        let data = pattern(len, 1);
+        let writer = feed_fifo(fifo.clone(), data.clone(), 1 << 16);
+        let got = Engine::default()
+            .hash(&request, Target::Path(fifo))
+            .unwrap();
+        writer.join().unwrap();
+        assert_eq!(
+            got.root,
+            reference::root(Layout::Mtsum, Algorithm::Sha256, &data)
+        );
+        assert_eq!(got.size, len as u64);
+    }
+    // One byte more than can be held: refused, saying why.
     let dir = TempDir::new().unwrap();
     let fifo = make_fifo(dir.path(), "pipe");
-    let writer = feed_fifo(fifo.clone(), pattern(100_000, 1), 4096);
-    let got = Engine::default().hash(
-        &Request::new(Layout::Mtsum, Algorithm::Sha256),
-        Target::Path(fifo),
-    );
+    let writer = feed_fifo(fifo.clone(), vec![0; held + 1], 1 << 16);
+    let got = Engine::default().hash(&request, Target::Path(fifo));
     writer.join().unwrap();
     assert!(
         matches!(got, Err(InputError::StreamNeedsLength("mtsum"))),
         "{got:?}"
     );
+}
+
+#[test]
+fn streams_held_for_the_mtsum_layout_beyond_the_bound_wait_for_each_other_and_all_hash() {
+    // Two of these reach the bound: the third is opened once they are hashed.
+    let len = (MAX_HELD_STREAM / 2 + 1) as usize;
+    let dir = TempDir::new().unwrap();
+    let (mut targets, mut writers, mut contents) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..3 {
+        let fifo = make_fifo(dir.path(), &format!("pipe{i}"));
+        let data = pattern(len, i);
+        writers.push(feed_fifo(fifo.clone(), data.clone(), 1 << 16));
+        targets.push(Target::Path(fifo));
+        contents.push(data);
+    }
+    let request = Request::new(Layout::Mtsum, Algorithm::Sha256);
+    let mut results = Vec::new();
+    Engine::default().hash_all(&request, targets, |_, r| results.push(r));
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_eq!(results.len(), 3);
+    for (got, data) in results.into_iter().zip(&contents) {
+        let got = got.unwrap();
+        assert_eq!(
+            got.root,
+            reference::root(Layout::Mtsum, Algorithm::Sha256, data)
+        );
+    }
 }
 
 #[test]
@@ -626,8 +675,6 @@ proptest! {
                     prop_assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
                 }
                 (Kind::Directory, Err(InputError::IsADirectory)) => {}
-                (Kind::Fifo(_), Err(InputError::StreamNeedsLength("mtsum")))
-                    if layout.needs_length() => {}
                 (Kind::File(_) | Kind::Empty | Kind::Fifo(_), Ok(got)) => {
                     let data = contents[i].as_ref().unwrap();
                     prop_assert_eq!(got.root, reference::root(layout, alg, data), "target {}: {:?}", i, kind);
@@ -734,6 +781,163 @@ fn hash_all_of_no_target_reports_nothing() {
         |_, _| calls += 1,
     );
     assert_eq!(calls, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancel
+// ---------------------------------------------------------------------------------------------
+
+/// Far longer than any call here takes, even on a loaded machine: only a call that ignores the
+/// cancel reaches it. A watchdog that fails the test instead of hanging it, not a timing claim.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+/// Runs `work` on a thread of its own and returns its result, or fails the test if it has
+/// not ended within [`WATCHDOG`].
+fn within_watchdog<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let worker = thread::spawn(move || {
+        let out = work();
+        let _ = tx.send(());
+        out
+    });
+    if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
+        panic!("{what} did not end within {WATCHDOG:?}");
+    }
+    worker
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+#[test]
+fn a_cancel_from_another_thread_stops_the_hash_of_a_stream_that_never_ends() {
+    let dir = TempDir::new().unwrap();
+    let fifo = make_fifo(dir.path(), "pipe");
+    let cancel = Arc::new(AtomicBool::new(false));
+    // The writer sets the flag once its first block is in the pipe (the hash is under way),
+    // then writes until the reader hangs up: only a cancel ends the stream.
+    let writer = {
+        let (fifo, cancel) = (fifo.clone(), cancel.clone());
+        thread::spawn(move || -> std::io::Error {
+            let mut pipe = OpenOptions::new().write(true).open(&fifo).unwrap();
+            let block = pattern(1 << 16, 1);
+            if let Err(e) = pipe.write_all(&block) {
+                return e;
+            }
+            cancel.store(true, Ordering::Relaxed);
+            loop {
+                if let Err(e) = pipe.write_all(&block) {
+                    return e;
+                }
+            }
+        })
+    };
+    let engine = Engine::new(NonZeroUsize::new(2).unwrap()).with_cancel(cancel);
+    let request = Request::new(Layout::Plain, Algorithm::Sha256);
+    let got = within_watchdog("the cancelled hash", move || {
+        engine.hash(&request, Target::Path(fifo))
+    });
+    assert!(matches!(got, Err(InputError::Interrupted)), "{got:?}");
+    assert_eq!(InputError::Interrupted.to_string(), "interrupted");
+    // The reader closed the stream when it gave up.
+    let error = within_watchdog("the writer", move || writer.join().unwrap());
+    assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
+}
+
+#[test]
+fn a_cancel_before_run_takes_no_task_and_reports_none() {
+    let dir = TempDir::new().unwrap();
+    let path = write_file(dir.path(), "data", &pattern(1000, 2));
+    let engine = Engine::default().with_cancel(Arc::new(AtomicBool::new(true)));
+    let request = Request::new(Layout::Mtsum, Algorithm::Sha256);
+    let taken = Cell::new(0);
+    let tasks = (0..10).map(|i| {
+        taken.set(taken.get() + 1);
+        Task::hash(Target::Path(path.clone()), request, i)
+    });
+    let mut reported = Vec::new();
+    engine.run(tasks, |i, _| reported.push(i));
+    assert_eq!((taken.get(), reported), (0, vec![]));
+    // The calls for one input say why they have no result.
+    let got = engine.hash(&request, Target::Path(path.clone()));
+    assert!(matches!(got, Err(InputError::Interrupted)), "{got:?}");
+    let got = engine.hash_jobs_in(&request, Target::Path(path.clone()), 1000, 0..1000);
+    assert!(matches!(got, Err(InputError::Interrupted)), "{got:?}");
+    // Without the flag, the same engine hashes.
+    let got = Engine::default()
+        .hash(&request, Target::Path(path))
+        .unwrap();
+    assert_eq!(
+        got.root,
+        reference::root(Layout::Mtsum, Algorithm::Sha256, &pattern(1000, 2))
+    );
+}
+
+/// Hashes files of `sizes` with `engine`, cancelled from another thread as soon as the first
+/// bytes are hashed, and checks that the inputs reported are the first ones in order, each
+/// with its true digest or `Interrupted`: never the digest of the part read before the cancel.
+fn check_cancel_midway(engine: Engine, layout: Layout, alg: Algorithm, sizes: &[usize]) {
+    let dir = TempDir::new().unwrap();
+    let files: Vec<(PathBuf, Vec<u8>)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let data = pattern(n, i as u64);
+            (write_file(dir.path(), &format!("f{i}"), &data), data)
+        })
+        .collect();
+    let (cancel, progress, ended) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let engine = engine
+        .with_cancel(cancel.clone())
+        .with_progress(progress.clone());
+    let canceller = {
+        let ended = ended.clone();
+        thread::spawn(move || {
+            while progress.load(Ordering::Relaxed) == 0 && !ended.load(Ordering::Relaxed) {
+                thread::yield_now();
+            }
+            cancel.store(true, Ordering::Relaxed);
+        })
+    };
+    let targets: Vec<Target> = files.iter().map(|(p, _)| Target::Path(p.clone())).collect();
+    let request = Request::new(layout, alg);
+    let got = within_watchdog("the cancelled hash", move || {
+        let mut got = Vec::new();
+        engine.hash_all(&request, targets, |t, r| got.push((t, r)));
+        got
+    });
+    ended.store(true, Ordering::Relaxed);
+    canceller.join().unwrap();
+    let what = format!("{layout} {alg}, {} files", sizes.len());
+    assert!(got.len() <= files.len(), "{what}");
+    for ((target, result), (path, data)) in got.iter().zip(&files) {
+        assert_eq!(target, &Target::Path(path.clone()), "{what}");
+        match result {
+            Ok(d) => {
+                assert_eq!(d.root, reference::root(layout, alg, data), "{what}");
+                assert_eq!(d.size, data.len() as u64, "{what}");
+            }
+            Err(InputError::Interrupted) => {}
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_cancel_midway_never_gives_the_digest_of_a_part() {
+    let two = NonZeroUsize::new(2).unwrap();
+    // One file as a stream of 64-byte reads.
+    let engine = Engine::new(two).with_chunk_size(64);
+    check_cancel_midway(engine, Layout::Plain, Algorithm::Sha256, &[1 << 20]);
+    // Leaves of one message each, read in rounds for lanes where the algorithm has them.
+    let engine = Engine::new(two).with_chunk_size(4096);
+    check_cancel_midway(engine, Layout::Mtsum, Algorithm::Md5, &[2 << 20, 2 << 20]);
+    // Small files, each hashed by the reader that takes it.
+    let engine = Engine::new(two);
+    check_cancel_midway(engine, Layout::Plain, Algorithm::Sha256, &[4096; 300]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -869,5 +1073,35 @@ proptest! {
         let expected: Vec<Digest> =
             files.iter().map(|(_, data)| reference::root(layout, alg, data)).collect();
         prop_assert_eq!(got, expected);
+    }
+}
+
+/// A file of few leaves that are lane jobs (leaves of 512 KiB, each a job of its own) is
+/// dealt to as few readers as fill their lanes: one reader's half kernel for up to 16 MD5
+/// jobs, 4 SHA-512 ones, the full kernel above, and a lone job as one stream. Around each
+/// kernel's widths, and on one to three workers, the root is the reference's.
+#[test]
+fn a_file_of_few_lane_jobs_hashes_like_the_reference_on_any_worker_count() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let layout = Layout::Rfc6962(leaf(512 << 10));
+    for leaves in [1u64, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33] {
+        // The last leaf a few bytes short, so that one lane ends before the others.
+        let data = pattern((leaves * (512 << 10) - 3) as usize, leaves);
+        let path = write_file(dir.path(), "data", &data);
+        for alg in [
+            Algorithm::Md5,
+            Algorithm::Sha1,
+            Algorithm::Sha256,
+            Algorithm::Sha512,
+        ] {
+            let expected = reference::root(layout, alg, &data);
+            for threads in 1..=3 {
+                let engine = Engine::new(NonZeroUsize::new(threads).unwrap());
+                let got = engine
+                    .hash(&Request::new(layout, alg), Target::Path(path.clone()))
+                    .unwrap();
+                assert_eq!(got.root, expected, "{alg} {leaves} leaves -p {threads}");
+            }
+        }
     }
 }

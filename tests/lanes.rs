@@ -211,6 +211,32 @@ fn a_prefix_is_hashed_before_the_message() {
     }
 }
 
+/// Messages of one length that pad to two blocks or less (a tree's inner nodes) skip the job
+/// manager: at every such length, with and without a prefix, and in groups that fill the
+/// lanes, leave them half full or spill into another group, each digest is one stream's.
+#[test]
+fn many_short_messages_of_one_length_match_one_stream() {
+    for alg in ALGORITHMS {
+        let b = block(alg);
+        for kernel in kernels(alg) {
+            let lanes = kernel.lanes();
+            for prefix in [&[][..], &[1u8]] {
+                for len in 0..=2 * b - prefix.len() {
+                    let count = [1, 2, lanes / 2 + 1, lanes, lanes + 1, 2 * lanes + 3][len % 6];
+                    let messages: Vec<Vec<u8>> = (0..count)
+                        .map(|i| bytes((len * 100 + i) as u64, len))
+                        .collect();
+                    let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+                    let digests = lanes::hash_many(kernel, prefix, &slices);
+                    for (m, d) in messages.iter().zip(digests) {
+                        assert_eq!(d, alg.hash_parts(&[prefix, m]), "{kernel} {count} × {len}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 #[should_panic(expected = "a prefix is shorter than a block")]
 fn a_prefix_of_a_whole_block_panics() {
@@ -498,6 +524,16 @@ fn job_in_chunks(
     h.finalize()
 }
 
+/// How many inner nodes a level has, against a kernel's lanes.
+#[derive(Clone, Copy, Debug)]
+enum Width {
+    One,
+    Two,
+    LessThanLanes,
+    Lanes,
+    MoreThanLanes,
+}
+
 /// `None` (one leaf after another) and every kernel of `alg`.
 fn lane_choices(alg: Algorithm) -> Vec<Option<Kernel>> {
     std::iter::once(None)
@@ -556,6 +592,42 @@ proptest! {
         for lanes in lane_choices(alg) {
             prop_assert_eq!(job_in_chunks(layout, alg, lanes, &data, &chunks), expected, "{:?}", lanes);
         }
+    }
+
+    /// A chunk of `2 × nodes` whole leaves completes a level of `nodes` inner nodes (more
+    /// above it, and one more where it pairs with a subtree of the leaves before), which the
+    /// job hasher hashes in lanes: around every kernel's width, the root is the reference's.
+    #[test]
+    fn inner_nodes_hashed_in_lanes_give_the_reference_root_at_every_level_width(
+        alg in prop::sample::select(ALGORITHMS.to_vec()),
+        choice in any::<prop::sample::Index>(),
+        width in prop::sample::select(vec![Width::One, Width::Two, Width::LessThanLanes, Width::Lanes, Width::MoreThanLanes]),
+        leaves_before in 0u64..6,
+        leaf in prop::sample::select(vec![1u64, 33, 64, 100, 1000]),
+        rfc6962: bool,
+        tail in 0u64..200,
+        seed: u64,
+    ) {
+        let kernels = Kernel::available(alg);
+        let kernel = kernels[choice.index(kernels.len())];
+        let nodes = match width {
+            Width::One => 1,
+            Width::Two => 2,
+            Width::LessThanLanes => kernel.lanes() as u64 - 1,
+            Width::Lanes => kernel.lanes() as u64,
+            Width::MoreThanLanes => kernel.lanes() as u64 + 1,
+        };
+        let size = LeafSize::new(leaf).unwrap();
+        let layout = if rfc6962 { Layout::Rfc6962(size) } else { Layout::Merkle(size) };
+        let (before, run) = (leaves_before * leaf, 2 * nodes * leaf);
+        let data = bytes(seed, (before + run + tail) as usize);
+        let chunks = [before as usize, run as usize, tail as usize];
+        let chunks: Vec<usize> = chunks.into_iter().filter(|&c| c > 0).collect();
+        prop_assert_eq!(
+            job_in_chunks(layout, alg, Some(kernel), &data, &chunks),
+            reference::root(layout, alg, &data),
+            "{} {} nodes after {} leaves", kernel, nodes, leaves_before
+        );
     }
 
     #[test]

@@ -21,7 +21,13 @@ a multipart ETag).
 Errors are exceptions whose message is the CLI's error line without ``mtsum:``:
 ``FileNotFoundError("missing.bin: No such file or directory")``, ``PermissionError``,
 ``IsADirectoryError``, ``OSError`` (``errno`` set where the system gave one), and
-``ValueError`` for bad parameters. Every call that reads files releases the GIL.
+``ValueError`` for bad parameters or a file the layout has no digest for (an empty file with
+btv2, more than 10 000 parts with s3). Every call that reads files releases the GIL.
+
+Ctrl-C during :func:`file_digest`, :func:`sum_files` or :func:`hash_range` raises
+KeyboardInterrupt at once (in the main thread, as for any signal) and stops the hash: the
+workers give up before their next read and close the files (a FIFO's writer then gets
+BrokenPipeError). A read that waits on a silent FIFO ends only when its writer writes or closes it.
 """
 
 from __future__ import annotations
@@ -60,13 +66,12 @@ def file_digest(
     """The digest of one file, as ``mtsum -a ALGORITHM -t LAYOUT -l LEAF_SIZE PATH`` prints it.
 
     The library's engine hashes it on ``threads`` workers (default: every available core). A
-    FIFO or character device is read as a stream (not with the "mtsum" layout, whose tree
-    needs the length up front: ``io.UnsupportedOperation``). A file whose size or modification
-    time changes while it is read raises ``OSError("NAME: changed while being read")``.
+    FIFO or character device is read as a stream (the "mtsum" layout, whose tree needs the
+    length up front, holds at most 64 MiB of it: ``io.UnsupportedOperation`` beyond). A file
+    whose size or modification time changes while it is read raises
+    ``OSError("NAME: changed while being read")``.
 
-    Ctrl-C raises KeyboardInterrupt at once (in the main thread, as for any signal). The
-    read itself cannot be stopped yet: it goes on in the background to the file's end (a
-    stream's: until its writer closes it), and its result is dropped.
+    Ctrl-C raises KeyboardInterrupt at once and stops the read (see the module's help).
     """
     return _mtsum.file_digest(path, algorithm, layout, leaf_size, threads)
 
@@ -101,7 +106,8 @@ def sum_files(
     once) to its :class:`FileSum`, in the order of ``paths``. One bad file never raises: its
     FileSum has ``error`` set and the others are hashed. Directories are not walked (their
     error is ``"NAME: Is a directory"``); pass the files, e.g. from ``glob``. Bad parameters
-    raise ValueError before anything is read.
+    raise ValueError before anything is read. Ctrl-C raises KeyboardInterrupt at once and
+    stops the hash of every file (see the module's help).
     """
     keys = list(dict.fromkeys(os.fspath(p) for p in paths))
     results = _mtsum.sum_files(keys, algorithm, layout, leaf_size, threads)
@@ -147,7 +153,8 @@ def hash_range(
     digests of the range's nodes as one run of hex, ``-`` for none: for ``merkle`` and
     ``rfc6962`` the few largest aligned subtrees the range holds, for ``mtsum`` one per leaf). Pass ``size``, the size the plan was made
     for, to fail with ``OSError("NAME: changed while being read")`` when the file has another
-    one. ``threads`` (default: every core) hash the range's jobs side by side.
+    one. ``threads`` (default: every core) hash the range's jobs side by side. Ctrl-C raises
+    KeyboardInterrupt at once and stops the read (see the module's help).
     """
     return _mtsum.hash_range(path, start, end, algorithm, layout, leaf_size, size, threads)
 

@@ -38,6 +38,10 @@ pub fn input_error(py: Python<'_>, path: &Path, error: &InputError) -> PyErr {
         // A FIFO given to the mtsum layout: the operation is unsupported for this input, which
         // `io.UnsupportedOperation` (an `OSError` and a `ValueError`) says.
         InputError::StreamNeedsLength(_) => (UnsupportedOperation::new_err(text), None),
+        // The layout has no value for this input (an empty file with btv2, more than 10 000
+        // parts for s3): nothing failed in the system, the input has no such digest, as
+        // `Hasher.digest()` says (ValueError) of the same bytes.
+        InputError::NoRoot(_) => (PyValueError::new_err(text), None),
         _ => (PyOSError::new_err(text), None),
     };
     with_errno(py, err, errno)

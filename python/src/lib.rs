@@ -12,8 +12,9 @@ mod hasher;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
@@ -95,7 +96,7 @@ fn file_digest(
     let engine = Engine::new(thread_count(threads)?);
     let request = Request::new(layout, algorithm);
     let target = Target::Path(path.clone());
-    match interruptible(py, move || engine.hash(&request, target))? {
+    match interruptible(py, engine, move |engine| engine.hash(&request, target))? {
         Ok(digest) => Ok(digest.root.to_string()),
         Err(e) => Err(input_error(py, &path, &e)),
     }
@@ -104,24 +105,28 @@ fn file_digest(
 /// How often a call waiting for its work looks for signals: Ctrl-C is answered within this.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
-/// Runs `work` on a thread of its own while this one waits without the GIL, waking every
-/// [`SIGNAL_POLL`] to let Python run its signal handlers: Ctrl-C then raises
+/// Runs `work` with `engine` on a thread of its own while this one waits without the GIL,
+/// waking every [`SIGNAL_POLL`] to let Python run its signal handlers: Ctrl-C then raises
 /// KeyboardInterrupt at once instead of when a large file (or a stream that may never end)
 /// has been read.
 ///
-/// The library's engine cannot be stopped from outside yet, so interrupted work runs on to
-/// its end in the background (a stream: until its writer closes it), and its result is
-/// dropped. A panic of `work` reaches Python as it would without the thread.
+/// The exception also cancels the engine ([`Engine::with_cancel`]): its readers stop before
+/// their next read and close their files, and the result, an error, is dropped. The caller
+/// does not wait for that: a read under way that waits on a silent pipe ends only when its
+/// writer writes or closes it. A panic of `work` reaches Python as it would without the thread.
 fn interruptible<R: Send + 'static>(
     py: Python<'_>,
-    work: impl FnOnce() -> R + Send + 'static,
+    engine: Engine,
+    work: impl FnOnce(&Engine) -> R + Send + 'static,
 ) -> PyResult<R> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let engine = engine.with_cancel(cancel.clone());
     let (tx, mut rx) = mpsc::sync_channel(1);
     let worker = thread::Builder::new()
         .name("mtsum-call".into())
         .spawn(move || {
             // The caller may be gone (interrupted): nobody is left to tell.
-            let _ = tx.send(work());
+            let _ = tx.send(work(&engine));
         })
         .map_err(|e| io_error(py, e))?;
     loop {
@@ -129,7 +134,12 @@ fn interruptible<R: Send + 'static>(
         let rx = &mut rx;
         match py.detach(move || rx.recv_timeout(SIGNAL_POLL)) {
             Ok(result) => return Ok(result),
-            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(interrupt) = py.check_signals() {
+                    cancel.store(true, Ordering::Relaxed);
+                    return Err(interrupt);
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => match worker.join() {
                 Err(panic) => std::panic::resume_unwind(panic),
                 Ok(()) => unreachable!("the worker sends before it ends"),
@@ -157,7 +167,7 @@ fn sum_files(
     let engine = Engine::new(thread_count(threads)?);
     let request = Request::new(layout, algorithm);
     let targets = paths.into_iter().map(Target::Path);
-    Ok(py.detach(|| {
+    interruptible(py, engine, move |engine| {
         let mut out = Vec::new();
         engine.hash_all(&request, targets, |target, result| {
             out.push(match result {
@@ -166,7 +176,7 @@ fn sum_files(
             })
         });
         out
-    }))
+    })
 }
 
 fn target_path(target: &Target) -> &std::path::Path {
@@ -214,7 +224,7 @@ fn hash_range(
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
     let target = Target::Path(path.clone());
-    let result = py.detach(|| {
+    let result = interruptible(py, engine, move |engine| {
         let size = match size {
             Some(size) => size,
             None => match Input::open(&target) {
@@ -228,8 +238,8 @@ fn hash_range(
             algorithm,
             size,
         };
-        range::hash_range(&engine, target.clone(), spec, start..end).map(Some)
-    });
+        range::hash_range(engine, target, spec, start..end).map(Some)
+    })?;
     match result.map_err(value_error)? {
         Some(Ok(partial)) => Ok(partial.to_line()),
         Some(Err(InputError::RangeOfStream)) | None => Err(stream_has_no_ranges(&path)),

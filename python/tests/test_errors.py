@@ -63,6 +63,20 @@ def test_bad_parameters_are_value_errors_with_the_librarys_messages(tmp_path):
         mtsum.plan(10, 0)
 
 
+def test_a_file_without_a_digest_in_the_layout_is_a_value_error_as_for_hasher(mtsum_bin, tmp_path):
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    cause = "an empty file has no btv2 pieces root (BEP 52)"
+    with pytest.raises(ValueError) as e:
+        mtsum.file_digest(empty, layout="btv2")
+    assert not isinstance(e.value, OSError)
+    assert str(e.value) == cli_error(mtsum_bin, "-t", "btv2", str(empty)) == f"{empty}: {cause}"
+    with pytest.raises(ValueError) as e:
+        mtsum.Hasher(layout="btv2").hexdigest()
+    assert str(e.value) == cause
+    assert mtsum.sum_files([empty], layout="btv2")[str(empty)].error == f"{empty}: {cause}"
+
+
 def test_sum_files_reports_each_bad_file_and_hashes_the_others(tmp_path):
     good = tmp_path / "good"
     good.write_bytes(b"abc")
@@ -76,14 +90,31 @@ def test_sum_files_reports_each_bad_file_and_hashes_the_others(tmp_path):
     assert result[str(tmp_path)].error == f"{tmp_path}: Is a directory"
 
 
-def test_a_fifo_is_a_stream_which_the_mtsum_layout_cannot_hash(tmp_path):
+def feed(fifo, data: bytes) -> threading.Thread:
+    """A thread that writes `data` into `fifo` (opening it waits for the reader); a reader
+    that hangs up early is no error."""
+    def write():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:
+            pass
+    writer = threading.Thread(target=write)
+    writer.start()
+    return writer
+
+
+def test_a_fifo_is_a_stream_that_the_mtsum_layout_holds_up_to_64_mib(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    # Opening a FIFO waits for a writer; this one writes nothing (the stream is refused
-    # before it is read).
-    writer = threading.Thread(target=lambda: open(fifo, "wb").close())
-    writer.start()
-    with pytest.raises(io.UnsupportedOperation, match="cannot hash a stream with the mtsum layout"):
+    copy = tmp_path / "copy"
+    copy.write_bytes(b"abc")
+    writer = feed(fifo, b"abc")
+    assert mtsum.file_digest(fifo) == mtsum.file_digest(copy)
+    writer.join()
+    writer = feed(fifo, bytes((64 << 20) + 1))
+    with pytest.raises(io.UnsupportedOperation,
+                       match="cannot hash a stream of more than 64 MiB with the mtsum layout"):
         mtsum.file_digest(fifo)
     writer.join()
     with pytest.raises(io.UnsupportedOperation, match="cannot hash a range of a stream"):

@@ -22,7 +22,10 @@ use crossbeam_channel::{bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot};
-use crate::source::{Buffer, Input, InputError, ReadMode, Target};
+use crate::source::{
+    Buffer, Chunk, Input, InputError, MAX_HELD_STREAM, ReadMode, SizedFile, Target, hold_stream,
+    read_stream_chunk,
+};
 
 use super::plan::{self, IoPriority, Place};
 
@@ -83,8 +86,12 @@ pub struct Hashed {
     pub digests: Vec<Digest>,
     /// Bytes read.
     pub size: u64,
-    /// The leaf digests, if [`Want::leaves`] asked for them.
+    /// The leaf digests, if [`Want::leaves`] asked for them (never of a streamed file).
     pub leaves: Option<Vec<Digest>>,
+    /// Whether the file was read as a stream to its end, its file system not telling its
+    /// size (procfs, sysfs: see [`Input::open_with`]): [`Hashed::size`] is then the bytes
+    /// read, which `st_size` is not.
+    pub streamed: bool,
 }
 
 /// The digest of a whole stream of known length in one layout, fed in order: the jobs of
@@ -103,6 +110,7 @@ struct Sequential {
 }
 
 impl Sequential {
+    /// The digest of `len` bytes, with the job digests kept if `keep_leaves`.
     fn new(layout: Layout, alg: Algorithm, len: u64, keep_leaves: bool) -> Sequential {
         let mut s = Sequential {
             layout,
@@ -115,6 +123,22 @@ impl Sequential {
         };
         s.advance();
         s
+    }
+
+    /// The digest of a stream of unknown length, for a layout that takes one: like the
+    /// engine, one job of [`JobKind::Layout`] from the first byte to the last, whose end is
+    /// known at [`Sequential::finish`].
+    fn stream(layout: Layout, alg: Algorithm) -> Sequential {
+        debug_assert!(!layout.needs_length());
+        Sequential {
+            layout,
+            alg,
+            jobs: Vec::new().into_iter(),
+            current: Some((0, 0..u64::MAX, layout.job_hasher(alg), u64::MAX)),
+            next_index: 1,
+            combiner: layout.combiner(alg),
+            kept: None,
+        }
     }
 
     /// Finishes the jobs that need no more bytes and starts the next one that does.
@@ -156,8 +180,13 @@ impl Sequential {
 
     /// The root's digest (an error for a stream the layout has no root for, such as an
     /// empty file in BitTorrent v2), and the leaves if they were kept.
-    fn finish(self, len: u64) -> Result<(Digest, Option<Vec<Digest>>), NoRoot> {
-        debug_assert!(self.current.is_none(), "every byte was fed");
+    fn finish(mut self, len: u64) -> Result<(Digest, Option<Vec<Digest>>), NoRoot> {
+        // A stream's one job ends where the stream did.
+        if let Some((index, range, hasher, _)) = self.current.take() {
+            debug_assert_eq!(range.end, u64::MAX, "every byte of a known length was fed");
+            self.combiner
+                .add(index, range.start..len, hasher.finalize());
+        }
         let root = self.combiner.finish(len)?;
         Ok((*root.digest(), self.kept))
     }
@@ -238,12 +267,25 @@ pub fn hash_file(
     limiter: Option<&RateLimiter>,
 ) -> Result<Hashed, InputError> {
     let target = Target::Path(path.to_path_buf());
-    let file = match Input::open_with(&target, io.read_mode)? {
-        Input::Sized(file) => file,
-        Input::Stream(_) => {
-            return Err(InputError::Io(std::io::Error::other("not a regular file")));
-        }
-    };
+    match Input::open_with(&target, io.read_mode)? {
+        Input::Sized(file) => match hash_sized(&file, want, io, limiter) {
+            // A file system that misreports the size: the file is read again, to its end.
+            Err(InputError::SizeMisreported { .. }) => {
+                hash_stream(file.to_stream()?, want, io, limiter)
+            }
+            other => other,
+        },
+        Input::Stream(reader) => hash_stream(reader, want, io, limiter),
+    }
+}
+
+/// Reads `file` from its first byte to its `len`th and computes what `want` asks.
+fn hash_sized(
+    file: &SizedFile,
+    want: &Want,
+    io: &Io,
+    limiter: Option<&RateLimiter>,
+) -> Result<Hashed, InputError> {
     let len = file.len();
     // The whole-file digests first, the leaves last.
     let mut sinks: Vec<Sequential> = want
@@ -256,35 +298,98 @@ pub fn hash_file(
         )
         .collect();
     let mut reader = file.range_reader(0..len, CHUNK);
-    let mut buffer = Buffer::new();
-    while !reader.is_done() {
-        if let Some(limiter) = limiter {
-            limiter.take((len - reader.position()).min(CHUNK as u64));
+    feed(&mut sinks, io, limiter, |buffer| {
+        if reader.is_done() {
+            return Ok(None);
         }
-        let chunk = reader.next_chunk(buffer).map_err(|(_, e)| e)?;
-        let bytes = chunk.bytes();
-        update_all(&mut sinks, bytes);
-        if let Some(progress) = &io.progress {
-            progress.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        }
-        let (back, ok) = chunk.finish();
-        ok?;
-        buffer = back;
-    }
+        reader.next_chunk(buffer).map(Some).map_err(|(_, e)| e)
+    })?;
     file.check_unchanged()?;
     let leaves = match want.leaves {
         Some(_) => sinks.pop().expect("the leaves").finish(len)?.1,
         None => None,
     };
-    let digests = sinks
-        .into_iter()
-        .map(|s| s.finish(len).map(|(root, _)| root))
-        .collect::<Result<Vec<Digest>, NoRoot>>()?;
     Ok(Hashed {
-        digests,
+        digests: roots(sinks, len)?,
         size: len,
         leaves,
+        streamed: false,
     })
+}
+
+/// Reads a file whose file system does not tell its size to its end, as `mtsum FILE` does,
+/// and computes the digests `want` asks, but no leaf digests (an outboard's leaf size follows
+/// a length known before reading, and a corruption map of a /proc file is of no use). Where a
+/// layout needs the length, the file is held in memory, as the engine holds it.
+fn hash_stream(
+    mut reader: Box<dyn std::io::Read + Send>,
+    want: &Want,
+    io: &Io,
+    limiter: Option<&RateLimiter>,
+) -> Result<Hashed, InputError> {
+    if let Some(&(layout, _)) = want.digests.iter().find(|(l, _)| l.needs_length()) {
+        let held = hold_stream(&mut *reader, MAX_HELD_STREAM)?
+            .ok_or(InputError::StreamNeedsLength(layout.name()))?;
+        let digests_only = Want {
+            digests: want.digests.clone(),
+            leaves: None,
+        };
+        let hashed = hash_sized(&held, &digests_only, io, limiter)?;
+        return Ok(Hashed {
+            streamed: true,
+            ..hashed
+        });
+    }
+    let mut sinks: Vec<Sequential> = want
+        .digests
+        .iter()
+        .map(|&(layout, alg)| Sequential::stream(layout, alg))
+        .collect();
+    let size = feed(&mut sinks, io, limiter, |buffer| {
+        let chunk = read_stream_chunk(&mut *reader, buffer, CHUNK).map_err(|(_, e)| e)?;
+        Ok((!chunk.bytes().is_empty()).then_some(chunk))
+    })?;
+    Ok(Hashed {
+        digests: roots(sinks, size)?,
+        size,
+        leaves: None,
+        streamed: true,
+    })
+}
+
+/// Feeds the chunks `next` reads (`None`: the end) to every sink, no faster than `limiter`
+/// allows, and counts them in [`Io::progress`]; the bytes fed.
+fn feed(
+    sinks: &mut [Sequential],
+    io: &Io,
+    limiter: Option<&RateLimiter>,
+    mut next: impl FnMut(Buffer) -> Result<Option<Chunk>, InputError>,
+) -> Result<u64, InputError> {
+    let mut buffer = Buffer::new();
+    let mut fed = 0;
+    while let Some(chunk) = next(buffer)? {
+        let bytes = chunk.bytes();
+        if let Some(limiter) = limiter {
+            limiter.take(bytes.len() as u64);
+        }
+        update_all(sinks, bytes);
+        if let Some(progress) = &io.progress {
+            progress.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
+        fed += bytes.len() as u64;
+        let (back, ok) = chunk.finish();
+        ok?;
+        buffer = back;
+    }
+    Ok(fed)
+}
+
+/// The roots of the whole-file digests of a stream of `len` bytes.
+fn roots(sinks: Vec<Sequential>, len: u64) -> Result<Vec<Digest>, NoRoot> {
+    sinks
+        .into_iter()
+        .map(|s| s.finish(len).map(|(root, _)| root))
+        .collect()
 }
 
 /// A file to read.
@@ -474,6 +579,79 @@ mod tests {
                 assert_eq!(*d, Layout::Rfc6962(leaf).hash_leaf(Algorithm::Sha256, part));
             }
         }
+    }
+
+    #[test]
+    fn a_stream_gives_every_layout_that_takes_one_the_reference_digest() {
+        let leaf = LeafSize::new(4096).unwrap();
+        let specs = [
+            (Layout::Plain, Algorithm::Blake3),
+            (Layout::Plain, Algorithm::Sha256),
+            (Layout::Plain, Algorithm::Crc32c),
+            (Layout::Merkle(leaf), Algorithm::Sha1),
+            (Layout::Rfc6962(leaf), Algorithm::Sha256),
+            (Layout::Glacier, Algorithm::Sha256),
+            (Layout::Dropbox, Algorithm::Sha256),
+            (Layout::Btv2, Algorithm::Sha256),
+            (
+                Layout::S3(crate::layout::PartSize::new(5 << 20).unwrap()),
+                Algorithm::Md5,
+            ),
+        ];
+        for len in [0usize, 1, 4095, 4096, 4097, 3 * CHUNK + 5, (5 << 20) + 1] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+            // BitTorrent v2 has no root for no bytes.
+            let specs: Vec<_> = specs
+                .into_iter()
+                .filter(|&(layout, _)| len > 0 || layout != Layout::Btv2)
+                .collect();
+            let want = Want {
+                digests: specs.clone(),
+                leaves: Some((Layout::Rfc6962(leaf), Algorithm::Blake3)),
+            };
+            let stream = Box::new(std::io::Cursor::new(data.clone()));
+            let hashed = hash_stream(stream, &want, &Io::default(), None).unwrap();
+            assert_eq!((hashed.size, hashed.streamed), (len as u64, true));
+            assert_eq!(hashed.leaves, None, "no outboard of a stream");
+            for (i, (layout, alg)) in specs.into_iter().enumerate() {
+                assert_eq!(
+                    hashed.digests[i],
+                    reference::root(layout, alg, &data),
+                    "{len} {layout} {alg}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_with_a_layout_that_needs_the_length_is_held_up_to_the_bound() {
+        let want = Want {
+            digests: vec![
+                (Layout::Plain, Algorithm::Sha256),
+                (Layout::Mtsum, Algorithm::Sha256),
+            ],
+            leaves: Some((
+                Layout::Rfc6962(LeafSize::new(4096).unwrap()),
+                Algorithm::Blake3,
+            )),
+        };
+        for len in [0, 1, 5000, MAX_HELD_STREAM as usize] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+            let stream = Box::new(std::io::Cursor::new(data.clone()));
+            let hashed = hash_stream(stream, &want, &Io::default(), None).unwrap();
+            assert_eq!((hashed.size, hashed.streamed), (len as u64, true));
+            assert_eq!(hashed.leaves, None, "no outboard of a stream");
+            for (i, &(layout, alg)) in want.digests.iter().enumerate() {
+                assert_eq!(
+                    hashed.digests[i],
+                    reference::root(layout, alg, &data),
+                    "{len}"
+                );
+            }
+        }
+        let longer = std::io::Read::take(std::io::repeat(0), MAX_HELD_STREAM + 1);
+        let e = hash_stream(Box::new(longer), &want, &Io::default(), None).unwrap_err();
+        assert!(matches!(e, InputError::StreamNeedsLength("mtsum")), "{e}");
     }
 
     #[test]

@@ -486,6 +486,14 @@ impl Sink<'_> {
             has_outboard,
             copy,
         } = planned;
+        // A file whose file system does not tell its size (procfs, sysfs) was read to its
+        // end: its length is the bytes read, and only its mtime can tell that it changed.
+        let streamed = match &hashed {
+            Ok(h) if h.streamed => Some(h.size),
+            _ => None,
+        };
+        let measured = |stamp: Stamp| Stamp::new(streamed.unwrap_or(stamp.len), stamp.mtime);
+        let before = measured(before);
         let (hashed, migrated, leaves) = match hashed {
             Ok(h) => (
                 Ok((h.digests[0], h.size)),
@@ -498,7 +506,7 @@ impl Sink<'_> {
             leaf: outboard::leaf_size(before.len),
             leaves,
         });
-        let after = fs::metadata(&path).map(|m| Stamp::of(&m));
+        let after = fs::metadata(&path).map(|m| measured(Stamp::of(&m)));
         let spec = prior
             .spec()
             .unwrap_or((self.options.layout, self.options.algorithm));

@@ -9,11 +9,13 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Select, Sender};
 
-use super::{Done, Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, SharedFile, Task};
+use super::{
+    Done, Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, Request, SharedFile, Slice, Task,
+};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::{Combiner, JobKind, Root};
-use crate::source::{Input, InputError, ReadMode};
+use crate::source::{Input, InputError, MAX_HELD_STREAM, ReadMode, hold_stream};
 
 /// The shortest fixed leaf that is a job of its own when its algorithm has lanes: a 1 MiB
 /// read holds fewer than four such leaves whole, too few for `JobHasher` to hash them in lanes
@@ -22,7 +24,7 @@ const LANE_JOB_MIN_LEAF: u64 = (Engine::DEFAULT_CHUNK_SIZE / 4) as u64 + 1;
 
 /// Queues `job`, handling finished jobs while the queue is full so that workers never wait
 /// for the coordinator.
-pub(super) fn send_job<T, F>(
+fn send_job<T, F>(
     jobs: &Sender<Job>,
     job: Job,
     done: &Receiver<Vec<Done>>,
@@ -46,9 +48,52 @@ pub(super) fn send_job<T, F>(
     }
 }
 
+/// Queues `planned`, then the jobs of inputs read again that finished jobs gave meanwhile
+/// (see [`Coordinator::conclude`]).
+pub(super) fn send_jobs<T, F>(
+    jobs: &Sender<Job>,
+    planned: Vec<Job>,
+    done: &Receiver<Vec<Done>>,
+    c: &mut Coordinator<T, F>,
+) where
+    F: FnMut(T, Option<Result<FileDigest, InputError>>),
+{
+    let mut queue = planned;
+    loop {
+        for job in queue {
+            send_job(jobs, job, done, c);
+        }
+        queue = std::mem::take(&mut c.again);
+        if queue.is_empty() {
+            return;
+        }
+    }
+}
+
+/// Handles finished jobs, queueing the jobs of inputs read again, until `enough` says so or a
+/// worker died (and with it a job that will never be done).
+pub(super) fn wait_until<T, F>(
+    jobs: &Sender<Job>,
+    done: &Receiver<Vec<Done>>,
+    c: &mut Coordinator<T, F>,
+    died: &AtomicBool,
+    enough: impl Fn(&Coordinator<T, F>) -> bool,
+) where
+    F: FnMut(T, Option<Result<FileDigest, InputError>>),
+{
+    while !enough(c) && !died.load(Ordering::Relaxed) {
+        let Ok(finished) = done.recv() else { return };
+        for d in finished {
+            c.on_done(d);
+        }
+        send_jobs(jobs, Vec::new(), done, c);
+    }
+}
+
 /// One input whose jobs are under way.
 struct Pending<T> {
     context: T,
+    request: Request,
     file: Option<Arc<SharedFile>>,
     combiner: Combiner,
     remaining: usize,
@@ -59,6 +104,8 @@ struct Pending<T> {
     jobs: Option<Vec<Option<JobDigest>>>,
     error: Option<InputError>,
     started: Instant,
+    /// The bytes of a stream held in memory to be hashed as a file (see [`hold_stream`]).
+    held: u64,
 }
 
 type Outcome = Option<Result<FileDigest, InputError>>;
@@ -76,6 +123,10 @@ pub(super) struct Coordinator<T, F> {
     ready: BTreeMap<usize, (T, Outcome)>,
     next_out: usize,
     sink: F,
+    /// The bytes of streams held in memory by pending inputs.
+    held: u64,
+    /// The jobs of inputs read again, to be queued.
+    again: Vec<Job>,
 }
 
 impl<T, F> Coordinator<T, F>
@@ -90,7 +141,20 @@ where
             ready: BTreeMap::new(),
             next_out: 0,
             sink,
+            held: 0,
+            again: Vec::new(),
         }
+    }
+
+    /// Whether every input planned so far is done.
+    pub(super) fn is_idle(&self) -> bool {
+        self.pending.is_empty() && self.again.is_empty()
+    }
+
+    /// Whether the streams held in memory reach [`MAX_HELD_STREAM`]: then no input is
+    /// opened until they are hashed, so that at most twice that is held at once.
+    pub(super) fn holds_enough(&self) -> bool {
+        self.held >= MAX_HELD_STREAM
     }
 
     /// Opens the input of task `index` and returns its jobs; a task that fails to open,
@@ -101,18 +165,46 @@ where
             self.emit(index, task.context, None);
             return Vec::new();
         };
-        let (context, slice) = (task.context, task.slice);
+        let opened = Input::open_with(&target, self.read_mode);
+        self.plan_input(index, (task.context, request, task.slice), opened, started)
+    }
+
+    /// Returns the jobs of the input of task `index`, opened as `opened`.
+    fn plan_input(
+        &mut self,
+        index: usize,
+        (context, request, slice): (T, Request, Option<Slice>),
+        opened: Result<Input, InputError>,
+        started: Instant,
+    ) -> Vec<Job> {
         let (layout, alg) = (request.layout, request.algorithm);
-        let job = |index_in_input: usize, start: u64, kind, source| Job {
+        let job = |index_in_input: usize, later, start: u64, kind, source| Job {
             input: index,
             index: index_in_input,
+            later,
             start,
             layout,
             alg,
             kind,
             source,
         };
-        let (file, jobs) = match Input::open_with(&target, self.read_mode) {
+        let mut held = 0;
+        let opened = match opened {
+            // A layout that needs the length learns it by reading: a stream that ends soon
+            // enough is held in memory and hashed as a file of that length.
+            Ok(Input::Stream(mut stream)) if layout.needs_length() && slice.is_none() => {
+                match hold_stream(&mut *stream, MAX_HELD_STREAM) {
+                    Ok(Some(file)) => {
+                        held = file.len();
+                        Ok(Input::Sized(file))
+                    }
+                    Ok(None) => Err(InputError::StreamNeedsLength(layout.name())),
+                    Err(e) => Err(e),
+                }
+            }
+            other => other,
+        };
+        let (file, jobs) = match opened {
             Err(e) => return self.fail_now(index, context, e),
             Ok(Input::Stream(_)) if layout.needs_length() => {
                 return self.fail_now(index, context, InputError::StreamNeedsLength(layout.name()));
@@ -128,7 +220,7 @@ where
             }
             Ok(Input::Stream(reader)) => (
                 None,
-                vec![job(0, 0, JobKind::Layout, JobSource::Stream(reader))],
+                vec![job(0, 0, 0, JobKind::Layout, JobSource::Stream(reader))],
             ),
             Ok(Input::Sized(file)) if layout.check_size(file.len()).is_err() => {
                 let e = layout.check_size(file.len()).expect_err("checked");
@@ -158,12 +250,13 @@ where
                     file,
                     failed: AtomicBool::new(false),
                 });
+                let count = plan.len();
                 let jobs = plan
                     .into_iter()
                     .enumerate()
                     .map(|(i, (r, kind))| {
                         let source = JobSource::At(shared.clone(), r.end - r.start);
-                        job(i, r.start, kind, source)
+                        job(i, count - i - 1, r.start, kind, source)
                     })
                     .collect();
                 (Some(shared), jobs)
@@ -171,6 +264,7 @@ where
         };
         let pending = Pending {
             context,
+            request,
             file,
             combiner: layout.combiner(alg),
             remaining: jobs.len(),
@@ -179,7 +273,9 @@ where
             jobs: slice.map(|_| vec![None; jobs.len()]),
             error: None,
             started,
+            held,
         };
+        self.held += held;
         if jobs.is_empty() {
             self.conclude(index, pending);
         } else {
@@ -225,8 +321,12 @@ where
     }
 
     /// Emits the result of an input whose jobs are all done: its root, unless a job failed
-    /// or the file changed meanwhile.
+    /// or the file changed meanwhile. A file that held other bytes than its size said (a file
+    /// system that misreports it) is planned again as a stream read to its end, the jobs in
+    /// `again`.
     fn conclude(&mut self, index: usize, p: Pending<T>) {
+        self.held -= p.held;
+        let of_slice = p.jobs.is_some();
         let unchanged = || match &p.file {
             Some(f) => f.file.check_unchanged(),
             None => Ok(()),
@@ -248,6 +348,14 @@ where
                 })
             }),
         };
+        if let (Err(InputError::SizeMisreported { .. }), Some(f), false) =
+            (&result, &p.file, of_slice)
+        {
+            let stream = f.file.to_stream().map(Input::Stream);
+            let jobs = self.plan_input(index, (p.context, p.request, None), stream, p.started);
+            self.again.extend(jobs);
+            return;
+        }
         self.emit(index, p.context, Some(result));
     }
 

@@ -31,21 +31,23 @@
 //! Jobs that are one message each (the leaves of `mtsum`, whole files with `plain`) go into
 //! SIMD lanes when others wait behind them ([`crate::lanes`]): the reader takes as many jobs
 //! as its kernel has lanes and reads in rounds, one chunk of each, which its hasher runs
-//! through one lane set, so that one core hashes 2 to 32 messages at once.
+//! through one lane set, so that one core hashes 2 to 32 messages at once. Readers deal such
+//! jobs among themselves so that lanes fill: a reader fills a unit of its kernel's lanes
+//! before another begins, and begins another only while no reader is idle (`reader.rs`).
 
 mod coordinator;
 mod hasher;
 mod reader;
 
-use coordinator::{Coordinator, send_job};
+use coordinator::{Coordinator, send_jobs, wait_until};
 use hasher::hash_jobs;
-use reader::Reader;
+use reader::{Dealer, Reader};
 
 use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -113,6 +115,8 @@ pub struct Engine {
     multi_buffer: bool,
     /// Bytes hashed so far, for a progress display.
     progress: Option<Arc<AtomicU64>>,
+    /// Set from outside to stop the calls under way ([`Engine::with_cancel`]).
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for Engine {
@@ -157,6 +161,7 @@ impl Engine {
             read_mode: ReadMode::Pread,
             multi_buffer: true,
             progress: None,
+            cancel: None,
         }
     }
 
@@ -215,6 +220,21 @@ impl Engine {
         self
     }
 
+    /// Stops this engine's calls once `flag` is set, from any thread (the caller's other
+    /// thread, a Ctrl-C handler): each reader gives its job up before its next read, the
+    /// job's input fails with [`InputError::Interrupted`] (a stream is closed, so its writer
+    /// sees a broken pipe), and [`Engine::run`] takes no more tasks. A read under way is not
+    /// interrupted (one that waits on a silent pipe waits on). The engine never clears the
+    /// flag: while it is set, calls end at once.
+    pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Engine {
+        self.cancel = Some(flag);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        is_set(self.cancel.as_deref())
+    }
+
     /// The number of workers.
     pub fn threads(&self) -> NonZeroUsize {
         self.threads
@@ -224,7 +244,8 @@ impl Engine {
     pub fn hash(&self, request: &Request, target: Target) -> Result<FileDigest, InputError> {
         let mut out = None;
         self.hash_all(request, [target], |_, result| out = Some(result));
-        out.expect("hash_all reports every target")
+        // Not taken: cancelled before it started.
+        out.unwrap_or(Err(InputError::Interrupted))
     }
 
     /// Hashes only the jobs of `request`'s plan of the file `target` that start in `bytes`
@@ -248,15 +269,17 @@ impl Engine {
             slice: Some(Slice { size, bytes }),
             context: (),
         };
-        let mut out = None;
+        // Not reported: cancelled before it started.
+        let mut out = Some(Err(InputError::Interrupted));
         self.run([task], |(), result| out = result);
-        let digest = out.expect("run reports every task")?;
+        let digest = out.expect("a task of a slice hashes")?;
         Ok(digest.jobs.expect("a task of a slice keeps its jobs"))
     }
 
     /// Hashes every target and calls `sink` once per target, in the order of `targets`,
     /// as soon as that target and all before it are done. A failing input is reported to
-    /// `sink` and the others go on.
+    /// `sink` and the others go on. Once cancelled, only the targets taken before are
+    /// reported (see [`Engine::run`]).
     pub fn hash_all<I, F>(&self, request: &Request, targets: I, mut sink: F)
     where
         I: IntoIterator<Item = Target>,
@@ -273,6 +296,11 @@ impl Engine {
     /// Runs `tasks` and calls `sink` once per task, in the order of `tasks`, with the task's
     /// context and its result (`None` for a task that only passes its context through).
     /// Each task may ask for its own layout and algorithm, as the lines of a sum file do.
+    ///
+    /// Once the cancel flag is set ([`Engine::with_cancel`]), no more tasks are taken from
+    /// `tasks` and those left are not reported: reporting them would mean draining an
+    /// iterator that may walk a whole tree. Every task taken is still reported, those not
+    /// finished with [`InputError::Interrupted`].
     pub fn run<T, I, F>(&self, tasks: I, sink: F)
     where
         I: IntoIterator<Item = Task<T>>,
@@ -289,8 +317,10 @@ impl Engine {
             let mut started = 0;
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
+            let died = Arc::new(AtomicBool::new(false));
+            let dealer = Arc::new(Dealer::default());
             for _ in 0..self.threads.get() {
-                match self.spawn_worker(scope, &job_rx, &done_tx, &busy) {
+                match self.spawn_worker(scope, &job_rx, &done_tx, &busy, &died, &dealer) {
                     Ok(()) => started += 1,
                     Err(e) => {
                         refusal = Some(e);
@@ -310,11 +340,19 @@ impl Engine {
             }
 
             let mut coordinator = Coordinator::new(self.read_mode, self.multi_buffer, sink);
-            for (index, task) in tasks.into_iter().enumerate() {
-                for job in coordinator.plan(index, task) {
-                    send_job(&job_tx, job, &done_rx, &mut coordinator);
-                }
+            let mut tasks = tasks.into_iter().enumerate();
+            while !self.cancelled()
+                && let Some((index, task)) = tasks.next()
+            {
+                // Memory held by streams stays bounded: the next input waits for them.
+                wait_until(&job_tx, &done_rx, &mut coordinator, &died, |c| {
+                    !c.holds_enough()
+                });
+                let jobs = coordinator.plan(index, task);
+                send_jobs(&job_tx, jobs, &done_rx, &mut coordinator);
             }
+            // An input read again adds jobs: the queue stays open until every input is done.
+            wait_until(&job_tx, &done_rx, &mut coordinator, &died, |c| c.is_idle());
             drop(job_tx);
             for done in done_rx.iter().flatten() {
                 coordinator.on_done(done);
@@ -332,6 +370,8 @@ impl Engine {
         jobs: &Receiver<Job>,
         done: &Sender<Vec<Done>>,
         busy: &Arc<AtomicUsize>,
+        died: &Arc<AtomicBool>,
+        dealer: &Arc<Dealer>,
     ) -> std::io::Result<()> {
         let (chunk_tx, chunk_rx) = bounded::<Msg>(self.read_ahead);
         // Enough buffers for two rounds of the widest lane set; they allocate (fallibly) when
@@ -344,6 +384,7 @@ impl Engine {
             chunk_size: self.chunk_size(),
             solo_chunk_size: self.solo_chunk_size(),
             busy: busy.clone(),
+            dealer: dealer.clone(),
             multi_buffer: self.multi_buffer,
             free: free_rx,
             spare: (0..buffers).map(|_| Buffer::new()).collect(),
@@ -351,16 +392,57 @@ impl Engine {
             out: chunk_tx,
             done: done.clone(),
             progress: self.progress.clone(),
+            cancel: self.cancel.clone(),
         };
         let (done, progress) = (done.clone(), self.progress.clone());
+        let (hasher_alive, reader_alive) = (Alive::new(died, &done), Alive::new(died, &done));
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
-            .spawn_scoped(scope, move || hash_jobs(chunk_rx, free_tx, done, progress))?;
+            .spawn_scoped(scope, move || {
+                let _alive = hasher_alive;
+                hash_jobs(chunk_rx, free_tx, done, progress)
+            })?;
+        // Counted idle before it runs, so that a reader already busy leaves it jobs.
+        dealer.enlist();
         thread::Builder::new()
             .name("mtsum-reader".into())
-            .spawn_scoped(scope, move || reader.run())?;
+            .spawn_scoped(scope, move || {
+                let _alive = reader_alive;
+                reader.run()
+            })
+            .inspect_err(|_| dealer.discharge())?;
         Ok(())
+    }
+}
+
+/// Whether a cancel flag ([`Engine::with_cancel`]) is given and set.
+fn is_set(cancel: Option<&AtomicBool>) -> bool {
+    cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
+/// Held by a worker thread: if it panics, the job it held will never be done, so it says so
+/// and wakes the coordinator, which must not wait for that job.
+struct Alive {
+    died: Arc<AtomicBool>,
+    done: Sender<Vec<Done>>,
+}
+
+impl Alive {
+    fn new(died: &Arc<AtomicBool>, done: &Sender<Vec<Done>>) -> Alive {
+        Alive {
+            died: died.clone(),
+            done: done.clone(),
+        }
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            self.died.store(true, Ordering::Relaxed);
+            let _ = self.done.send(Vec::new());
+        }
     }
 }
 
@@ -413,6 +495,9 @@ impl<T> Task<T> {
 struct Job {
     input: usize,
     index: usize,
+    /// How many jobs of the same input the coordinator queues right after this one: a
+    /// reader that starts lanes waits for them to fill its lanes.
+    later: usize,
     start: u64,
     layout: Layout,
     alg: Algorithm,

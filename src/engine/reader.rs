@@ -3,13 +3,13 @@
 
 use std::io::Read;
 use std::ops::Range;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::hasher::absorb;
-use super::{Done, Job, JobSource, LaneOp, Msg, SharedFile};
+use super::{Done, Job, JobSource, LaneOp, Msg, SharedFile, is_set};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::JobHasher;
@@ -27,6 +27,8 @@ pub(super) struct Reader {
     pub(super) solo_chunk_size: usize,
     /// Readers with a job in hand, this one included while it has one.
     pub(super) busy: Arc<AtomicUsize>,
+    /// Shared by the readers: who takes jobs for lanes, and who waits for work.
+    pub(super) dealer: Arc<Dealer>,
     /// Whether jobs that are one message each may be hashed in SIMD lanes.
     pub(super) multi_buffer: bool,
     /// Buffers back from the hasher, in batches.
@@ -39,27 +41,62 @@ pub(super) struct Reader {
     pub(super) out: Sender<Msg>,
     pub(super) done: Sender<Vec<Done>>,
     pub(super) progress: Option<Arc<AtomicU64>>,
+    /// The engine's cancel flag: set, every job still read fails with `Interrupted`.
+    pub(super) cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Reader {
     /// Takes jobs until the coordinator has no more; returns early when the pipeline shut
     /// down (the hasher or the coordinator is gone).
     pub(super) fn run(mut self) -> Option<()> {
+        let dealer = Arc::clone(&self.dealer);
         let mut next = None;
         loop {
-            let job = match next.take() {
-                Some(job) => job,
-                None => self.jobs.recv().ok()?,
+            // The turn first, then the queue: a reader that starts lanes takes its hand while
+            // the others wait, rather than each taking one job of a file in turn. A reader is
+            // idle from its start (the engine counts it) until it has a job. One that has a
+            // job already does not wait for the turn: its holder may be waiting for the next.
+            let (turn, job) = match next.take() {
+                Some(job) => (dealer.try_turn(), job),
+                None => {
+                    let turn = dealer.turn();
+                    let job = self.jobs.recv();
+                    dealer.idle.fetch_sub(1, Ordering::Relaxed);
+                    (Some(turn), job.ok()?)
+                }
             };
             self.busy.fetch_add(1, Ordering::Relaxed);
-            // Lanes pay only with company: a job alone (one big file for `plain`) goes to
-            // the fastest single stream instead of one lane of many.
-            match self.lane_kernel(&job).filter(|_| !self.jobs.is_empty()) {
-                Some(kernel) => next = self.read_lanes(kernel, job)?,
-                None => self.read_job(job)?,
+            match self.lane_kernel(&job).filter(|_| self.has_company(&job)) {
+                Some(kernel) => next = self.read_lanes(kernel, job, turn)?,
+                None => {
+                    drop(turn);
+                    self.read_job(job)?
+                }
             }
             self.busy.fetch_sub(1, Ordering::Relaxed);
+            if next.is_none() {
+                dealer.idle.fetch_add(1, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// `Interrupted` once the engine is cancelled, checked before every read. (Skipping the
+    /// job quietly, as `failed` does, would hand its input a digest of a part.)
+    fn check_cancel(&self) -> Result<(), InputError> {
+        if is_set(self.cancel.as_deref()) {
+            return Err(InputError::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// Whether `job` has company for lanes: more jobs queued, or still to come from its file,
+    /// than readers waiting for work. Lanes pay only with company, and a reader per job
+    /// hashes faster still: a job alone (one big file with `plain`, the second of two leaves
+    /// when another reader is idle) goes to the fastest single stream instead of one lane of
+    /// many, which for MD5 is 0.54 GB/s against 0.75 (see `docs/performance.md`).
+    fn has_company(&self, job: &Job) -> bool {
+        let company = self.jobs.len().max(job.later);
+        company > self.dealer.idle.load(Ordering::Relaxed)
     }
 
     /// The next free buffer, the most recently returned first; `None` when the hasher is gone.
@@ -139,6 +176,9 @@ impl Reader {
         let start = range.start;
         let mut reader = shared.file.range_reader(range, self.chunk_size);
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
+            if let Err(e) = self.check_cancel() {
+                return Some(Err(e));
+            }
             let (buf, ok) = match reader.next_chunk(self.next_buffer()?) {
                 Ok(chunk) => absorb(&mut hasher, chunk, self.progress.as_deref()),
                 Err((buf, e)) => (buf, Err(e)),
@@ -171,6 +211,9 @@ impl Reader {
         let start = range.start;
         let mut reader = shared.file.range_reader(range, chunk);
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
+            if let Err(e) = self.check_cancel() {
+                return Some(Err(e));
+            }
             match reader.next_chunk(self.next_buffer()?) {
                 Ok(chunk) => self.out.send(Msg::Chunk(chunk)).ok()?,
                 Err((buf, e)) => {
@@ -186,6 +229,9 @@ impl Reader {
     fn read_stream(&mut self, mut reader: Box<dyn Read + Send>) -> Option<Result<u64, InputError>> {
         let mut done = 0;
         loop {
+            if let Err(e) = self.check_cancel() {
+                return Some(Err(e));
+            }
             match read_stream_chunk(&mut *reader, self.next_buffer()?, self.chunk_size) {
                 Ok(chunk) if chunk.bytes().is_empty() => {
                     self.spare.push(chunk.finish().0);
@@ -205,64 +251,34 @@ impl Reader {
 
     /// Reads jobs for `kernel`'s lanes, starting with `first`: each round reads one chunk of
     /// every job in a slot, so that all lanes have bytes to hash at once, and refills the
-    /// slots that emptied with the next jobs of the queue. Returns when every slot is empty
-    /// and the queue has no job for these lanes, with the job taken that is for other ones;
-    /// `None` when the pipeline shut down.
-    fn read_lanes(&mut self, kernel: Kernel, first: Job) -> Option<Option<Job>> {
-        let chunk = lane_chunk_size(kernel, self.chunk_size);
+    /// slots that emptied with the next jobs of the queue (see [`Reader::take_jobs`]), in the
+    /// dealer's turn: the first hand in `turn` if the reader has it. Returns when every slot
+    /// is empty and the queue has no job for these lanes, with the job taken that is for other
+    /// ones; `None` when the pipeline shut down.
+    fn read_lanes(
+        &mut self,
+        kernel: Kernel,
+        first: Job,
+        turn: Option<MutexGuard<'_, ()>>,
+    ) -> Option<Option<Job>> {
+        let dealer = Arc::clone(&self.dealer);
         let mut slots: Vec<Option<LaneRead>> = (0..kernel.lanes()).map(|_| None).collect();
-        let mut waiting = Some(first);
+        let mut round = Vec::new();
         let mut other = None;
+        match turn {
+            Some(_turn) => other = self.take_jobs(kernel, &mut slots, &mut round, Some(first)),
+            None => open_lane(&mut slots, 0, first, &mut round),
+        }
         loop {
-            let mut round = Vec::new();
-            // Fill free slots, but with only as many jobs longer than a round per round as
-            // keep the lanes full (one a round when a job lasts as many rounds as there are
-            // lanes), so that a file's big leaves spread over every worker rather than the
-            // first. One a round whatever their length left 1 MiB leaves, two rounds each
-            // for SHA-512, in 2 or 3 of the 8 lanes: the kernel ran 3 times as long.
-            let mut took_long = 0;
-            while let Some(slot) = slots.iter().position(Option::is_none) {
-                if other.is_some() {
-                    break;
-                }
-                let Some(job) = waiting.take().or_else(|| self.jobs.try_recv().ok()) else {
-                    break;
-                };
-                if self.lane_kernel(&job) != Some(kernel) {
-                    other = Some(job);
-                    break;
-                }
-                let JobSource::At(shared, len) = job.source else {
-                    unreachable!("lane jobs are ranges of files")
-                };
-                let rounds = len.div_ceil(chunk as u64);
-                let long = rounds > 1;
-                if long && took_long * rounds >= kernel.lanes() as u64 {
-                    waiting = Some(Job {
-                        source: JobSource::At(shared, len),
-                        ..job
-                    });
-                    break;
-                }
-                took_long += u64::from(long);
-                let prefix = job.layout.message_prefix(len).expect("a one-message job");
-                let key = (job.input, job.index);
-                round.push(LaneOp::Open {
-                    slot,
-                    key,
-                    start: job.start,
-                    prefix,
-                });
-                slots[slot] = Some(LaneRead {
-                    shared,
-                    pos: job.start,
-                    start: job.start,
-                    end: job.start + len,
-                });
+            // Refill only in the turn, and never wait for it: the reader that holds it may be
+            // taking a hand that these lanes should leave alone.
+            if other.is_none()
+                && let Some(_turn) = dealer.try_turn()
+            {
+                other = self.take_jobs(kernel, &mut slots, &mut round, None);
             }
             if slots.iter().all(Option::is_none) {
-                // A job is held back only while another fills a slot, so `waiting` is empty.
-                return Some(other.or(waiting));
+                return Some(other);
             }
             for (slot, entry) in slots.iter_mut().enumerate() {
                 let Some(read) = entry else { continue };
@@ -272,8 +288,57 @@ impl Reader {
                 }
             }
             // One message per round: the hasher wakes once for all the lanes' chunks.
-            self.out.send(Msg::Round(kernel, round)).ok()?;
+            let ops = std::mem::take(&mut round);
+            self.out.send(Msg::Round(kernel, ops)).ok()?;
         }
+    }
+
+    /// Opens jobs in the free lane slots, in the dealer's turn: `first`, if given, then jobs
+    /// of the queue, while they are for `kernel`. Lanes fill in units of
+    /// [`Kernel::min_lanes`] (16 for MD5's 32 AVX-512 lanes, 8 for SHA-256's and SHA-512's
+    /// 16): a unit begun is filled, but a new one is begun only while no other reader
+    /// waits for work, so that the 16 leaves of a 2 GiB `mtsum` file fill one reader's 16
+    /// MD5 lanes rather than half of two readers' each, which cost twice the CPU, while the
+    /// 32 of a 4 GiB file still spread 16 and 16. The first hand waits for the jobs of
+    /// `first`'s file that the coordinator queues right after it ([`Job::later`]): taking
+    /// only those already queued split a file between readers that woke at the same time.
+    /// Returns a job taken that is for other lanes.
+    fn take_jobs(
+        &mut self,
+        kernel: Kernel,
+        slots: &mut [Option<LaneRead>],
+        round: &mut Vec<LaneOp>,
+        first: Option<Job>,
+    ) -> Option<Job> {
+        let unit = kernel.min_lanes();
+        let awaited_input = first.as_ref().map(|job| job.input);
+        let mut awaited = first.as_ref().map_or(0, |job| job.later.min(unit - 1));
+        let mut next = first;
+        while let Some(slot) = slots.iter().position(Option::is_none) {
+            if next.is_none() {
+                let held = slots.iter().flatten().count();
+                let idle = self.dealer.idle.load(Ordering::Relaxed);
+                if held > 0 && held.is_multiple_of(unit) && idle > 0 {
+                    return None;
+                }
+                next = if awaited > 0 {
+                    awaited -= 1;
+                    self.jobs.recv().ok()
+                } else {
+                    self.jobs.try_recv().ok()
+                };
+            }
+            let job = next.take()?;
+            if self.lane_kernel(&job) != Some(kernel) {
+                return Some(job);
+            }
+            if Some(job.input) != awaited_input {
+                // Not the file's next job: the coordinator queues another input now.
+                awaited = 0;
+            }
+            open_lane(slots, slot, job, round);
+        }
+        None
     }
 
     /// Reads the next chunk of the job in lane slot `slot` into `round`. Returns how the
@@ -287,6 +352,9 @@ impl Reader {
         round: &mut Vec<LaneOp>,
     ) -> Option<Option<Result<u64, InputError>>> {
         if read.pos < read.end && !read.shared.failed.load(Ordering::Relaxed) {
+            if let Err(e) = self.check_cancel() {
+                return Some(Some(Err(e)));
+            }
             let chunk = lane_chunk_size(kernel, self.chunk_size);
             let mut reader = read.shared.file.range_reader(read.pos..read.end, chunk);
             let buffer = self.next_buffer_within(2 * kernel.lanes())?;
@@ -303,6 +371,61 @@ impl Reader {
         }
         let ended = read.pos >= read.end || read.shared.failed.load(Ordering::Relaxed);
         Some(ended.then(|| Ok(read.pos - read.start)))
+    }
+}
+
+/// Opens `job`, one message of a file, in the free lane slot `slot`.
+fn open_lane(slots: &mut [Option<LaneRead>], slot: usize, job: Job, round: &mut Vec<LaneOp>) {
+    let JobSource::At(shared, len) = job.source else {
+        unreachable!("lane jobs are ranges of files")
+    };
+    let prefix = job.layout.message_prefix(len).expect("a one-message job");
+    round.push(LaneOp::Open {
+        slot,
+        key: (job.input, job.index),
+        start: job.start,
+        prefix,
+    });
+    slots[slot] = Some(LaneRead {
+        shared,
+        pos: job.start,
+        start: job.start,
+        end: job.start + len,
+    });
+}
+
+/// What the readers of one run share to deal jobs for lanes among themselves.
+#[derive(Default)]
+pub(super) struct Dealer {
+    /// Held by the reader that takes jobs for lanes, and by one waiting for a job.
+    turn: Mutex<()>,
+    /// Readers waiting for a job: the others leave jobs to them rather than begin more lanes.
+    idle: AtomicUsize,
+}
+
+impl Dealer {
+    /// Counts a reader about to start, idle until it takes its first job.
+    pub(super) fn enlist(&self) {
+        self.idle.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Uncounts a reader that did not start after all.
+    pub(super) fn discharge(&self) {
+        self.idle.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn turn(&self) -> MutexGuard<'_, ()> {
+        // The mutex guards no data, so a reader that panicked holding it leaves nothing
+        // half-done.
+        self.turn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn try_turn(&self) -> Option<MutexGuard<'_, ()>> {
+        match self.turn.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 }
 

@@ -615,6 +615,21 @@ impl Kernel {
         }
     }
 
+    /// The fewest busy lanes that leave little of the kernel's work idle: the most it hands
+    /// to its narrower kernel where it has one (16 of MD5's 32 in AVX-512, which its 16-lane
+    /// group runs; 8 of SHA-256's 16, which pairs of SHA-NI streams run), all its lanes
+    /// otherwise, and 1 for the portable kernel, which hashes one lane after another. A
+    /// scheduler that fills lanes in multiples of this many wastes little on idle lanes.
+    pub fn min_lanes(self) -> usize {
+        let Some(spec) = self.simd.map(Spec::of) else {
+            return 1;
+        };
+        match (self.fewer, spec.fewer) {
+            (Some(_), Some(fewer)) => fewer.at_most,
+            _ => spec.lanes,
+        }
+    }
+
     /// A short name: the algorithm, then the kernel (`md5-avx2-8x2`, `sha256-portable`).
     pub fn name(self) -> &'static str {
         let name = match self.simd {
@@ -780,6 +795,22 @@ mod tests {
             (Algorithm::Sha512, sha512),
         ] {
             assert_eq!(Kernel::choose(alg, cap).map(Kernel::name), Some(name));
+        }
+    }
+
+    #[test]
+    fn min_lanes_is_what_the_narrower_kernel_takes_where_there_is_one() {
+        for alg in Algorithm::ALL {
+            for k in Kernel::available(alg) {
+                let min = k.min_lanes();
+                assert!(min >= 1 && k.lanes().is_multiple_of(min), "{k}: {min}");
+                let fewer = k.simd.and_then(|s| Spec::of(s).fewer);
+                match (k.simd, k.fewer, fewer) {
+                    (None, ..) => assert_eq!(min, 1, "{k}"),
+                    (Some(_), Some(_), Some(fewer)) => assert_eq!(min, fewer.at_most, "{k}"),
+                    (Some(_), ..) => assert_eq!(min, k.lanes(), "{k}"),
+                }
+            }
         }
     }
 

@@ -75,6 +75,12 @@ const MIN_LANE_LEAVES: u64 = 4;
 /// `Layout::lanes_pay`): 4 KiB leaves gained 13 % over one SHA-NI stream.
 const MIN_SHA_NI_LANE_LEAF: u64 = 4096;
 
+/// Whether hashing messages of `len` bytes several at once in lanes of `kernel` beats one
+/// after another: see `Layout::lanes_pay`.
+fn lanes_pay_on(kernel: Kernel, len: u64) -> bool {
+    !kernel.uses_sha_ni() || len >= MIN_SHA_NI_LANE_LEAF
+}
+
 /// A validated leaf size for the fixed-leaf layouts: never zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LeafSize(NonZeroU64);
@@ -531,7 +537,7 @@ impl Layout {
     /// line.)
     fn lanes_pay(self, kernel: Kernel) -> bool {
         self.leaf_size()
-            .is_some_and(|leaf| !kernel.uses_sha_ni() || leaf.get() >= MIN_SHA_NI_LANE_LEAF)
+            .is_some_and(|leaf| lanes_pay_on(kernel, leaf.get()))
     }
 
     /// [`Layout::job_hasher`] with the multi-buffer kernel chosen by the caller: `None` hashes
