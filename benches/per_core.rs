@@ -16,21 +16,13 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use mtsum::Algorithm;
 use mtsum::lanes::{self, Kernel};
 
-/// `count` different messages of `len` bytes.
+/// `count` different messages of `len` bytes: the low bytes of a multiplicative hash of the
+/// position.
 fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
-    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-    (0..count)
-        .map(|_| {
-            (0..len)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect()
-        })
-        .collect()
+    let bytes =
+        (0..count * len).map(|i| ((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8);
+    let bytes: Vec<u8> = bytes.collect();
+    bytes.chunks(len).map(<[u8]>::to_vec).collect()
 }
 
 fn per_core(c: &mut Criterion<ThreadCpuTime>) {

@@ -17,7 +17,9 @@ use std::array::from_fn;
 
 use super::kernel::checked_pointers;
 use super::md5_avx512::transpose;
+use super::sha256_avx2::rounds;
 use super::sha256_ni::K;
+use super::sha512_avx512::{CH, MAJ, XOR3};
 
 /// Lanes per 512-bit register, and messages per call.
 const WIDTH: usize = 16;
@@ -53,19 +55,27 @@ pub(super) unsafe fn compress<const N: usize>(
     unsafe { compress_lanes(states, &ptrs, blocks) }
 }
 
-// `vpternlogd` immediates, as in `sha512_avx512`: the function's value on 0xf0, 0xcc, 0xaa.
-/// x ^ y ^ z.
-const XOR3: i32 = 0xf0 ^ 0xcc ^ 0xaa;
-/// Ch(x, y, z) = (x & y) ^ (!x & z).
-const CH: i32 = (0xf0 & 0xcc) | (!0xf0 & 0xaa);
-/// Maj(x, y, z): the bit most of the three have.
-const MAJ: i32 = (0xf0 & 0xcc) | (0xf0 & 0xaa) | (0xcc & 0xaa);
-
-/// The xor of three words in one instruction.
+/// The xor of the rotations right of every word by `A`, `B` and `C`: Σ0 and Σ1.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn xor3(x: __m512i, y: __m512i, z: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi32::<XOR3>(x, y, z)
+fn rotations<const A: i32, const B: i32, const C: i32>(x: __m512i) -> __m512i {
+    _mm512_ternarylogic_epi32::<XOR3>(
+        _mm512_ror_epi32::<A>(x),
+        _mm512_ror_epi32::<B>(x),
+        _mm512_ror_epi32::<C>(x),
+    )
+}
+
+/// The xor of the rotations right of every word by `A` and `B` and its shift right by `S`:
+/// σ0 and σ1.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn rotations_shift<const A: i32, const B: i32, const S: u32>(x: __m512i) -> __m512i {
+    _mm512_ternarylogic_epi32::<XOR3>(
+        _mm512_ror_epi32::<A>(x),
+        _mm512_ror_epi32::<B>(x),
+        _mm512_srli_epi32::<S>(x),
+    )
 }
 
 /// Schedule word `t + 16` (FIPS 180-4, 6.2.2, step 1): σ1(W[t - 2]) + W[t - 7] +
@@ -75,17 +85,8 @@ fn xor3(x: __m512i, y: __m512i, z: __m512i) -> __m512i {
 #[target_feature(enable = "avx512f")]
 fn schedule(w: &mut [__m512i; 64], t: usize) {
     let t = t + 16;
-    let (x, y) = (w[t - 15], w[t - 2]);
-    let sigma0 = xor3(
-        _mm512_ror_epi32::<7>(x),
-        _mm512_ror_epi32::<18>(x),
-        _mm512_srli_epi32::<3>(x),
-    );
-    let sigma1 = xor3(
-        _mm512_ror_epi32::<17>(y),
-        _mm512_ror_epi32::<19>(y),
-        _mm512_srli_epi32::<10>(y),
-    );
+    let sigma0 = rotations_shift::<7, 18, 3>(w[t - 15]);
+    let sigma1 = rotations_shift::<17, 19, 10>(w[t - 2]);
     w[t] = _mm512_add_epi32(
         _mm512_add_epi32(sigma1, w[t - 7]),
         _mm512_add_epi32(sigma0, w[t - 16]),
@@ -132,55 +133,15 @@ unsafe fn compress_lanes(states: &mut [[u32; 8]; WIDTH], ptrs: &[*const u8; WIDT
                 // T2 = Σ0(a) + Maj(a, b, c), Σ0 = rotr 2 ^ rotr 13 ^ rotr 22.
                 let ch = _mm512_ternarylogic_epi32::<CH>($e, $f, $g);
                 let t1 = _mm512_add_epi32($h, _mm512_add_epi32(w[t], k));
-                let sigma1 = xor3(
-                    _mm512_ror_epi32::<6>($e),
-                    _mm512_ror_epi32::<11>($e),
-                    _mm512_ror_epi32::<25>($e),
-                );
-                let t1 = _mm512_add_epi32(_mm512_add_epi32(t1, ch), sigma1);
+                let t1 = _mm512_add_epi32(_mm512_add_epi32(t1, ch), rotations::<6, 11, 25>($e));
                 let maj = _mm512_ternarylogic_epi32::<MAJ>($a, $b, $c);
-                let sigma0 = xor3(
-                    _mm512_ror_epi32::<2>($a),
-                    _mm512_ror_epi32::<13>($a),
-                    _mm512_ror_epi32::<22>($a),
-                );
+                let sigma0 = rotations::<2, 13, 22>($a);
                 $d = _mm512_add_epi32($d, t1);
                 $h = _mm512_add_epi32(t1, _mm512_add_epi32(sigma0, maj));
             };
         }
 
-        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = s;
-        for t in (0..48).step_by(8) {
-            round!(a, b, c, d, e, f, g, h, t);
-            schedule(&mut w, t);
-            round!(h, a, b, c, d, e, f, g, t + 1);
-            schedule(&mut w, t + 1);
-            round!(g, h, a, b, c, d, e, f, t + 2);
-            schedule(&mut w, t + 2);
-            round!(f, g, h, a, b, c, d, e, t + 3);
-            schedule(&mut w, t + 3);
-            round!(e, f, g, h, a, b, c, d, t + 4);
-            schedule(&mut w, t + 4);
-            round!(d, e, f, g, h, a, b, c, t + 5);
-            schedule(&mut w, t + 5);
-            round!(c, d, e, f, g, h, a, b, t + 6);
-            schedule(&mut w, t + 6);
-            round!(b, c, d, e, f, g, h, a, t + 7);
-            schedule(&mut w, t + 7);
-        }
-        for t in (48..64).step_by(8) {
-            round!(a, b, c, d, e, f, g, h, t);
-            round!(h, a, b, c, d, e, f, g, t + 1);
-            round!(g, h, a, b, c, d, e, f, t + 2);
-            round!(f, g, h, a, b, c, d, e, t + 3);
-            round!(e, f, g, h, a, b, c, d, t + 4);
-            round!(d, e, f, g, h, a, b, c, t + 5);
-            round!(c, d, e, f, g, h, a, b, t + 6);
-            round!(b, c, d, e, f, g, h, a, t + 7);
-        }
-        for (s, new) in s.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-            *s = _mm512_add_epi32(*s, new);
-        }
+        rounds!(round, s, w, _mm512_add_epi32);
     }
 
     for (word, v) in s.into_iter().enumerate() {

@@ -46,16 +46,39 @@ pub(super) unsafe fn compress<const N: usize>(
     data: &[&[u8]; N],
     blocks: usize,
 ) {
-    let ptrs = message_pointers(data, blocks);
-    // SAFETY: the caller guarantees AVX2; every pointer has `blocks * 128` readable bytes
-    // (checked by `message_pointers`) and `data` outlives the call.
+    // SAFETY: the caller guarantees AVX2, which the functions need.
     unsafe {
-        if N == WIDTH {
-            compress_groups::<1>(states, &ptrs, blocks);
-        } else {
-            compress_groups::<2>(states, &ptrs, blocks);
-        }
+        by_groups(
+            states,
+            data,
+            blocks,
+            [compress_groups::<1>, compress_groups::<2>],
+        )
     }
+}
+
+/// The `compress_groups` of a kernel for one group of four messages and for two.
+pub(super) type Groups = [unsafe fn(&mut [[u64; 8]], &[*const u8], usize); 2];
+
+/// Runs `groups[0]` over 4 messages or `groups[1]` over 8, once checked that every message
+/// has `blocks` blocks: the entry of every kernel of four 64-bit lanes per register.
+///
+/// # Panics
+/// If a message is shorter. `N` other than 4 or 8 does not compile.
+///
+/// # Safety
+/// The CPU must run the functions of `groups`.
+pub(super) unsafe fn by_groups<const N: usize>(
+    states: &mut [[u64; 8]; N],
+    data: &[&[u8]; N],
+    blocks: usize,
+    groups: Groups,
+) {
+    let ptrs = message_pointers(data, blocks);
+    // SAFETY: the caller guarantees the CPU; every pointer has `blocks * 128` readable bytes
+    // (checked by `message_pointers`) and `data` outlives the call; there are `4 * G`
+    // messages for `groups[G - 1]`.
+    unsafe { groups[N / WIDTH - 1](states, &ptrs, blocks) }
 }
 
 /// Whether this CPU runs [`compress_clmul`]: AVX2 and VPCLMULQDQ (the carry-less multiply
@@ -76,16 +99,9 @@ pub(super) unsafe fn compress_clmul<const N: usize>(
     data: &[&[u8]; N],
     blocks: usize,
 ) {
-    let ptrs = message_pointers(data, blocks);
-    // SAFETY: the caller guarantees AVX2 and VPCLMULQDQ; every pointer has `blocks * 128`
-    // readable bytes (checked by `message_pointers`) and `data` outlives the call.
-    unsafe {
-        if N == WIDTH {
-            compress_groups_clmul::<1>(states, &ptrs, blocks);
-        } else {
-            compress_groups_clmul::<2>(states, &ptrs, blocks);
-        }
-    }
+    let groups: Groups = [compress_groups_clmul::<1>, compress_groups_clmul::<2>];
+    // SAFETY: the caller guarantees AVX2 and VPCLMULQDQ, which the functions need.
+    unsafe { by_groups(states, data, blocks, groups) }
 }
 
 /// The start of every message, once checked that each has `blocks` blocks: what makes the

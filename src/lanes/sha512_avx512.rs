@@ -21,7 +21,7 @@ use std::arch::x86_64::*;
 
 use super::kernel::checked_pointers;
 use super::sha512_avx2::{
-    BLOCK, K, WIDTH, load_block, load_states, message_pointers, rounds, store_states,
+    BLOCK, K, WIDTH, by_groups, load_block, load_states, rounds, store_states,
 };
 
 /// Whether this CPU runs the kernel: AVX-512F (the foundation every AVX-512 instruction
@@ -45,15 +45,14 @@ pub(super) unsafe fn compress<const N: usize>(
     data: &[&[u8]; N],
     blocks: usize,
 ) {
-    let ptrs = message_pointers(data, blocks);
-    // SAFETY: the caller guarantees AVX-512F and AVX-512VL; every pointer has `blocks * 128`
-    // readable bytes (checked by `message_pointers`) and `data` outlives the call.
+    // SAFETY: the caller guarantees AVX-512F and AVX-512VL, which the functions need.
     unsafe {
-        if N == WIDTH {
-            compress_groups::<1>(states, &ptrs, blocks);
-        } else {
-            compress_groups::<2>(states, &ptrs, blocks);
-        }
+        by_groups(
+            states,
+            data,
+            blocks,
+            [compress_groups::<1>, compress_groups::<2>],
+        )
     }
 }
 
@@ -64,11 +63,11 @@ super::kernel::bench_entry!(bench_compress_sha512_avx512, [u64; 8]);
 // z = 0xaa (the columns of that table) gives it.
 
 /// x ^ y ^ z.
-const XOR3: i32 = 0xf0 ^ 0xcc ^ 0xaa;
+pub(super) const XOR3: i32 = 0xf0 ^ 0xcc ^ 0xaa;
 /// Ch(x, y, z) = (x & y) ^ (!x & z): y where x is set, z elsewhere.
-const CH: i32 = (0xf0 & 0xcc) | (!0xf0 & 0xaa);
+pub(super) const CH: i32 = (0xf0 & 0xcc) | (!0xf0 & 0xaa);
 /// Maj(x, y, z) = (x & y) ^ (x & z) ^ (y & z): the bit most of the three have.
-const MAJ: i32 = (0xf0 & 0xcc) | (0xf0 & 0xaa) | (0xcc & 0xaa);
+pub(super) const MAJ: i32 = (0xf0 & 0xcc) | (0xf0 & 0xaa) | (0xcc & 0xaa);
 
 /// x ^ y ^ z in one instruction.
 #[inline]
