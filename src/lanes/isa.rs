@@ -7,6 +7,7 @@
 //! whoever wants them, on a machine that has both. It only ever narrows the choice: a kernel
 //! runs only where the CPU has its instructions, whatever the cap says.
 
+use std::ffi::OsStr;
 use std::fmt;
 use std::str::FromStr;
 
@@ -70,9 +71,16 @@ impl Isa {
     /// # Errors
     /// The message for a value of `MTSUM_SIMD` that is not one of [`Isa`]'s names.
     pub fn cap_from_env() -> Result<Isa, IsaError> {
-        let forced =
-            std::env::var_os(super::FORCE_PORTABLE_VAR).is_some_and(|v| !v.is_empty() && v != "0");
-        let cap = match std::env::var_os(super::SIMD_VAR) {
+        Isa::cap_from(
+            std::env::var_os(super::SIMD_VAR).as_deref(),
+            std::env::var_os(super::FORCE_PORTABLE_VAR).as_deref(),
+        )
+    }
+
+    /// [`Isa::cap_from_env`] given the values of the two variables.
+    fn cap_from(simd: Option<&OsStr>, force_portable: Option<&OsStr>) -> Result<Isa, IsaError> {
+        let forced = force_portable.is_some_and(|v| !v.is_empty() && v != "0");
+        let cap = match simd {
             None => Isa::ALL,
             Some(value) if value.is_empty() => Isa::ALL,
             Some(value) => value
@@ -147,6 +155,21 @@ mod tests {
             let err = bad.parse::<Isa>().unwrap_err().to_string();
             assert!(err.starts_with("MTSUM_SIMD: unknown"), "{err}");
         }
+    }
+
+    #[test]
+    fn force_portable_is_the_portable_cap_for_any_value_but_empty_or_0() {
+        let os = |v: &'static str| Some(OsStr::new(v));
+        for value in ["1", "yes"] {
+            assert_eq!(Isa::cap_from(None, os(value)), Ok(Isa::PORTABLE));
+            assert_eq!(Isa::cap_from(os("avx2"), os(value)), Ok(Isa::PORTABLE));
+        }
+        for value in [None, os(""), os("0")] {
+            assert_eq!(Isa::cap_from(None, value), Ok(Isa::ALL));
+            assert_eq!(Isa::cap_from(os(""), value), Ok(Isa::ALL));
+            assert_eq!(Isa::cap_from(os("avx2"), value), "avx2".parse());
+        }
+        assert!(Isa::cap_from(os("avx3"), os("0")).is_err());
     }
 
     #[test]
