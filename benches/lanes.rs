@@ -1,5 +1,6 @@
-//! Multi-buffer hashing on one core: lane sets against one stream at a time, for MD5 (16
-//! lanes) and, more briefly, the SHA algorithms (every kernel this CPU has for them).
+//! Multi-buffer hashing on one core: lane sets against one stream at a time, for MD5 (every
+//! kernel this CPU has), on long, short and one-block messages. `benches/per_core.rs` measures
+//! every algorithm's kernels.
 //!
 //! `cargo bench --bench lanes`; `-- "md5 16 x 1 MiB"` for the headline group only. Every group hashes
 //! the same bytes with every contender, so the ratios hold even on a loaded machine; the
@@ -106,34 +107,5 @@ fn md5_lanes(c: &mut Criterion) {
     compare(c, "md5 1024 x 64 B", 1024, 64);
 }
 
-/// The SHA algorithms: every kernel against the one-stream backend of `Algorithm::hash`.
-fn sha_lanes(c: &mut Criterion) {
-    let owned = messages(64, 4 << 10);
-    let slices: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-    for alg in [
-        Algorithm::Sha1,
-        Algorithm::Sha224,
-        Algorithm::Sha256,
-        Algorithm::Sha384,
-        Algorithm::Sha512,
-    ] {
-        let mut group = c.benchmark_group(format!("{alg} 64 x 4 KiB"));
-        group.throughput(Throughput::Bytes((64 * 4) << 10));
-        for kernel in Kernel::available(alg) {
-            group.bench_function(BenchmarkId::new("lanes", kernel), |b| {
-                b.iter(|| lanes::hash_many(kernel, b"", black_box(&slices)))
-            });
-        }
-        group.bench_function("one-stream", |b| {
-            b.iter(|| {
-                for m in &slices {
-                    black_box(alg.hash(m));
-                }
-            })
-        });
-        group.finish();
-    }
-}
-
-criterion_group!(benches, md5_lanes, sha_lanes);
+criterion_group!(benches, md5_lanes);
 criterion_main!(benches);

@@ -1,19 +1,24 @@
 //! Locating and repairing damage with the database's leaf digests: a flipped byte reported in
 //! the byte range of its leaf for sizes around leaf boundaries, repairs of one and of several
-//! ranges compared with `cmp`, and the repairs that must be refused without writing a byte.
+//! ranges compared with `cmp`, the repairs that must be refused without writing a byte, and
+//! repairs cut short (killed, an I/O error) that the next audit must not take for an edit.
 
 #![cfg(feature = "database")]
 
 mod common;
 
 use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};
-use common::{pattern, tempdir};
+use common::{MTSUM, pattern, tempdir};
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::Command as StdCommand;
+use std::time::{Duration, SystemTime};
 
 use mtsum::audit::outboard::MIN_LEAF;
+use mtsum::audit::{Stamp, Store};
+use rusqlite::Connection;
 
 fn mtsum(dir: &Path, args: &[&str]) -> Run {
     mtsum_in(dir, args)
@@ -244,4 +249,295 @@ fn an_audit_repairs_from_a_mirror_of_the_tree() {
     ));
     let again = mtsum(dir.path(), &["--audit", "--db", "db", "-r", "t"]);
     assert_eq!(again.code, Some(0));
+}
+
+const INTERRUPTED: &str = "a repair was interrupted; run --repair again";
+
+/// `mtsum ARGS` in `dir`, unable to write a file past `limit` bytes (`RLIMIT_FSIZE`): the
+/// first write past it kills the process with SIGXFSZ, at that write and nowhere else, as a
+/// `kill -9` or a power cut would; with `survive`, the signal is ignored and the write fails
+/// with EFBIG (`File too large`), an I/O error in the middle of the work.
+fn mtsum_with_file_limit(dir: &Path, args: &[&str], limit: u64, survive: bool) -> Run {
+    let mut cmd = StdCommand::new(MTSUM);
+    cmd.args(args).current_dir(dir);
+    // SAFETY: between fork and exec the closure only calls setrlimit and signal, which are
+    // async-signal-safe, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fsize = libc::rlimit {
+                rlim_cur: limit as libc::rlim_t,
+                rlim_max: limit as libc::rlim_t,
+            };
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &fsize) != 0
+                || libc::setrlimit(libc::RLIMIT_CORE, &no_core) != 0
+                || (survive && libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("mtsum runs");
+    let killed = out.status.signal();
+    assert_eq!(
+        killed,
+        (!survive).then_some(libc::SIGXFSZ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Run {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code(),
+    }
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    fs::metadata(path).unwrap().modified().unwrap()
+}
+
+/// The recorded size and mtime of `name` in the database `db`, and the number of repairs
+/// marked in progress.
+fn stored(db: &Path, name: &str) -> ((i64, i64, i64), i64) {
+    let conn = Connection::open(db).unwrap();
+    let stamp = conn
+        .query_row(
+            "SELECT size, mtime_sec, mtime_nsec FROM records WHERE path = ?1",
+            [name.as_bytes()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let marks = conn
+        .query_row("SELECT count(*) FROM repairs", [], |r| r.get(0))
+        .unwrap();
+    (stamp, marks)
+}
+
+/// A recorded file `t/f` of four leaves with its copy `b/f`, damaged in its first and last
+/// leaves; returns their paths and the recorded mtime.
+fn damaged_in_two_leaves(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, SystemTime) {
+    let (file, copy) = recorded_with_copy(dir, 4 * MIN_LEAF as usize);
+    flip(&file, &[10, 3 * MIN_LEAF + 10]);
+    (file.clone(), copy, mtime(&file))
+}
+
+/// What an interrupted repair of [`damaged_in_two_leaves`] left: the first leaf written, the
+/// last not, a new mtime; the record as it was, the repair marked.
+fn assert_half_repaired(dir: &Path, file: &Path, copy: &Path, recorded: SystemTime) {
+    let (now, good) = (fs::read(file).unwrap(), fs::read(copy).unwrap());
+    let leaf = MIN_LEAF as usize;
+    assert_eq!(now[..leaf], good[..leaf], "the first leaf was written");
+    assert_ne!(now[3 * leaf..], good[3 * leaf..], "the last one was not");
+    assert_ne!(mtime(file), recorded, "the write moved the mtime");
+    let (stamp, marks) = stored(&dir.join("db"), "t/f");
+    assert_eq!(marks, 1, "the repair is marked in progress");
+    let since = recorded.duration_since(SystemTime::UNIX_EPOCH).unwrap();
+    assert_eq!(
+        stamp,
+        (
+            4 * MIN_LEAF as i64,
+            since.as_secs() as i64,
+            since.subsec_nanos() as i64
+        )
+    );
+}
+
+/// The next audit of a half-repaired `t/f`, even with `--update`, calls it corrupt for the
+/// interrupted repair and keeps its record; in JSON too.
+fn assert_audit_says_interrupted(dir: &Path, recorded: SystemTime) {
+    let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF - 1);
+    let audit = mtsum(dir, &["--audit", "--db", "db", "--update", "t/f"]);
+    assert_eq!(audit.code, Some(1), "{}", audit.stderr);
+    assert_eq!(audit.stdout, format!("corrupt  t/f  (bytes {last})\n"));
+    assert!(
+        audit
+            .stderr
+            .contains(&format!("mtsum: t/f: {INTERRUPTED}\n")),
+        "{}",
+        audit.stderr
+    );
+    let json = mtsum(dir, &["--audit", "--db", "db", "--update", "--json", "t/f"]);
+    assert_eq!(json.code, Some(1));
+    let v: serde_json::Value = serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(v["status"], "corrupt");
+    assert_eq!(v["error"], INTERRUPTED);
+    assert_eq!(v["action"], "kept");
+    assert_eq!(
+        v["damaged"],
+        serde_json::json!([[3 * MIN_LEAF, 4 * MIN_LEAF]])
+    );
+    let (_, marks) = stored(&dir.join("db"), "t/f");
+    assert_eq!(marks, 1);
+    assert_ne!(mtime(&dir.join("t/f")), recorded);
+}
+
+/// `run` finished the interrupted repair of [`damaged_in_two_leaves`]: the last leaf written,
+/// the file now byte for byte the copy with its recorded mtime, the mark gone, and the next
+/// audit finds it ok.
+fn assert_finished(dir: &Path, run: &Run, copy: &Path, recorded: SystemTime) {
+    let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF - 1);
+    assert_eq!(run.stdout, format!("repaired  t/f  (bytes {last})\n"));
+    let file = dir.join("t/f");
+    assert!(same(&file, copy));
+    assert_eq!(mtime(&file), recorded);
+    assert_eq!(stored(&dir.join("db"), "t/f").1, 0, "the mark is gone");
+    let audit = mtsum(dir, &["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+}
+
+/// Repairs of the file of [`damaged_in_two_leaves`] write its first leaf, then die at the
+/// last: the file system takes no byte past the second leaf.
+const LIMIT: u64 = 2 * MIN_LEAF;
+
+#[test]
+fn a_repair_killed_midway_is_corrupt_to_the_next_audit_and_finished_by_the_next_repair() {
+    let dir = tempdir();
+    let (file, copy, recorded) = damaged_in_two_leaves(dir.path());
+    let args = ["--repair", "t/f", "--from", "b/f", "--db", "db"];
+    let killed = mtsum_with_file_limit(dir.path(), &args, LIMIT, false);
+    assert_eq!(killed.code, None);
+    assert_half_repaired(dir.path(), &file, &copy, recorded);
+    assert_audit_says_interrupted(dir.path(), recorded);
+
+    let again = repair(dir.path(), "b/f", &[]);
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert_finished(dir.path(), &again, &copy, recorded);
+}
+
+#[test]
+fn a_repair_failing_midway_with_an_io_error_leaves_the_mark_and_an_audit_finishes_it() {
+    let dir = tempdir();
+    let (file, copy, recorded) = damaged_in_two_leaves(dir.path());
+    let args = ["--repair", "t/f", "--from", "b/f", "--db", "db"];
+    let failed = mtsum_with_file_limit(dir.path(), &args, LIMIT, true);
+    assert_eq!(failed.code, Some(1));
+    assert_eq!(failed.stderr, "mtsum: t/f: File too large\n");
+    assert_half_repaired(dir.path(), &file, &copy, recorded);
+    assert_audit_says_interrupted(dir.path(), recorded);
+
+    // During an audit too: --repair-from finishes it (the file was found corrupt: status 1).
+    let audit = mtsum(
+        dir.path(),
+        &["--audit", "--db", "db", "t/f", "--repair-from", "b"],
+    );
+    assert_eq!(audit.code, Some(1), "{}", audit.stderr);
+    assert!(!audit.stderr.contains(INTERRUPTED), "{}", audit.stderr);
+    assert_finished(dir.path(), &audit, &copy, recorded);
+}
+
+#[test]
+fn a_repair_cut_short_after_its_last_leaf_only_needs_its_mtime_put_back() {
+    let dir = tempdir();
+    let (file, copy) = recorded_with_copy(dir.path(), 3 * MIN_LEAF as usize);
+    let recorded = mtime(&file);
+    let stamp = Stamp::of(&fs::metadata(&file).unwrap());
+    flip(&file, &[MIN_LEAF]);
+    // As the repair leaves it when killed between its last write and putting the mtime back:
+    // marked through the library as the repair marks it, every leaf good, a new mtime.
+    let mut store = Store::Database(dir.path().join("db"))
+        .open(true, false)
+        .unwrap();
+    store.begin_repair(Path::new("t/f"), stamp).unwrap();
+    drop(store);
+    fs::write(&file, fs::read(&copy).unwrap()).unwrap();
+    let later = recorded + Duration::from_secs(60);
+    OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+
+    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "--update", "t/f"]);
+    assert_eq!(audit.code, Some(1));
+    assert_eq!(audit.stdout, "corrupt  t/f\n");
+    assert!(audit.stderr.contains(INTERRUPTED), "{}", audit.stderr);
+    let dry = repair(dir.path(), "b/f", &["--dry-run"]);
+    assert_eq!(
+        (dry.code, dry.stdout.as_str()),
+        (Some(0), "would repair  t/f\n")
+    );
+    assert_eq!(mtime(&file), later);
+    let r = repair(dir.path(), "b/f", &[]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "repaired  t/f\n"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(mtime(&file), recorded);
+    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+}
+
+#[test]
+fn a_mark_does_not_cover_a_change_of_size_nor_outlive_fix() {
+    let dir = tempdir();
+    let (file, _) = recorded_with_copy(dir.path(), 2 * MIN_LEAF as usize);
+    let stamp = Stamp::of(&fs::metadata(&file).unwrap());
+    let mut store = Store::Database(dir.path().join("db"))
+        .open(true, false)
+        .unwrap();
+    store.begin_repair(Path::new("t/f"), stamp).unwrap();
+    drop(store);
+    // A repair never changes the size: a file that grew was edited.
+    let mut grown = fs::read(&file).unwrap();
+    grown.push(0);
+    fs::write(&file, &grown).unwrap();
+    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
+    assert_eq!(audit.stdout, "modified  t/f\n");
+    let r = repair(dir.path(), "b/f", &[]);
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("was modified"), "{}", r.stderr);
+    // Back to its size with a new mtime: the mark's again, until --fix accepts the file.
+    grown.pop();
+    grown[5] ^= 1;
+    fs::write(&file, &grown).unwrap();
+    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
+    assert_eq!(audit.stdout, "corrupt  t/f  (bytes 0-65535)\n");
+    let fix = mtsum(dir.path(), &["--audit", "--db", "db", "--fix", "t/f"]);
+    assert_eq!(fix.stdout, "corrupt  t/f  (bytes 0-65535)\n");
+    assert_eq!(stored(&dir.path().join("db"), "t/f").1, 0);
+    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+}
+
+#[test]
+fn a_database_of_version_1_is_read_as_it_is_and_upgraded_when_written() {
+    let dir = tempdir();
+    let (file, _) = recorded_with_copy(dir.path(), 100);
+    let db = dir.path().join("db");
+    let version = |db: &Path| -> i32 {
+        let conn = Connection::open(db).unwrap();
+        conn.pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(version(&db), 2);
+    // Version 1 is version 2 without the repairs table.
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch("DROP TABLE repairs; PRAGMA user_version = 1;")
+        .unwrap();
+    let dry = mtsum(dir.path(), &["--audit", "--db", "db", "--dry-run", "t/f"]);
+    assert_eq!(
+        (dry.code, dry.stdout.as_str()),
+        (Some(0), "ok  t/f\n"),
+        "{}",
+        dry.stderr
+    );
+    let export = mtsum(dir.path(), &["--audit", "--export", "-", "--db", "db"]);
+    assert_eq!(export.code, Some(0), "{}", export.stderr);
+    assert!(export.stdout.contains("t/f"), "{}", export.stdout);
+    assert_eq!(version(&db), 1, "a reader writes nothing");
+    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+    assert_eq!(version(&db), 2);
+    assert_eq!(stored(&db, "t/f").1, 0);
+    flip(&file, &[7]);
+    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
+    assert_eq!(audit.stdout, "corrupt  t/f  (bytes 0-99)\n");
 }

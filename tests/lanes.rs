@@ -2,7 +2,8 @@
 //! sha1, sha224, sha256, sha384 and sha512, every kernel this CPU runs (the portable ones
 //! always, SIMD ones where present), every lane; the published vectors, lengths ending at every
 //! position of a block, prefixes, random mixes of lengths, chunkings and call orders, and the
-//! roots of the fixed-leaf layouts with lanes on and off.
+//! roots of the fixed-leaf layouts with lanes on and off, and of the `mtsum` command under every
+//! kernel cap (`MTSUM_SIMD`).
 
 mod common;
 
@@ -84,10 +85,10 @@ fn kernels_exist_for_the_merkle_damgard_algorithms_with_their_lane_counts() {
     for (alg, lanes) in [
         (Algorithm::Md5, 32),
         (Algorithm::Sha1, 8),
-        (Algorithm::Sha224, 8),
-        (Algorithm::Sha256, 8),
-        (Algorithm::Sha384, 8),
-        (Algorithm::Sha512, 8),
+        (Algorithm::Sha224, 16),
+        (Algorithm::Sha256, 16),
+        (Algorithm::Sha384, 16),
+        (Algorithm::Sha512, 16),
     ] {
         let portable = Kernel::portable(alg).expect("a portable kernel");
         assert_eq!(portable.algorithm(), alg);
@@ -415,43 +416,91 @@ fn hash_randomly(kernel: Kernel, messages: &[Vec<u8>], max_chunk: usize, seed: u
     digests.into_iter().map(Option::unwrap).collect()
 }
 
-#[test]
-fn mtsum_prints_the_same_md5_roots_with_the_portable_kernel_forced() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("data");
-    let data = bytes(17, 300 * 1024 + 17);
-    std::fs::write(&path, &data).unwrap();
-    let mtsum = |layout: &str, leaf: Option<&str>, force: bool| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mtsum"));
-        cmd.args(["-a", "md5", "-t", layout]);
-        if let Some(leaf) = leaf {
-            cmd.args(["-l", leaf]);
-        }
-        cmd.arg(&path).env_remove(lanes::FORCE_PORTABLE_VAR);
-        if force {
-            cmd.env(lanes::FORCE_PORTABLE_VAR, "1");
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    for (layout, leaf) in [
-        ("merkle", Some("4K")),
-        ("rfc6962", Some("1K")),
-        ("rfc6962", Some("64")),
-        ("mtsum", None),
-        ("plain", None),
-    ] {
-        let parsed = Layout::from_name(layout, leaf.map(|l| l.parse().unwrap())).unwrap();
-        let root = reference::root(parsed, Algorithm::Md5, &data).to_hex();
-        let native = mtsum(layout, leaf, false);
-        assert!(native.starts_with(&root), "{parsed}: {native}");
-        assert_eq!(mtsum(layout, leaf, true), native, "{parsed}");
+/// The kernel caps the CLI test runs with, as environment variables: none, then every one
+/// that narrows the choice (on a CPU with AVX-512, `avx2` runs the AVX2 kernels).
+const CAPS: [Option<(&str, &str)>; 5] = [
+    None,
+    Some((lanes::SIMD_VAR, "avx2")),
+    Some((lanes::SIMD_VAR, "avx2-nosha")),
+    Some((lanes::SIMD_VAR, "portable")),
+    Some((lanes::FORCE_PORTABLE_VAR, "1")),
+];
+
+/// `mtsum ARGS` with only the environment variable `cap` of [`CAPS`] set: its stdout and stderr.
+fn mtsum_capped(args: &[&str], cap: Option<(&str, &str)>) -> (Option<i32>, String, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mtsum"));
+    cmd.args(args)
+        .env_remove(lanes::FORCE_PORTABLE_VAR)
+        .env_remove(lanes::SIMD_VAR);
+    if let Some((var, value)) = cap {
+        cmd.env(var, value);
     }
+    let out = cmd.output().unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (out.status.code(), text(out.stdout), text(out.stderr))
+}
+
+#[test]
+fn mtsum_prints_the_same_roots_under_every_kernel_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    // Several files, so that even `plain` and `mtsum` hash messages side by side in lanes,
+    // one of them of many leaves for the fixed-leaf layouts.
+    let files: Vec<(String, Vec<u8>)> = [300 * 1024 + 17, 5000, 129, 0]
+        .into_iter()
+        .enumerate()
+        .map(|(i, len)| {
+            let path = dir.path().join(format!("f{i}"));
+            let data = bytes(17 + i as u64, len);
+            std::fs::write(&path, &data).unwrap();
+            (path.to_str().unwrap().to_owned(), data)
+        })
+        .collect();
+    for alg in ALGORITHMS {
+        for (layout, leaf) in [
+            ("merkle", Some("4K")),
+            ("rfc6962", Some("1K")),
+            ("mtsum", None),
+            ("plain", None),
+        ] {
+            let parsed = Layout::from_name(layout, leaf.map(|l| l.parse().unwrap())).unwrap();
+            let mut args = vec!["-a", alg.name(), "-t", layout];
+            args.extend(leaf.iter().flat_map(|l| ["-l", l]));
+            args.extend(files.iter().map(|(path, _)| path.as_str()));
+            let (code, native, stderr) = mtsum_capped(&args, None);
+            assert_eq!(code, Some(0), "{stderr}");
+            let lines: Vec<&str> = native.lines().collect();
+            assert_eq!(lines.len(), files.len(), "{native}");
+            for (line, (_, data)) in lines.iter().zip(&files) {
+                let root = reference::root(parsed, alg, data).to_hex();
+                assert!(line.starts_with(&root), "{alg} {parsed}: {line}");
+            }
+            for cap in &CAPS[1..] {
+                let (code, capped, stderr) = mtsum_capped(&args, *cap);
+                assert_eq!(code, Some(0), "{stderr}");
+                assert_eq!(capped, native, "{alg} {parsed} under {cap:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn mtsum_names_no_kernel_under_the_portable_cap_and_refuses_an_unknown_one() {
+    for cap in [
+        (lanes::SIMD_VAR, "portable"),
+        (lanes::FORCE_PORTABLE_VAR, "1"),
+    ] {
+        let (code, _, stderr) =
+            mtsum_capped(&["--verbose", "-a", "md5", "-t", "plain", "-"], Some(cap));
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stderr.contains("Multi-buffer kernel: none\n"), "{stderr}");
+    }
+    let (code, stdout, stderr) = mtsum_capped(&["-a", "md5", "-"], Some((lanes::SIMD_VAR, "sse9")));
+    assert_eq!((code, stdout.as_str()), (Some(2), ""));
+    assert!(
+        stderr.starts_with("mtsum: MTSUM_SIMD: unknown instruction sets 'sse9'")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
 }
 
 /// The digest of one job of `layout` hashed in chunks of the given sizes, in turn.

@@ -4,9 +4,16 @@
 //!
 //! Only what is known to be damaged is touched: the leaves whose digests differ from the
 //! outboard ([`super::outboard`]). Nothing at all is written unless every leaf to fetch from
-//! the copy checks out and the copy has the file's size; then the leaves are written in place,
-//! flushed to the disk, the recorded mtime is put back (the content is the recorded one
-//! again), and the whole file is verified against its record.
+//! the copy checks out and the copy has the file's size; then the store marks the repair as
+//! in progress (durably), the leaves are written in place, flushed to the disk, the recorded
+//! mtime is put back (the content is the recorded one again), the whole file is verified
+//! against its record, and the record, checked `ok`, ends the mark.
+//!
+//! A repair cut short between the first write and the mtime put back (killed, a power cut, an
+//! I/O error) leaves a half-repaired file with a new mtime. The mark says why
+//! ([`RecordStore::begin_repair`]): audits call the file `corrupt`, not `modified`, and keep
+//! its record, and the next repair takes up the work, comparing the leaves with the recorded
+//! ones whatever the mtime, and putting the mtime back even when every leaf is good already.
 
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
@@ -19,7 +26,7 @@ use crate::source::{InputError, Mtime, Stamp};
 use super::AuditError;
 use super::outboard::{self, Outboard};
 use super::read::{self, Io, Want};
-use super::store::{Change, Prior, Record, Store, StoreError};
+use super::store::{Change, Prior, Record, RecordStore, Store, StoreError};
 use super::verdict::Status;
 
 /// Why a file was not repaired. The message is the part after `mtsum: FILE: `.
@@ -55,17 +62,40 @@ impl From<std::io::Error> for RepairError {
     }
 }
 
+impl From<StoreError> for RepairError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::File(e) => RepairError::Input(e),
+            StoreError::Fatal(e) => RepairError::Store(e),
+        }
+    }
+}
+
+/// A damaged file as its record and leaf digests show it.
+#[derive(Clone, Copy, Debug)]
+pub struct Damage<'a> {
+    pub record: &'a Record,
+    /// The recorded leaf digests.
+    pub recorded: &'a Outboard,
+    /// The byte ranges (end exclusive) whose leaves differ from the recorded ones: none when
+    /// only the mtime of an interrupted repair is left to put back.
+    pub ranges: &'a [Range<u64>],
+}
+
 /// What a repair did (or, in a dry run, would do).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Repaired {
-    /// The byte ranges taken from the copy (end exclusive); none when the file was fine.
+    /// The byte ranges taken from the copy (end exclusive); none when the file was fine, or
+    /// when only an interrupted repair's mtime was left to put back.
     pub ranges: Vec<Range<u64>>,
+    /// Whether the file needed a repair: damaged ranges, or an interrupted repair to finish.
+    pub needed: bool,
     /// Whether anything was written.
     pub written: bool,
 }
 
 /// Repairs `file` from `copy` with the record and leaf digests that `store` (a database)
-/// keeps for it.
+/// keeps for it, or finishes a repair of it that was cut short.
 pub fn repair(
     store: &Store,
     file: &Path,
@@ -78,19 +108,18 @@ pub fn repair(
         return Err(RepairError::NoRecord);
     }
     let mut store = store.open(!dry_run, false)?;
-    let fatal = |e: StoreError| match e {
-        StoreError::File(e) => RepairError::Input(e),
-        StoreError::Fatal(e) => RepairError::Store(e),
-    };
-    let Prior::Record(record) = store.lookup(file).map_err(fatal)?.prior else {
+    let entry = store.lookup(file)?;
+    let Prior::Record(record) = entry.prior else {
         return Err(RepairError::NoRecord);
     };
     let recorded = store
-        .outboard(file)
-        .map_err(fatal)?
+        .outboard(file)?
         .filter(|o| o.fits(record.stamp.len))
         .ok_or(RepairError::NoOutboard)?;
-    if Stamp::of(&std::fs::metadata(file)?) != record.stamp {
+    let stamp = Stamp::of(&std::fs::metadata(file)?);
+    // An interrupted repair leaves its mtime, never another size.
+    let ours = entry.repairing && stamp.len == record.stamp.len;
+    if stamp != record.stamp && !ours {
         return Err(RepairError::Modified);
     }
     let want = Want {
@@ -98,43 +127,55 @@ pub fn repair(
         leaves: Some((recorded.layout(), outboard::ALGORITHM)),
     };
     let now = read::hash_file(file, &want, io, None)?;
-    if now.digests[0] == record.digest {
-        return Ok(Repaired {
+    let repaired = if now.digests[0] == record.digest && stamp == record.stamp {
+        Repaired {
             ranges: Vec::new(),
+            needed: false,
             written: false,
-        });
-    }
-    let current = now.leaves.expect("asked for");
-    let ranges = recorded.damaged(&current, record.stamp.len);
-    let repaired = from_copy(file, &record, &recorded, &ranges, copy, dry_run, io)?;
-    if repaired.written {
-        store
-            .set(
-                file,
-                Change::Checked {
-                    status: Status::Ok,
-                    outboard: None,
-                },
-            )
-            .map_err(fatal)?;
+        }
+    } else {
+        let current = now.leaves.expect("asked for");
+        let ranges = recorded.damaged(&current, record.stamp.len);
+        let damage = Damage {
+            record: &record,
+            recorded: &recorded,
+            ranges: &ranges,
+        };
+        from_copy(&mut *store, file, damage, copy, dry_run, io)?
+    };
+    // A file that matches its record again ends the mark, also where the repair that set it
+    // got as far as verifying.
+    if repaired.written || entry.repairing {
+        let checked = Change::Checked {
+            status: Status::Ok,
+            outboard: None,
+        };
+        store.set(file, checked)?;
         store.finish()?;
     }
     Ok(repaired)
 }
 
-/// Puts back `ranges` of `file` (whose record and leaf digests are `record` and `recorded`)
-/// from `copy`: checks every leaf of the copy first, writes nothing if one is bad, else
-/// writes them, flushes, restores the mtime and verifies the whole file.
+/// Puts back the damaged ranges of `file` from `copy`: checks every leaf of the copy first,
+/// writes nothing if one is bad, else marks the repair in `store` ([`RecordStore::begin_repair`]),
+/// writes the leaves, flushes, restores the mtime and verifies the whole file. The caller
+/// then records the file checked `ok`, which ends the mark; on an error the mark stays (the
+/// file may be half repaired).
 pub fn from_copy(
+    store: &mut dyn RecordStore,
     file: &Path,
-    record: &Record,
-    recorded: &Outboard,
-    ranges: &[Range<u64>],
+    damage: Damage,
     copy: &Path,
     dry_run: bool,
     io: &Io,
 ) -> Result<Repaired, RepairError> {
-    if ranges.is_empty() {
+    let Damage {
+        record,
+        recorded,
+        ranges,
+    } = damage;
+    // Nothing to write and the mtime is the recorded one: nothing explains the digest.
+    if ranges.is_empty() && Stamp::of(&std::fs::metadata(file)?) == record.stamp {
         return Err(RepairError::Undetected);
     }
     let len = record.stamp.len;
@@ -155,10 +196,13 @@ pub fn from_copy(
     if dry_run {
         return Ok(Repaired {
             ranges: ranges.to_vec(),
+            needed: true,
             written: false,
         });
     }
     let target = OpenOptions::new().write(true).open(file)?;
+    // Durably, before the first byte: from here on the file may be half repaired.
+    store.begin_repair(file, record.stamp)?;
     for &i in &leaves {
         // Read and checked again: the copy may have changed since.
         let bytes = good_leaf(&source, recorded, i, len, copy)?;
@@ -178,6 +222,7 @@ pub fn from_copy(
     }
     Ok(Repaired {
         ranges: ranges.to_vec(),
+        needed: true,
         written: true,
     })
 }

@@ -108,6 +108,8 @@ enum Item {
         migrate_to: Option<(Layout, Algorithm)>,
         /// Whether the store has the file's leaf digests already.
         has_outboard: bool,
+        /// Whether a repair of the file was cut short ([`super::store::Entry::repairing`]).
+        repairing: bool,
         /// Where its copy lies (`--repair-from`).
         copy: Option<PathBuf>,
     },
@@ -294,7 +296,8 @@ impl Planner<'_> {
                 prior: entry.prior,
             });
         }
-        // Not due: verified recently, and not edited since (an edit is always worth a line).
+        // Not due: verified recently, and not edited since (an edit is always worth a line),
+        // nor half repaired.
         let recent = |verified: SystemTime| {
             self.options.max_age.is_some_and(|age| {
                 self.now
@@ -304,6 +307,7 @@ impl Planner<'_> {
         };
         if let (Some(verified), Prior::Record(r)) = (entry.verified, &entry.prior)
             && recent(verified)
+            && !entry.repairing
             && r.stamp.len == before.len
             && self.options.resolution.matches(r.stamp.mtime, before.mtime)
         {
@@ -342,6 +346,7 @@ impl Planner<'_> {
             prior: entry.prior,
             migrate_to,
             has_outboard: entry.has_outboard,
+            repairing: entry.repairing,
             copy: match (&self.options.repair_from, arg) {
                 (Some(dir), Target::Path(arg)) => repair::copy_path(dir, arg, &path),
                 _ => None,
@@ -380,6 +385,7 @@ struct Planned {
     before: Stamp,
     migrate_to: Option<(Layout, Algorithm)>,
     has_outboard: bool,
+    repairing: bool,
     copy: Option<PathBuf>,
 }
 
@@ -423,6 +429,7 @@ impl Sink<'_> {
                 prior,
                 migrate_to,
                 has_outboard,
+                repairing,
                 copy,
             } => {
                 let hashed = result.expect("files are read");
@@ -430,6 +437,7 @@ impl Sink<'_> {
                     before,
                     migrate_to,
                     has_outboard,
+                    repairing,
                     copy,
                 };
                 self.file(path, prior, planned, hashed)
@@ -484,6 +492,7 @@ impl Sink<'_> {
             before,
             migrate_to,
             has_outboard,
+            repairing,
             copy,
         } = planned;
         // A file whose file system does not tell its size (procfs, sysfs) was read to its
@@ -511,7 +520,8 @@ impl Sink<'_> {
             .spec()
             .unwrap_or((self.options.layout, self.options.algorithm));
         let resolution = self.options.resolution;
-        let (status, mut current, error) = judge(&prior, before, hashed, after, resolution, spec);
+        let (status, mut current, mut error) =
+            judge((&prior, repairing), before, hashed, after, resolution, spec);
         let mut action = decide(status, &prior, self.options.operation);
         // A migration records the new algorithm's digest, from the same read, wherever a
         // record is written, and for a file that checks out.
@@ -538,17 +548,19 @@ impl Sink<'_> {
         if let (Some((recorded, ranges)), Some(copy), Prior::Record(record), Action::Kept) =
             (&located, &copy, &prior, action)
         {
-            let dry_run = self.options.dry_run;
-            match repair::from_copy(
-                &path,
+            let damage = repair::Damage {
                 record,
                 recorded,
                 ranges,
-                copy,
-                dry_run,
-                &self.options.io,
-            ) {
-                Ok(_) => action = Action::Repaired,
+            };
+            let store = &mut *self.shared.borrow_mut().store;
+            let (dry_run, io) = (self.options.dry_run, &self.options.io);
+            match repair::from_copy(store, &path, damage, copy, dry_run, io) {
+                Ok(_) => {
+                    action = Action::Repaired;
+                    // The cause of an interrupted repair's corruption is gone now.
+                    error = None;
+                }
                 Err(e) => repair_error = Some(e),
             }
         }

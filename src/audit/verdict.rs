@@ -8,8 +8,12 @@
 //! 2. no record: `new`; a record that cannot be used: `unreadable` (but hashed, so `--fix` can
 //!    replace it);
 //! 3. another size or mtime (at the [`Resolution`]) than recorded: `modified`, whatever the
-//!    digest: an edit;
-//! 4. same stamp: `ok` if the digest is the recorded one, else `corrupt`.
+//!    digest: an edit; but the same size and another mtime while the store marks a repair of
+//!    the file in progress ([`Entry::repairing`](super::store::Entry::repairing)): `corrupt`,
+//!    the mtime is the repair's that was cut short before putting it back (a repair never
+//!    changes the size);
+//! 4. same stamp: `ok` if the digest is the recorded one, else `corrupt` (with the
+//!    interrupted repair as its cause where one is marked).
 
 use std::fmt;
 use std::io;
@@ -222,6 +226,9 @@ pub enum FileError {
     Record(String),
     #[error("standard input cannot be audited")]
     Stdin,
+    /// Why a file is `corrupt` whose repair was cut short ([`super::repair`]).
+    #[error("a repair was interrupted; run --repair again")]
+    RepairInterrupted,
 }
 
 /// The outcome for one file.
@@ -237,7 +244,8 @@ pub struct Verdict {
     /// The file as it is now, in the record's layout and algorithm: what a refreshed record
     /// holds. `None` unless the file was hashed and held still.
     pub current: Option<Record>,
-    /// Why it is `unreadable` or `changed`.
+    /// Why it is `unreadable` or `changed`, or `corrupt` when there is more to say than the
+    /// digest (an interrupted repair).
     pub error: Option<FileError>,
     /// Where a `corrupt` file differs from its record: byte ranges, end exclusive (stores
     /// that keep leaf digests only, see [`super::outboard`]).
@@ -249,11 +257,12 @@ pub struct Verdict {
     pub action_error: Option<InputError>,
 }
 
-/// The class of a file hashed as `spec`, from its prior, its stamps before and after hashing,
-/// and the hash result (digest and bytes hashed): the status, the file's current record when it held still, and the
-/// error when it did not or could not be read.
+/// The class of a file hashed as `spec`, from its prior (and whether a repair of it is in
+/// progress), its stamps before and after hashing, and the hash result (digest and bytes
+/// hashed): the status, the file's current record when it held still, and the error when it
+/// did not or could not be read, or was left half repaired.
 pub(super) fn judge(
-    prior: &Prior,
+    (prior, repairing): (&Prior, bool),
     before: Stamp,
     hashed: Result<(Digest, u64), InputError>,
     after: io::Result<Stamp>,
@@ -296,14 +305,16 @@ pub(super) fn judge(
         Prior::Record(r) => (Some(r.stamp.len), r.stamp.mtime, r.digest),
         Prior::Cshatag { mtime, digest } => (None, *mtime, *digest),
     };
-    let same_stamp = recorded_size.is_none_or(|s| s == current.stamp.len)
-        && resolution.matches(mtime, current.stamp.mtime);
+    let same_size = recorded_size.is_none_or(|s| s == current.stamp.len);
+    let same_stamp = same_size && resolution.matches(mtime, current.stamp.mtime);
     let status = match (same_stamp, expected == current.digest) {
+        (false, _) if repairing && same_size => Status::Corrupt,
         (false, _) => Status::Modified,
         (true, true) => Status::Ok,
         (true, false) => Status::Corrupt,
     };
-    (status, Some(current), None)
+    let error = (repairing && status == Status::Corrupt).then_some(FileError::RepairInterrupted);
+    (status, Some(current), error)
 }
 
 /// What to do with the record of a file in `status`.
@@ -349,7 +360,7 @@ mod tests {
     fn status(prior: &Prior, data: &[u8], mtime: Mtime) -> Status {
         let stamp = Stamp::new(data.len() as u64, mtime);
         judge(
-            prior,
+            (prior, false),
             stamp,
             hashed(data),
             Ok(stamp),
@@ -389,7 +400,7 @@ mod tests {
         let prior = Prior::Unusable("damaged".into());
         let stamp = Stamp::new(3, t(5, 1));
         let (status, current, error) = judge(
-            &prior,
+            (&prior, false),
             stamp,
             hashed(b"abc"),
             Ok(stamp),
@@ -399,6 +410,32 @@ mod tests {
         assert_eq!(status, Status::Unreadable);
         assert!(current.is_some(), "--fix can replace it");
         assert_eq!(error.unwrap().to_string(), "damaged");
+    }
+
+    #[test]
+    fn a_new_mtime_during_a_repair_in_progress_is_corrupt_with_the_cause_not_modified() {
+        let prior = recorded(b"abc", t(5, 1));
+        let judged = |data: &[u8], mtime| {
+            let stamp = Stamp::new(data.len() as u64, mtime);
+            let res = Resolution::NANOSECOND;
+            let (status, _, error) =
+                judge((&prior, true), stamp, hashed(data), Ok(stamp), res, SPEC);
+            (status, error.map(|e| e.to_string()))
+        };
+        let interrupted = Some("a repair was interrupted; run --repair again".to_string());
+        assert_eq!(
+            judged(b"abd", t(6, 0)),
+            (Status::Corrupt, interrupted.clone())
+        );
+        // Every leaf written, the mtime not yet put back: still the repair's to finish.
+        assert_eq!(
+            judged(b"abc", t(6, 0)),
+            (Status::Corrupt, interrupted.clone())
+        );
+        assert_eq!(judged(b"abd", t(5, 1)), (Status::Corrupt, interrupted));
+        assert_eq!(judged(b"abc", t(5, 1)), (Status::Ok, None));
+        // A repair never changes the size: that is an edit.
+        assert_eq!(judged(b"abcd", t(6, 0)), (Status::Modified, None));
     }
 
     #[test]
@@ -418,11 +455,18 @@ mod tests {
         let before = Stamp::new(3, t(5, 1));
         let res = Resolution::NANOSECOND;
         for after in [Stamp::new(3, t(5, 2)), Stamp::new(4, t(5, 1))] {
-            let (status, current, _) = judge(&prior, before, hashed(b"abd"), Ok(after), res, SPEC);
+            let (status, current, _) = judge(
+                (&prior, false),
+                before,
+                hashed(b"abd"),
+                Ok(after),
+                res,
+                SPEC,
+            );
             assert_eq!((status, current), (Status::Changed, None));
         }
         let engine_saw_it = judge(
-            &prior,
+            (&prior, false),
             before,
             Err(InputError::Changed),
             Ok(before),
@@ -431,7 +475,14 @@ mod tests {
         );
         assert_eq!(engine_saw_it.0, Status::Changed);
         let gone = io::Error::from_raw_os_error(libc::ENOENT);
-        let vanished = judge(&prior, before, hashed(b"abc"), Err(gone), res, SPEC);
+        let vanished = judge(
+            (&prior, false),
+            before,
+            hashed(b"abc"),
+            Err(gone),
+            res,
+            SPEC,
+        );
         assert_eq!(vanished.0, Status::Changed);
     }
 
@@ -440,7 +491,7 @@ mod tests {
         let e = InputError::Io(io::Error::from_raw_os_error(libc::EIO));
         let stamp = Stamp::new(3, t(5, 1));
         let res = Resolution::NANOSECOND;
-        let (status, _, error) = judge(&Prior::None, stamp, Err(e), Ok(stamp), res, SPEC);
+        let (status, _, error) = judge((&Prior::None, false), stamp, Err(e), Ok(stamp), res, SPEC);
         assert_eq!(status, Status::Unreadable);
         assert_eq!(error.unwrap().to_string(), "Input/output error");
     }

@@ -65,7 +65,9 @@ impl Reader {
             // idle from its start (the engine counts it) until it has a job. One that has a
             // job already does not wait for the turn: its holder may be waiting for the next.
             let (turn, work) = match next.take() {
-                Some(job) => (dealer.try_turn(), Work::Job(job)),
+                // A job carried over from other lanes has lost its file's next jobs to other
+                // readers meanwhile: waiting for them (`Job::later`) could wait forever.
+                Some(job) => (dealer.try_turn(), Work::Job(Job { later: 0, ..job })),
                 None => {
                     let turn = dealer.turn();
                     let work = self.next_work();
@@ -335,8 +337,8 @@ impl Reader {
 
     /// Opens jobs in the free lane slots, in the dealer's turn: `first`, if given, then jobs
     /// of the queue, while they are for `kernel`. Lanes fill in units of
-    /// [`Kernel::min_lanes`] (16 for MD5's 32 AVX-512 lanes, 4 for SHA-512's 8, 2 for
-    /// SHA-256's): a unit begun is filled, but a new one is begun only while no other reader
+    /// [`Kernel::min_lanes`] (16 for MD5's 32 AVX-512 lanes, 8 for SHA-256's and SHA-512's
+    /// 16): a unit begun is filled, but a new one is begun only while no other reader
     /// waits for work, so that the 16 leaves of a 2 GiB `mtsum` file fill one reader's 16
     /// MD5 lanes rather than half of two readers' each, which cost twice the CPU, while the
     /// 32 of a 4 GiB file still spread 16 and 16. The first hand waits for the jobs of

@@ -6,15 +6,16 @@
 //! table ([`SIMD`]: lanes, names, CPU features, the function to call), which the lane set
 //! runs and the tests (`kernel_tests.rs`) check row by row.
 
-use std::ffi::OsStr;
 use std::fmt;
 use std::sync::OnceLock;
 
 use super::MAX_LANES;
 use super::family::{Family, StatesMut};
+use super::isa::Isa;
 #[cfg(target_arch = "x86_64")]
 use super::{
-    md5_avx2, md5_avx512, sha1_avx2, sha1_ni, sha256_avx2, sha256_ni, sha512_avx2, sha512_avx512,
+    md5_avx2, md5_avx512, sha1_avx2, sha1_ni, sha256_avx2, sha256_avx512, sha256_ni, sha512_avx2,
+    sha512_avx512,
 };
 use crate::algorithm::Algorithm;
 
@@ -24,10 +25,10 @@ use crate::algorithm::Algorithm;
 const PORTABLE: [(Algorithm, usize, &str); 6] = [
     (Algorithm::Md5, 32, "md5-portable"),
     (Algorithm::Sha1, 8, "sha1-portable"),
-    (Algorithm::Sha224, 8, "sha224-portable"),
-    (Algorithm::Sha256, 8, "sha256-portable"),
-    (Algorithm::Sha384, 8, "sha384-portable"),
-    (Algorithm::Sha512, 8, "sha512-portable"),
+    (Algorithm::Sha224, 16, "sha224-portable"),
+    (Algorithm::Sha256, 16, "sha256-portable"),
+    (Algorithm::Sha384, 16, "sha384-portable"),
+    (Algorithm::Sha512, 16, "sha512-portable"),
 ];
 
 /// A kernel for one algorithm. A value exists only for kernels this CPU runs: the constructors
@@ -37,6 +38,8 @@ pub struct Kernel {
     alg: Algorithm,
     /// `None` for the portable kernel.
     simd: Option<Simd>,
+    /// The kernel's [`Spec::fewer`], if the CPU and the cap it was chosen under allow it.
+    fewer: Option<Simd>,
 }
 
 /// The SIMD kernels. Adding one takes a variant here and its row in [`SIMD`]: lanes, names,
@@ -49,17 +52,25 @@ enum Simd {
     /// AVX2's (10.7 GB/s on one core, 14 × one OpenSSL stream, 1.5 × the AVX2 lanes).
     #[cfg(target_arch = "x86_64")]
     Md5Avx512,
-    /// MD5, one group of sixteen lanes: what the two-group kernel runs when its second half
-    /// is idle (8.7 GB/s on sixteen messages, where the two-group kernel would give half of
+    /// MD5, one group of sixteen lanes: what the two-group kernel runs for up to sixteen busy
+    /// lanes (8.7 GB/s on sixteen messages, where the two-group kernel would give half of
     /// its 10.7).
     #[cfg(target_arch = "x86_64")]
     Md5Avx512Half,
     /// MD5, two groups of eight 32-bit lanes interleaved step by step.
     #[cfg(target_arch = "x86_64")]
     Md5Avx2,
-    /// MD5, the same two groups one after the other: only to measure what interleaving gains.
+    /// MD5, one group of eight lanes: what [`Simd::Md5Avx2`] runs for up to eight busy lanes
+    /// (on Zen 5 4 % faster than the two groups with one idle; where the vector ALUs take one
+    /// cycle, as on CPUs with AVX2 only, the second group costs more).
     #[cfg(target_arch = "x86_64")]
     Md5Avx2Single,
+    /// SHA-224/256, sixteen 32-bit lanes per 512-bit register with AVX-512's rotate and
+    /// three-input logic: 6.1 GB/s on one Zen 5 core, 1.85 × [`Simd::Sha256Ni2`] and 2.75 ×
+    /// one SHA-NI stream. With eight busy lanes or fewer it runs those, packed, in pairs on
+    /// [`Simd::Sha256Ni2`] where the CPU has SHA-NI (as fast as half of its own width).
+    #[cfg(target_arch = "x86_64")]
+    Sha256Avx512,
     /// SHA-224/256, two SHA-NI streams interleaved instruction by instruction. One stream is
     /// bound by the latency of `sha256rnds2`; two fill it (1.97 × one stream, where three
     /// gain 4 % more and four spill registers: the SHA instructions reach only 16 xmm).
@@ -69,7 +80,8 @@ enum Simd {
     /// latency than `sha256rnds2`, so more streams pay).
     #[cfg(target_arch = "x86_64")]
     Sha1Ni4,
-    /// SHA-1, two SHA-NI streams (1.77 × one stream): the half of [`Simd::Sha1Ni4`].
+    /// SHA-1, two SHA-NI streams (1.77 × one stream): what [`Simd::Sha1Ni4`] runs for up to
+    /// two busy lanes.
     #[cfg(target_arch = "x86_64")]
     Sha1Ni2,
     /// SHA-224/256, eight 32-bit lanes per AVX2 register, for CPUs without SHA-NI: 1.8 GB/s on
@@ -82,26 +94,52 @@ enum Simd {
     /// Zen 4 core, 1.8 × one SHA-NI stream but 0.82 × [`Simd::Sha1Ni4`].
     #[cfg(target_arch = "x86_64")]
     Sha1Avx2,
+    /// SHA-384/512, two groups of eight 64-bit lanes in 512-bit registers, with AVX-512's
+    /// rotate and three-input logic: where 512-bit instructions run at the rate of 256-bit
+    /// ones (AMD Zen 5), twice the work per instruction of [`Simd::Sha512Avx512`].
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx512Zmm,
+    /// SHA-384/512, one group of eight lanes in 512-bit registers: what
+    /// [`Simd::Sha512Avx512Zmm`] runs for up to eight busy lanes (4.6 GB/s on one Zen 5 core).
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx512ZmmHalf,
     /// SHA-384/512, two groups of four 64-bit lanes in 256-bit registers with AVX-512VL's
     /// one-instruction rotate and three-input logic: a round takes 17 instructions instead of
     /// AVX2's 35 (3.5 × one OpenSSL stream; the second group fills the gaps of the first's
     /// chain of rounds, and one 512-bit register of eight lanes was 4 % slower on Zen 4).
     #[cfg(target_arch = "x86_64")]
     Sha512Avx512,
-    /// SHA-384/512, one group of four lanes with AVX-512VL (2.9 × one OpenSSL stream): the
-    /// half of [`Simd::Sha512Avx512`].
+    /// SHA-384/512, one group of four lanes with AVX-512VL (2.9 × one OpenSSL stream): what
+    /// [`Simd::Sha512Avx512`] runs for up to four busy lanes.
     #[cfg(target_arch = "x86_64")]
     Sha512Avx512Half,
+    /// SHA-384/512, four 64-bit lanes per AVX2 register, two groups, Σ0 and Σ1 as carry-less
+    /// products (VPCLMULQDQ, which AMD Zen 3 and Intel Alder Lake have without AVX-512): 6 %
+    /// faster than [`Simd::Sha512Avx2`] on Zen 5.
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx2Clmul,
+    /// SHA-384/512, one group of four lanes with the carry-less products: what
+    /// [`Simd::Sha512Avx2Clmul`] runs for up to four busy lanes.
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx2ClmulHalf,
     /// SHA-384/512, four 64-bit lanes per AVX2 register, two groups (1.8 × one OpenSSL
-    /// stream; the second group gains under 1 %, the ALUs are full, but keeps eight lanes
-    /// like the AVX-512 kernel).
+    /// stream; the second group gains under 1 % on Zen 4, where the ALUs are full, and 13 % on
+    /// Zen 5, whose vector additions and logic take 2 cycles; eight lanes like the AVX-512
+    /// kernel).
     #[cfg(target_arch = "x86_64")]
     Sha512Avx2,
+    /// SHA-384/512, one group of four lanes in AVX2: what [`Simd::Sha512Avx2`] runs for up to
+    /// four busy lanes.
+    #[cfg(target_arch = "x86_64")]
+    Sha512Avx2Half,
 }
 
 /// What the lane set knows of a SIMD kernel.
 pub(super) struct Spec {
     simd: Simd,
+    /// The instruction sets it is compiled for, which [`SIMD_VAR`](super::SIMD_VAR) may
+    /// rule out.
+    pub(super) needs: Isa,
     /// The algorithms it hashes, with the kernel's name for each.
     pub(super) names: &'static [(Algorithm, &'static str)],
     /// Messages hashed at once: the `N` its `compress` takes.
@@ -112,12 +150,21 @@ pub(super) struct Spec {
     /// The kernel itself.
     pub(super) run: Run,
     /// Whether [`Kernel::multi_buffer`] may choose it; the others exist to be measured, or
-    /// to stand in as another kernel's `half`.
+    /// to stand in as another kernel's `fewer`.
     chosen: bool,
-    /// A kernel of the first half of the lanes, run in place of this one when the second
-    /// half is idle: a set that is half full (a file of few leaves per worker, the last
-    /// messages of a run) then costs half as much.
-    half: Option<Simd>,
+    /// The narrower kernel that hashes the busy lanes instead, packed side by side, when few
+    /// of them are busy: a set that is half full (a file of few leaves per worker, the last
+    /// messages of a run) then costs what its messages need, not what the whole width does.
+    fewer: Option<Fewer>,
+}
+
+/// When a kernel hands its busy lanes to a narrower one ([`Spec::fewer`]).
+#[derive(Clone, Copy)]
+struct Fewer {
+    kernel: Simd,
+    /// The most busy lanes for which the narrower kernel, run over them in groups of its
+    /// width, takes less time than this one.
+    at_most: usize,
 }
 
 /// A SIMD kernel as the lane set calls it: `blocks` blocks of every lane's data (one slice per
@@ -184,42 +231,69 @@ pub(super) use bench_entry;
 pub(super) const SIMD: &[Spec] = &[
     Spec {
         simd: Simd::Md5Avx512,
+        needs: Isa::AVX512,
         names: &[(Algorithm::Md5, "md5-avx512-16x2")],
         lanes: 32,
         runs: md5_avx512::supported,
         run: run!(Md5, md5_avx512::compress::<32>),
         chosen: true,
-        half: Some(Simd::Md5Avx512Half),
+        fewer: Some(Fewer {
+            kernel: Simd::Md5Avx512Half,
+            at_most: 16,
+        }),
     },
     Spec {
         simd: Simd::Md5Avx512Half,
+        needs: Isa::AVX512,
         names: &[(Algorithm::Md5, "md5-avx512-16x1")],
         lanes: 16,
         runs: md5_avx512::supported,
         run: run!(Md5, md5_avx512::compress::<16>),
         chosen: false,
-        half: None,
+        fewer: None,
     },
     Spec {
         simd: Simd::Md5Avx2,
+        needs: Isa::AVX2,
         names: &[(Algorithm::Md5, "md5-avx2-8x2")],
         lanes: 16,
         runs: || std::arch::is_x86_feature_detected!("avx2"),
-        run: run!(Md5, md5_avx2::compress::<true>),
+        run: run!(Md5, md5_avx2::compress::<16>),
         chosen: true,
-        half: None,
+        fewer: Some(Fewer {
+            kernel: Simd::Md5Avx2Single,
+            at_most: 8,
+        }),
     },
     Spec {
         simd: Simd::Md5Avx2Single,
+        needs: Isa::AVX2,
         names: &[(Algorithm::Md5, "md5-avx2-8x1")],
-        lanes: 16,
+        lanes: 8,
         runs: || std::arch::is_x86_feature_detected!("avx2"),
-        run: run!(Md5, md5_avx2::compress::<false>),
+        run: run!(Md5, md5_avx2::compress::<8>),
         chosen: false,
-        half: None,
+        fewer: None,
+    },
+    Spec {
+        simd: Simd::Sha256Avx512,
+        needs: Isa::AVX512,
+        names: &[
+            (Algorithm::Sha224, "sha224-avx512-16"),
+            (Algorithm::Sha256, "sha256-avx512-16"),
+        ],
+        lanes: 16,
+        runs: sha256_avx512::supported,
+        run: run!(Sha256, sha256_avx512::compress::<16>),
+        chosen: true,
+        fewer: Some(Fewer {
+            kernel: Simd::Sha256Ni2,
+            at_most: 8,
+        }),
     },
     Spec {
         simd: Simd::Sha256Ni2,
+        needs: Isa::SHA_NI,
         names: &[
             (Algorithm::Sha224, "sha224-ni-x2"),
             (Algorithm::Sha256, "sha256-ni-x2"),
@@ -228,10 +302,11 @@ pub(super) const SIMD: &[Spec] = &[
         runs: sha256_ni::supported,
         run: run!(Sha256, sha256_ni::compress::<2>),
         chosen: true,
-        half: None,
+        fewer: None,
     },
     Spec {
         simd: Simd::Sha256Avx2,
+        needs: Isa::AVX2,
         names: &[
             (Algorithm::Sha224, "sha224-avx2-8"),
             (Algorithm::Sha256, "sha256-avx2-8"),
@@ -240,28 +315,63 @@ pub(super) const SIMD: &[Spec] = &[
         runs: sha256_avx2::supported,
         run: run!(Sha256, sha256_avx2::compress::<8>),
         chosen: true,
-        half: None,
+        fewer: None,
     },
     Spec {
         simd: Simd::Sha1Ni4,
+        needs: Isa::SHA_NI,
         names: &[(Algorithm::Sha1, "sha1-ni-x4")],
         lanes: 4,
         runs: sha1_ni::supported,
         run: run!(Sha1, sha1_ni::compress::<4>),
         chosen: true,
-        half: Some(Simd::Sha1Ni2),
+        fewer: Some(Fewer {
+            kernel: Simd::Sha1Ni2,
+            at_most: 2,
+        }),
     },
     Spec {
         simd: Simd::Sha1Avx2,
+        needs: Isa::AVX2,
         names: &[(Algorithm::Sha1, "sha1-avx2-8")],
         lanes: 8,
         runs: sha1_avx2::supported,
         run: run!(Sha1, sha1_avx2::compress::<8>),
         chosen: true,
-        half: None,
+        fewer: None,
+    },
+    Spec {
+        simd: Simd::Sha512Avx512Zmm,
+        needs: Isa::AVX512,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx512-8x2"),
+            (Algorithm::Sha512, "sha512-avx512-8x2"),
+        ],
+        lanes: 16,
+        runs: sha512_avx512::supported_zmm,
+        run: run!(Sha512, sha512_avx512::compress_zmm::<16>),
+        chosen: true,
+        fewer: Some(Fewer {
+            kernel: Simd::Sha512Avx512ZmmHalf,
+            at_most: 8,
+        }),
+    },
+    Spec {
+        simd: Simd::Sha512Avx512ZmmHalf,
+        needs: Isa::AVX512,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx512-8x1"),
+            (Algorithm::Sha512, "sha512-avx512-8x1"),
+        ],
+        lanes: 8,
+        runs: sha512_avx512::supported_zmm,
+        run: run!(Sha512, sha512_avx512::compress_zmm::<8>),
+        chosen: false,
+        fewer: None,
     },
     Spec {
         simd: Simd::Sha512Avx512,
+        needs: Isa::AVX512,
         names: &[
             (Algorithm::Sha384, "sha384-avx512vl-4x2"),
             (Algorithm::Sha512, "sha512-avx512vl-4x2"),
@@ -270,19 +380,24 @@ pub(super) const SIMD: &[Spec] = &[
         runs: sha512_avx512::supported,
         run: run!(Sha512, sha512_avx512::compress::<8>),
         chosen: true,
-        half: Some(Simd::Sha512Avx512Half),
+        fewer: Some(Fewer {
+            kernel: Simd::Sha512Avx512Half,
+            at_most: 4,
+        }),
     },
     Spec {
         simd: Simd::Sha1Ni2,
+        needs: Isa::SHA_NI,
         names: &[(Algorithm::Sha1, "sha1-ni-x2")],
         lanes: 2,
         runs: sha1_ni::supported,
         run: run!(Sha1, sha1_ni::compress::<2>),
         chosen: false,
-        half: None,
+        fewer: None,
     },
     Spec {
         simd: Simd::Sha512Avx512Half,
+        needs: Isa::AVX512,
         names: &[
             (Algorithm::Sha384, "sha384-avx512vl-4x1"),
             (Algorithm::Sha512, "sha512-avx512vl-4x1"),
@@ -291,10 +406,40 @@ pub(super) const SIMD: &[Spec] = &[
         runs: sha512_avx512::supported,
         run: run!(Sha512, sha512_avx512::compress::<4>),
         chosen: false,
-        half: None,
+        fewer: None,
+    },
+    Spec {
+        simd: Simd::Sha512Avx2Clmul,
+        needs: Isa::AVX2,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx2-clmul-4x2"),
+            (Algorithm::Sha512, "sha512-avx2-clmul-4x2"),
+        ],
+        lanes: 8,
+        runs: sha512_avx2::supported_clmul,
+        run: run!(Sha512, sha512_avx2::compress_clmul::<8>),
+        chosen: true,
+        fewer: Some(Fewer {
+            kernel: Simd::Sha512Avx2ClmulHalf,
+            at_most: 4,
+        }),
+    },
+    Spec {
+        simd: Simd::Sha512Avx2ClmulHalf,
+        needs: Isa::AVX2,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx2-clmul-4x1"),
+            (Algorithm::Sha512, "sha512-avx2-clmul-4x1"),
+        ],
+        lanes: 4,
+        runs: sha512_avx2::supported_clmul,
+        run: run!(Sha512, sha512_avx2::compress_clmul::<4>),
+        chosen: false,
+        fewer: None,
     },
     Spec {
         simd: Simd::Sha512Avx2,
+        needs: Isa::AVX2,
         names: &[
             (Algorithm::Sha384, "sha384-avx2-4x2"),
             (Algorithm::Sha512, "sha512-avx2-4x2"),
@@ -303,7 +448,23 @@ pub(super) const SIMD: &[Spec] = &[
         runs: sha512_avx2::supported,
         run: run!(Sha512, sha512_avx2::compress::<8>),
         chosen: true,
-        half: None,
+        fewer: Some(Fewer {
+            kernel: Simd::Sha512Avx2Half,
+            at_most: 4,
+        }),
+    },
+    Spec {
+        simd: Simd::Sha512Avx2Half,
+        needs: Isa::AVX2,
+        names: &[
+            (Algorithm::Sha384, "sha384-avx2-4x1"),
+            (Algorithm::Sha512, "sha512-avx2-4x1"),
+        ],
+        lanes: 4,
+        runs: sha512_avx2::supported,
+        run: run!(Sha512, sha512_avx2::compress::<4>),
+        chosen: false,
+        fewer: None,
     },
 ];
 #[cfg(not(target_arch = "x86_64"))]
@@ -368,66 +529,79 @@ impl Spec {
     fn name(&self, alg: Algorithm) -> Option<&'static str> {
         self.names.iter().find(|(a, _)| *a == alg).map(|(_, n)| *n)
     }
-}
 
-/// Whether the value of [`FORCE_PORTABLE_VAR`](super::FORCE_PORTABLE_VAR) asks for the
-/// portable kernels: any value but empty or `0`.
-fn forced_portable(value: Option<&OsStr>) -> bool {
-    value.is_some_and(|v| !v.is_empty() && v != "0")
+    /// Whether this CPU runs the kernel and the cap allows it.
+    fn usable(&self, cap: Isa) -> bool {
+        self.needs.within(cap) && (self.runs)()
+    }
+
+    /// This kernel for `alg`, with its `fewer` if usable under `cap`.
+    ///
+    /// # Panics
+    /// If this CPU does not run the kernel: a [`Kernel`] must exist only for those it runs.
+    fn kernel(&self, alg: Algorithm, cap: Isa) -> Kernel {
+        assert!((self.runs)(), "the CPU runs {:?}", self.simd);
+        let fewer = self.fewer.map(|f| f.kernel);
+        Kernel {
+            alg,
+            simd: Some(self.simd),
+            fewer: fewer.filter(|&f| Spec::of(f).usable(cap)),
+        }
+    }
 }
 
 impl Kernel {
-    /// The fastest multi-buffer kernel for `alg` on this CPU, chosen once per process; `None`
-    /// if `alg` has only its portable kernel here (no faster than one stream), or if
-    /// [`FORCE_PORTABLE_VAR`](super::FORCE_PORTABLE_VAR) is set.
+    /// The fastest multi-buffer kernel for `alg` on this CPU, chosen once per process among
+    /// those within the cap of [`Isa::cap_from_env`]; `None` if `alg` has only its portable
+    /// kernel here (no faster than one stream), if the cap is [`Isa::PORTABLE`], or if the cap
+    /// is not a valid name (the `mtsum` command refuses to start with one).
     pub fn multi_buffer(alg: Algorithm) -> Option<Kernel> {
         static CHOSEN: OnceLock<[Option<Kernel>; Algorithm::ALL.len()]> = OnceLock::new();
         let chosen = CHOSEN.get_or_init(|| {
-            let forced = forced_portable(std::env::var_os(super::FORCE_PORTABLE_VAR).as_deref());
-            Algorithm::ALL.map(|alg| Kernel::choose(alg, forced))
+            let cap = Isa::cap_from_env().unwrap_or(Isa::PORTABLE);
+            Algorithm::ALL.map(|alg| Kernel::choose(alg, cap))
         });
         let index = Algorithm::ALL.iter().position(|&a| a == alg);
         chosen[index.expect("every algorithm is in Algorithm::ALL")]
     }
 
-    /// The choice of [`Kernel::multi_buffer`], given whether the portable kernels are forced.
-    fn choose(alg: Algorithm, forced_portable: bool) -> Option<Kernel> {
-        if forced_portable {
-            return None;
-        }
+    /// The choice of [`Kernel::multi_buffer`] under the cap `cap`: the first kernel of the
+    /// table that may be chosen, that the cap allows and that the CPU runs.
+    pub fn choose(alg: Algorithm, cap: Isa) -> Option<Kernel> {
         SIMD.iter()
-            .find(|s| s.chosen && s.name(alg).is_some() && (s.runs)())
-            .map(|s| Kernel {
-                alg,
-                simd: Some(s.simd),
-            })
+            .find(|s| s.chosen && s.name(alg).is_some() && s.usable(cap))
+            .map(|s| s.kernel(alg, cap))
     }
 
     /// The portable kernel of `alg`: RustCrypto's block function, one lane after another. Runs
     /// anywhere, no faster than one stream. `None` for the algorithms that are not
     /// Merkle–Damgård (BLAKE3, XXH3).
     pub fn portable(alg: Algorithm) -> Option<Kernel> {
-        PORTABLE
-            .iter()
-            .any(|&(a, ..)| a == alg)
-            .then_some(Kernel { alg, simd: None })
+        PORTABLE.iter().any(|&(a, ..)| a == alg).then_some(Kernel {
+            alg,
+            simd: None,
+            fewer: None,
+        })
     }
 
     /// Every kernel of `alg` this CPU runs, portable first: for tests and benchmarks.
     pub fn available(alg: Algorithm) -> Vec<Kernel> {
         let simd = SIMD
             .iter()
-            .filter(|s| s.name(alg).is_some() && (s.runs)())
-            .map(|s| Kernel {
-                alg,
-                simd: Some(s.simd),
-            });
+            .filter(|s| s.name(alg).is_some() && s.usable(Isa::ALL))
+            .map(|s| s.kernel(alg, Isa::ALL));
         Kernel::portable(alg).into_iter().chain(simd).collect()
     }
 
     /// The algorithm this kernel hashes.
     pub fn algorithm(self) -> Algorithm {
         self.alg
+    }
+
+    /// Whether the kernel runs on SHA-NI, as one stream of SHA-1 or SHA-256 does where the
+    /// CPU has it: the lanes then gain less over one stream, and lose on short messages.
+    pub fn uses_sha_ni(self) -> bool {
+        self.simd.is_some_and(|s| Spec::of(s).needs.sha_ni)
     }
 
     /// How many messages this kernel hashes at once.
@@ -441,14 +615,18 @@ impl Kernel {
         }
     }
 
-    /// The fewest busy lanes that leave none of the kernel's work idle: the lanes of its half
-    /// where it runs one while its upper lanes idle (16 of MD5's 32 in AVX-512), all its lanes
+    /// The fewest busy lanes that leave little of the kernel's work idle: the most it hands
+    /// to its narrower kernel where it has one (16 of MD5's 32 in AVX-512, which its 16-lane
+    /// group runs; 8 of SHA-256's 16, which pairs of SHA-NI streams run), all its lanes
     /// otherwise, and 1 for the portable kernel, which hashes one lane after another. A
-    /// scheduler that fills lanes in multiples of this many wastes nothing on idle lanes.
+    /// scheduler that fills lanes in multiples of this many wastes little on idle lanes.
     pub fn min_lanes(self) -> usize {
-        match self.simd.map(Spec::of) {
-            Some(spec) => spec.half.map_or(spec.lanes, |half| Spec::of(half).lanes),
-            None => 1,
+        let Some(spec) = self.simd.map(Spec::of) else {
+            return 1;
+        };
+        match (self.fewer, spec.fewer) {
+            (Some(_), Some(fewer)) => fewer.at_most,
+            _ => spec.lanes,
         }
     }
 
@@ -481,32 +659,79 @@ impl Kernel {
             }
             return;
         };
+        let spec = Spec::of(simd);
+        let busy = data[..spec.lanes].iter().flatten().count();
+        if busy == 0 {
+            return;
+        }
+        if let Some(fewer) = self.fewer.map(Spec::of)
+            && spec.fewer.is_some_and(|f| busy <= f.at_most)
+        {
+            return packed::<F>(fewer, states, data, blocks);
+        }
         // A SIMD kernel hashes every lane: idle lanes compute on a busy lane's data (never out
         // of bounds, never a branch in the kernel) and get their state back afterwards.
         let Some(busy) = data.iter().flatten().next() else {
             return;
         };
         let full: [&[u8]; MAX_LANES] = std::array::from_fn(|lane| data[lane].unwrap_or(busy));
-        let spec = Spec::of(simd);
-        let (run, lanes) = match spec.half {
-            Some(half) if data[spec.lanes / 2..spec.lanes].iter().all(Option::is_none) => {
-                (Spec::of(half).run, spec.lanes / 2)
-            }
-            _ => (spec.run, spec.lanes),
-        };
         // Saved only when a lane is idle: a copy of every state right after `start` wrote one
         // stalls on that store, which cost 64-byte messages a few per cent.
-        let saved = data[..lanes].contains(&None).then_some(*states);
-        // SAFETY: a `Kernel` with `Some(simd)` is made only by `choose` and `available`, after
-        // the kernel's `runs` returned `true` (its `half` runs on the same instructions). The
-        // kernel checks that every lane has `blocks` blocks before it reads them.
-        unsafe { run(F::view(&mut states[..lanes]), &full[..lanes], blocks) };
+        let saved = data[..spec.lanes].contains(&None).then_some(*states);
+        // SAFETY: a `Kernel` with `Some(simd)` is made only by `Spec::kernel`, which checks
+        // that the CPU runs the kernel. The kernel checks that every lane has `blocks` blocks
+        // before it reads them.
+        unsafe {
+            (spec.run)(
+                F::view(&mut states[..spec.lanes]),
+                &full[..spec.lanes],
+                blocks,
+            )
+        };
         if let Some(saved) = saved {
             for ((state, saved), data) in states.iter_mut().zip(saved).zip(data) {
                 if data.is_none() {
                     *state = saved;
                 }
             }
+        }
+    }
+}
+
+/// Runs the kernel `spec` over the busy lanes of `data` (at most [`MAX_LANES`]), packed side
+/// by side in groups of its width: the last group fills its idle lanes with copies of its
+/// first, whose results are dropped. The idle lanes' states are not touched.
+///
+/// The caller must have checked that the CPU runs the kernel: `spec` is a [`Kernel`]'s
+/// `fewer`, which exists only if it does.
+fn packed<F: Family>(
+    spec: &Spec,
+    states: &mut [F::State; MAX_LANES],
+    data: &[Option<&[u8]>; MAX_LANES],
+    blocks: usize,
+) {
+    let mut busy = [0; MAX_LANES];
+    let mut count = 0;
+    for (lane, _) in data.iter().enumerate().filter(|(_, d)| d.is_some()) {
+        busy[count] = lane;
+        count += 1;
+    }
+    for group in busy[..count].chunks(spec.lanes) {
+        let lane = |i: usize| group[i % group.len()];
+        let mut packed: [F::State; MAX_LANES] = std::array::from_fn(|i| states[lane(i)]);
+        let lanes: [&[u8]; MAX_LANES] =
+            std::array::from_fn(|i| data[lane(i)].expect("a busy lane has data"));
+        // SAFETY: the CPU runs the kernel (the caller's guarantee); the kernel checks that
+        // every lane has `blocks` blocks before it reads them.
+        unsafe {
+            (spec.run)(
+                F::view(&mut packed[..spec.lanes]),
+                &lanes[..spec.lanes],
+                blocks,
+            )
+        };
+        for (i, &lane) in group.iter().enumerate() {
+            states[lane] = packed[i];
         }
     }
 }
@@ -522,39 +747,68 @@ mod tests {
     use super::*;
 
     #[test]
-    fn force_portable_variable_leaves_no_multi_buffer_kernel() {
-        for value in ["1", "yes"] {
-            assert!(forced_portable(Some(OsStr::new(value))));
-        }
-        for value in [None, Some(""), Some("0")] {
-            assert!(!forced_portable(value.map(OsStr::new)));
-        }
+    fn the_portable_cap_leaves_no_multi_buffer_kernel() {
         for alg in Algorithm::ALL {
-            assert_eq!(Kernel::choose(alg, true), None, "{alg}");
+            assert_eq!(Kernel::choose(alg, Isa::PORTABLE), None, "{alg}");
         }
     }
 
     #[test]
-    fn the_chosen_kernel_is_the_first_chosen_simd_kernel_this_cpu_runs() {
-        for alg in Algorithm::ALL {
-            let expected = Kernel::available(alg)
-                .into_iter()
-                .find(|k| k.simd.is_some_and(|s| Spec::of(s).chosen));
-            assert_eq!(Kernel::choose(alg, false), expected, "{alg}");
+    fn the_chosen_kernel_is_the_first_chosen_simd_kernel_this_cpu_runs_within_the_cap() {
+        let caps = ["portable", "avx2-nosha", "avx2", "avx512-nosha", "avx512"];
+        for cap in caps.map(|c| c.parse::<Isa>().unwrap()) {
+            for alg in Algorithm::ALL {
+                let expected = Kernel::available(alg).into_iter().find(|k| {
+                    k.simd
+                        .is_some_and(|s| Spec::of(s).chosen && Spec::of(s).needs.within(cap))
+                });
+                let chosen = Kernel::choose(alg, cap);
+                assert_eq!(chosen.map(Kernel::name), expected.map(Kernel::name));
+                // What it runs for few busy lanes is within the cap too.
+                let fewer = chosen.and_then(|k| k.fewer).map(Spec::of);
+                assert!(
+                    fewer.is_none_or(|f| f.needs.within(cap)),
+                    "{alg} under {cap}"
+                );
+            }
+        }
+    }
+
+    /// On a CPU with AVX-512 the cap is what runs the AVX2 kernels in the program: each
+    /// algorithm that has an AVX2 kernel gets it under `avx2-nosha`.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_cap_chooses_the_avx2_kernels_on_a_cpu_with_avx2() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return eprintln!("skipped: this CPU lacks AVX2");
+        }
+        let cap: Isa = "avx2-nosha".parse().unwrap();
+        let sha512 = if sha512_avx2::supported_clmul() {
+            "sha512-avx2-clmul-4x2"
+        } else {
+            "sha512-avx2-4x2"
+        };
+        for (alg, name) in [
+            (Algorithm::Md5, "md5-avx2-8x2"),
+            (Algorithm::Sha1, "sha1-avx2-8"),
+            (Algorithm::Sha256, "sha256-avx2-8"),
+            (Algorithm::Sha512, sha512),
+        ] {
+            assert_eq!(Kernel::choose(alg, cap).map(Kernel::name), Some(name));
         }
     }
 
     #[test]
-    fn min_lanes_is_the_width_of_the_half_kernel_where_there_is_one() {
+    fn min_lanes_is_what_the_narrower_kernel_takes_where_there_is_one() {
         for alg in Algorithm::ALL {
             for k in Kernel::available(alg) {
                 let min = k.min_lanes();
                 assert!(min >= 1 && k.lanes().is_multiple_of(min), "{k}: {min}");
-                let half = k.simd.and_then(|s| Spec::of(s).half);
-                match (k.simd, half) {
-                    (None, _) => assert_eq!(min, 1, "{k}"),
-                    (Some(_), Some(half)) => assert_eq!(min, Spec::of(half).lanes, "{k}"),
-                    (Some(_), None) => assert_eq!(min, k.lanes(), "{k}"),
+                let fewer = k.simd.and_then(|s| Spec::of(s).fewer);
+                match (k.simd, k.fewer, fewer) {
+                    (None, ..) => assert_eq!(min, 1, "{k}"),
+                    (Some(_), Some(_), Some(fewer)) => assert_eq!(min, fewer.at_most, "{k}"),
+                    (Some(_), ..) => assert_eq!(min, k.lanes(), "{k}"),
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! (and the widths that only the benchmarks run, [`BENCH_WIDTHS`]) is called directly, for
 //! every algorithm it hashes, and checked against RustCrypto's block functions and the
 //! published digests; every [`Kernel`] is checked for what the lane set adds (idle lanes, the
-//! half kernel). A new kernel is tested by its row. `tests/lanes.rs` checks whole lane sets
+//! narrower kernel for few busy lanes). A new kernel is tested by its row. `tests/lanes.rs` checks whole lane sets
 //! against one stream and the NIST vectors, through the public API.
 
 use std::fmt::Debug;
@@ -100,8 +100,8 @@ macro_rules! width {
     };
 }
 
-/// The widths of the SHA-NI and SHA-512 AVX2 kernels that no row of the table runs but
-/// `benches/sha_ni.rs` and `benches/sha512_lanes.rs` measure.
+/// The widths of the SHA-NI kernels that no row of the table runs but `benches/sha_ni.rs`
+/// measures.
 #[cfg(target_arch = "x86_64")]
 const BENCH_WIDTHS: &[Row] = &[
     width!(Sha1, sha1_ni, 1, "sha1-ni-x1"),
@@ -109,7 +109,6 @@ const BENCH_WIDTHS: &[Row] = &[
     width!(Sha256, sha256_ni, 1, "sha256-ni-x1"),
     width!(Sha256, sha256_ni, 3, "sha256-ni-x3"),
     width!(Sha256, sha256_ni, 4, "sha256-ni-x4"),
-    width!(Sha512, sha512_avx2, 4, "sha512-avx2-4x1"),
 ];
 #[cfg(not(target_arch = "x86_64"))]
 const BENCH_WIDTHS: &[Row] = &[];
@@ -383,8 +382,9 @@ where
 }
 
 /// Every lane of `kernel` that has data hashes it from its own state; the others keep
-/// theirs: with busy lanes spread over the whole set, and with the second half idle, where a
-/// kernel with a `half` runs that one instead.
+/// theirs: with busy lanes spread over the whole set, with the second half idle, with one
+/// busy lane (where a kernel with a `fewer` runs that one, on the busy lanes packed), and
+/// with all lanes but one busy.
 fn idle_lanes_keep_their_state<F: Family>(kernel: Kernel, rng: &mut Rng)
 where
     F::State: PartialEq + Debug,
@@ -393,7 +393,14 @@ where
     let block = rng.bytes(F::BLOCK);
     let spread = |lane: usize| lane < n && lane.is_multiple_of(3);
     let first_half = |lane: usize| lane < n / 2 && lane.is_multiple_of(3);
-    for busy in [&spread as &dyn Fn(usize) -> bool, &first_half] {
+    let one = |lane: usize| lane == n - 1;
+    let all_but_one = |lane: usize| lane < n && lane != 1;
+    for busy in [
+        &spread as &dyn Fn(usize) -> bool,
+        &first_half,
+        &one,
+        &all_but_one,
+    ] {
         let initial: [F::State; MAX_LANES] =
             std::array::from_fn(|_| rng.state::<F>(kernel.algorithm()));
         let mut states = initial;
@@ -415,6 +422,41 @@ fn idle_lanes_keep_their_state_in_every_kernel() {
     for alg in Algorithm::ALL {
         for kernel in Kernel::available(alg) {
             with_family!(alg, F => idle_lanes_keep_their_state::<F>(kernel, &mut rng));
+        }
+    }
+}
+
+/// The lengths where the padding changes shape, for 64- and 128-byte blocks: empty, one byte,
+/// the last length whose padding fits the block (55, 111), the first that takes another block
+/// (56, 112), and a byte either side of one and two 64-byte blocks.
+const BOUNDARY_LENGTHS: [usize; 12] = [0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129];
+
+/// Every kernel the CPU runs (on a CPU with AVX-512, the AVX2 ones too), through a whole lane
+/// set, against the single-stream hash: the boundary lengths and random ones up to 40 blocks,
+/// shuffled so that the lanes of a step hold messages of very different lengths and finish
+/// at different steps, with and without a prefix (that of RFC 6962's leaves), and as many
+/// messages as leave the last step's lanes partly idle (which runs a `fewer` kernel).
+#[test]
+fn every_kernel_hashes_boundary_and_random_lengths_side_by_side_as_one_stream() {
+    let mut rng = Rng(0x51de);
+    for alg in Algorithm::ALL {
+        for kernel in Kernel::available(alg) {
+            let lanes = kernel.lanes();
+            let block = with_family!(alg, F => F::BLOCK);
+            let mut lengths = BOUNDARY_LENGTHS.to_vec();
+            lengths.extend((0..3 * lanes + 1).map(|_| rng.below(40 * block + 1)));
+            for i in (1..lengths.len()).rev() {
+                lengths.swap(i, rng.below(i + 1));
+            }
+            let messages: Vec<Vec<u8>> = lengths.iter().map(|&len| rng.bytes(len)).collect();
+            let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+            for prefix in [&b""[..], b"\x00"] {
+                let got = super::hash_many(kernel, prefix, &refs);
+                for (message, digest) in messages.iter().zip(got) {
+                    let expected = alg.hash(&[prefix, message].concat());
+                    assert_eq!(digest, expected, "{kernel}: {} bytes", message.len());
+                }
+            }
         }
     }
 }

@@ -15,34 +15,31 @@ use std::arch::x86_64::*;
 
 use super::kernel::checked_pointers;
 
-/// Lanes of the kernel: two groups of eight.
-const LANES: usize = 16;
-
 /// Lanes per 256-bit register.
 const WIDTH: usize = 8;
 
-/// Runs `blocks` 64-byte blocks of every lane's data through its MD5 state (A, B, C, D), in
-/// groups of eight lanes, two groups interleaved if `INTERLEAVE`.
+/// Runs `blocks` 64-byte blocks of every lane's data through its MD5 state (A, B, C, D), for
+/// `N` = 8 lanes (one group) or 16 (two groups of eight interleaved).
 ///
 /// # Panics
-/// If a lane has less than `blocks * 64` bytes of data.
+/// If a lane has less than `blocks * 64` bytes of data. Other `N` do not compile.
 ///
 /// # Safety
 /// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`).
-pub(super) unsafe fn compress<const INTERLEAVE: bool>(
-    states: &mut [[u32; 4]; LANES],
-    data: &[&[u8]; LANES],
+pub(super) unsafe fn compress<const N: usize>(
+    states: &mut [[u32; 4]; N],
+    data: &[&[u8]; N],
     blocks: usize,
 ) {
+    const { assert!(N == WIDTH || N == 2 * WIDTH, "8 or 16 lanes") };
     let ptrs = checked_pointers(data, blocks, 64);
     // SAFETY: the caller guarantees AVX2; every pointer has `blocks * 64` readable bytes
     // (checked by `checked_pointers`) and `data` outlives the calls.
     unsafe {
-        if INTERLEAVE {
-            compress_groups::<2>(states, &ptrs, 0, blocks);
+        if N == WIDTH {
+            compress_groups::<1>(states, &ptrs, blocks);
         } else {
-            compress_groups::<1>(states, &ptrs, 0, blocks);
-            compress_groups::<1>(states, &ptrs, WIDTH, blocks);
+            compress_groups::<2>(states, &ptrs, blocks);
         }
     }
 }
@@ -83,20 +80,18 @@ macro_rules! i {
     };
 }
 
-/// Hashes `blocks` blocks of lanes `first .. first + 8 * G`, the `G` groups interleaved step
-/// by step.
+/// Hashes `blocks` blocks of the `8 * G` lanes, the `G` groups interleaved step by step.
 ///
 /// # Safety
-/// Every pointer in `ptrs[first..first + 8 * G]` must have `blocks * 64` readable bytes.
+/// Every pointer in `ptrs` must have `blocks * 64` readable bytes.
 #[target_feature(enable = "avx2")]
 unsafe fn compress_groups<const G: usize>(
-    states: &mut [[u32; 4]; LANES],
-    ptrs: &[*const u8; LANES],
-    first: usize,
+    states: &mut [[u32; 4]],
+    ptrs: &[*const u8],
     blocks: usize,
 ) {
-    assert!(first + WIDTH * G <= LANES);
-    let start: [[__m256i; 4]; G] = std::array::from_fn(|g| load_states(states, first + WIDTH * g));
+    assert!(states.len() == WIDTH * G && ptrs.len() == WIDTH * G);
+    let start: [[__m256i; 4]; G] = std::array::from_fn(|g| load_states(states, WIDTH * g));
     let mut a: [__m256i; G] = std::array::from_fn(|g| start[g][0]);
     let mut b: [__m256i; G] = std::array::from_fn(|g| start[g][1]);
     let mut c: [__m256i; G] = std::array::from_fn(|g| start[g][2]);
@@ -108,7 +103,7 @@ unsafe fn compress_groups<const G: usize>(
         // eight lanes of group `g`.
         let mut w = [[_mm256_setzero_si256(); 16]; G];
         for (g, w) in w.iter_mut().enumerate() {
-            let lanes = &ptrs[first + WIDTH * g..first + WIDTH * (g + 1)];
+            let lanes = &ptrs[WIDTH * g..WIDTH * (g + 1)];
             let rows = |half: usize| -> [__m256i; WIDTH] {
                 std::array::from_fn(|j| {
                     // SAFETY: `block < blocks` and the lane has `blocks * 64` bytes, so the
@@ -213,7 +208,7 @@ unsafe fn compress_groups<const G: usize>(
     }
 
     for g in 0..G {
-        store_states(states, first + WIDTH * g, [a[g], b[g], c[g], d[g]]);
+        store_states(states, WIDTH * g, [a[g], b[g], c[g], d[g]]);
     }
 }
 
@@ -221,7 +216,7 @@ unsafe fn compress_groups<const G: usize>(
 /// the eight lanes, then B, C, D): a 4×8 transposition. Each state is loaded on its own (16
 /// bytes), as it was stored: a wider load over two recent narrower stores would stall.
 #[target_feature(enable = "avx2")]
-fn load_states(states: &[[u32; 4]; LANES], first: usize) -> [__m256i; 4] {
+fn load_states(states: &[[u32; 4]], first: usize) -> [__m256i; 4] {
     let lanes = &states[first..first + WIDTH];
     // SAFETY: a state is 16 bytes; unaligned load.
     let load = |lane: usize| unsafe { _mm_loadu_si128(lanes[lane].as_ptr().cast()) };
@@ -245,7 +240,7 @@ fn load_states(states: &[[u32; 4]; LANES], first: usize) -> [__m256i; 4] {
 /// Stores four registers of words (A, B, C, D of eight lanes) as the states of lanes
 /// `first .. first + 8`: the inverse of [`load_states`].
 #[target_feature(enable = "avx2")]
-fn store_states(states: &mut [[u32; 4]; LANES], first: usize, [a, b, c, d]: [__m256i; 4]) {
+fn store_states(states: &mut [[u32; 4]], first: usize, [a, b, c, d]: [__m256i; 4]) {
     // u0 = a0 b0 a1 b1 | a4 b4 a5 b5, u1 = a2 b2 a3 b3 | a6 b6 a7 b7; u2, u3 for C and D.
     let u0 = _mm256_unpacklo_epi32(a, b);
     let u1 = _mm256_unpackhi_epi32(a, b);

@@ -258,7 +258,7 @@ unsafe fn compress_groups<const GROUPS: usize>(
 /// 128-bit blocks to transpose, then two rounds of 128-bit block shuffles that do it.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn transpose(r: [__m512i; 16]) -> [__m512i; 16] {
+pub(super) fn transpose(r: [__m512i; 16]) -> [__m512i; 16] {
     // Block `q` of t[2i] holds words 4q, 4q + 1 of rows 2i and 2i + 1, interleaved; of
     // t[2i + 1], words 4q + 2, 4q + 3.
     let t: [__m512i; 16] = from_fn(|j| {

@@ -43,6 +43,7 @@
 //! ```
 
 mod family;
+mod isa;
 mod kernel;
 #[cfg(test)]
 mod kernel_tests;
@@ -57,6 +58,8 @@ mod sha1_avx2;
 mod sha1_ni;
 #[cfg(target_arch = "x86_64")]
 mod sha256_avx2;
+#[cfg(target_arch = "x86_64")]
+mod sha256_avx512;
 #[cfg(target_arch = "x86_64")]
 mod sha256_ni;
 #[cfg(target_arch = "x86_64")]
@@ -74,15 +77,22 @@ pub use self::{
     sha512_avx512::bench_compress_sha512_avx512,
 };
 
+pub use isa::{Isa, IsaError, Vector};
 pub use kernel::Kernel;
 
 use crate::algorithm::{Algorithm, Digest};
 use family::{Family, Md5, Sha1, Sha256, Sha512};
 use manager::Manager;
 
+/// The environment variable that caps the instruction sets of the multi-buffer kernels
+/// ([`Isa::cap_from_env`]): `portable`, `avx2`, `avx512` (the widest vector instructions
+/// allowed; SHA-NI where the CPU has it) or `avx2-nosha`, `avx512-nosha` (no SHA-NI). Unset,
+/// every kernel the CPU runs may be chosen. It runs the AVX2 kernels on a CPU with AVX-512,
+/// to measure what most machines get. The digests never depend on it.
+pub const SIMD_VAR: &str = "MTSUM_SIMD";
+
 /// The environment variable that leaves every algorithm without a multi-buffer kernel
-/// ([`Kernel::multi_buffer`] returns `None`; any value but empty or `0`): for tests, and for
-/// comparing kernels.
+/// (any value but empty or `0`): the same as [`SIMD_VAR`]` = portable`, which it overrides.
 pub const FORCE_PORTABLE_VAR: &str = "MTSUM_FORCE_PORTABLE";
 
 /// The most lanes of any kernel: the size of the per-step arrays of a lane set.

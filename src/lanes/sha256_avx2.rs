@@ -143,6 +143,50 @@ fn schedule(w: &mut [__m256i; 64], t: usize) {
     );
 }
 
+/// One block's 64 rounds over the transposed states `$s` (`[_; 8]`) and message words `$w`
+/// (`[_; 64]`, the first 16 loaded), ending with the addition (`$add`) of the states from
+/// before the block. `$round!(a, b, c, d, e, f, g, h, t)` is the kernel's round `t`, updating
+/// `d` and `h`; the names rotate instead of the values moving. Schedule word `t + 16` is
+/// computed along with round `t`, by the `schedule` function of the module the macro expands
+/// in. The eight-lane AVX2 and sixteen-lane AVX-512 kernels share it.
+macro_rules! rounds {
+    ($round:ident, $s:ident, $w:ident, $add:ident) => {
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = $s;
+        for t in (0..48).step_by(8) {
+            $round!(a, b, c, d, e, f, g, h, t);
+            schedule(&mut $w, t);
+            $round!(h, a, b, c, d, e, f, g, t + 1);
+            schedule(&mut $w, t + 1);
+            $round!(g, h, a, b, c, d, e, f, t + 2);
+            schedule(&mut $w, t + 2);
+            $round!(f, g, h, a, b, c, d, e, t + 3);
+            schedule(&mut $w, t + 3);
+            $round!(e, f, g, h, a, b, c, d, t + 4);
+            schedule(&mut $w, t + 4);
+            $round!(d, e, f, g, h, a, b, c, t + 5);
+            schedule(&mut $w, t + 5);
+            $round!(c, d, e, f, g, h, a, b, t + 6);
+            schedule(&mut $w, t + 6);
+            $round!(b, c, d, e, f, g, h, a, t + 7);
+            schedule(&mut $w, t + 7);
+        }
+        for t in (48..64).step_by(8) {
+            $round!(a, b, c, d, e, f, g, h, t);
+            $round!(h, a, b, c, d, e, f, g, t + 1);
+            $round!(g, h, a, b, c, d, e, f, t + 2);
+            $round!(f, g, h, a, b, c, d, e, t + 3);
+            $round!(e, f, g, h, a, b, c, d, t + 4);
+            $round!(d, e, f, g, h, a, b, c, t + 5);
+            $round!(c, d, e, f, g, h, a, b, t + 6);
+            $round!(b, c, d, e, f, g, h, a, t + 7);
+        }
+        for (s, new) in $s.iter_mut().zip([a, b, c, d, e, f, g, h]) {
+            *s = $add(*s, new);
+        }
+    };
+}
+pub(super) use rounds;
+
 /// Hashes `blocks` blocks of the eight messages.
 ///
 /// Per block: 64 rounds of 35 vector instructions (12 of them shifts) and 48 schedule words
@@ -195,38 +239,7 @@ unsafe fn compress_lanes(states: &mut [[u32; 8]; LANES], ptrs: &[*const u8; LANE
             };
         }
 
-        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = s;
-        for t in (0..48).step_by(8) {
-            round!(a, b, c, d, e, f, g, h, t);
-            schedule(&mut w, t);
-            round!(h, a, b, c, d, e, f, g, t + 1);
-            schedule(&mut w, t + 1);
-            round!(g, h, a, b, c, d, e, f, t + 2);
-            schedule(&mut w, t + 2);
-            round!(f, g, h, a, b, c, d, e, t + 3);
-            schedule(&mut w, t + 3);
-            round!(e, f, g, h, a, b, c, d, t + 4);
-            schedule(&mut w, t + 4);
-            round!(d, e, f, g, h, a, b, c, t + 5);
-            schedule(&mut w, t + 5);
-            round!(c, d, e, f, g, h, a, b, t + 6);
-            schedule(&mut w, t + 6);
-            round!(b, c, d, e, f, g, h, a, t + 7);
-            schedule(&mut w, t + 7);
-        }
-        for t in (48..64).step_by(8) {
-            round!(a, b, c, d, e, f, g, h, t);
-            round!(h, a, b, c, d, e, f, g, t + 1);
-            round!(g, h, a, b, c, d, e, f, t + 2);
-            round!(f, g, h, a, b, c, d, e, t + 3);
-            round!(e, f, g, h, a, b, c, d, t + 4);
-            round!(d, e, f, g, h, a, b, c, t + 5);
-            round!(c, d, e, f, g, h, a, b, t + 6);
-            round!(b, c, d, e, f, g, h, a, t + 7);
-        }
-        for (s, new) in s.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-            *s = _mm256_add_epi32(*s, new);
-        }
+        rounds!(round, s, w, _mm256_add_epi32);
     }
 
     for (state, row) in states.iter_mut().zip(transpose(s)) {

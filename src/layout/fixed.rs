@@ -53,7 +53,12 @@ impl Fixed {
         let count = level.len() / 2;
         match lanes.filter(|_| count as u64 >= MIN_LANE_LEAVES) {
             Some(kernel) => {
-                let pairs: Vec<u8> = level.iter().flat_map(Digest::as_bytes).copied().collect();
+                // Digest by digest, not byte by byte through `flat_map`: that collect took a
+                // tenth of the time of SHA-256 rfc6962 1K leaves.
+                let mut pairs = Vec::with_capacity(level.len() * alg.digest_len());
+                for digest in level {
+                    pairs.extend_from_slice(digest.as_bytes());
+                }
                 let messages: Vec<&[u8]> = pairs.chunks(pairs.len() / count).collect();
                 lanes::hash_many(kernel, self.node_prefix, &messages)
             }
@@ -66,10 +71,10 @@ impl Fixed {
 
     /// The kernel that hashes inner nodes in lanes, given the one that hashes leaves: the
     /// same where lanes pay on messages as short as a node's (two digests and the prefix),
-    /// none for the SHA-NI algorithms, whose one stream beats their lanes on them.
+    /// none for the SHA-NI kernels, which one SHA-NI stream beats on them.
     fn node_lanes(&self, alg: Algorithm, lanes: Option<Kernel>) -> Option<Kernel> {
         let len = self.node_prefix.len() + 2 * alg.digest_len();
-        lanes.filter(|_| lanes_pay_on(alg, len as u64))
+        lanes.filter(|&kernel| lanes_pay_on(kernel, len as u64))
     }
 
     /// The jobs of a stream of `n` bytes: aligned runs of a power-of-two number of leaves of

@@ -71,15 +71,14 @@ const _: () = assert!(TARGET_JOB_BYTES.is_power_of_two() && TARGET_JOB_BYTES >= 
 /// lanes idle and one stream of OpenSSL (about a sixth of the lanes' throughput) is as fast.
 const MIN_LANE_LEAVES: u64 = 4;
 
-/// The shortest leaf that SHA-1 and SHA-224/256 hash in lanes within a job (see
+/// The shortest leaf that a SHA-NI kernel hashes in lanes within a job (see
 /// `Layout::lanes_pay`): 4 KiB leaves gained 13 % over one SHA-NI stream.
 const MIN_SHA_NI_LANE_LEAF: u64 = 4096;
 
-/// Whether hashing messages of `len` bytes several at once in lanes beats one after another
-/// for `alg`: see `Layout::lanes_pay`.
-fn lanes_pay_on(alg: Algorithm, len: u64) -> bool {
-    let sha_ni = matches!(alg, Algorithm::Sha1 | Algorithm::Sha224 | Algorithm::Sha256);
-    !sha_ni || len >= MIN_SHA_NI_LANE_LEAF
+/// Whether hashing messages of `len` bytes several at once in lanes of `kernel` beats one
+/// after another: see `Layout::lanes_pay`.
+fn lanes_pay_on(kernel: Kernel, len: u64) -> bool {
+    !kernel.uses_sha_ni() || len >= MIN_SHA_NI_LANE_LEAF
 }
 
 /// A validated leaf size for the fixed-leaf layouts: never zero.
@@ -518,25 +517,27 @@ impl Layout {
     ///
     /// With a fixed-leaf layout it hashes the leaves that a chunk holds whole several at once
     /// in SIMD lanes ([`crate::lanes`]) where the CPU has a multi-buffer kernel for the
-    /// algorithm, unless `MTSUM_FORCE_PORTABLE` is set ([`Kernel::multi_buffer`]).
+    /// algorithm, as far as `MTSUM_SIMD` allows ([`Kernel::multi_buffer`]).
     pub fn job_hasher(self, alg: Algorithm) -> JobHasher {
         // Every algorithm's kernel beats its one stream on whole leaves: short leaves hashed
         // one after another ran SHA-256 at one SHA-NI stream (half the two-stream kernel) and
         // SHA-512 at one OpenSSL stream (a third of the AVX-512 lanes); see
         // docs/performance.md, "Fixed leaves: where the time goes".
-        let lanes = Kernel::multi_buffer(alg).filter(|_| self.lanes_pay(alg));
+        let lanes = Kernel::multi_buffer(alg).filter(|&kernel| self.lanes_pay(kernel));
         self.job_hasher_with_lanes(alg, lanes)
     }
 
-    /// Whether hashing this layout's whole leaves in lanes beats one leaf after another. A
-    /// lane set's bookkeeping per message costs about as much as hashing a few hundred bytes,
-    /// which SHA-1 and SHA-224/256 do cheaply in one SHA-NI stream: with two SHA-256 lanes,
-    /// 64-byte leaves took 1.7 × the time of one stream and 2 KiB leaves broke even, while
-    /// MD5 and SHA-512, which have no such instruction, gain at any leaf size. (BitTorrent v2's
-    /// 16 KiB blocks are well above the line.)
-    fn lanes_pay(self, alg: Algorithm) -> bool {
+    /// Whether hashing this layout's whole leaves in lanes of `kernel` beats one leaf after
+    /// another. A lane set's bookkeeping per message costs about as much as hashing a few
+    /// hundred bytes, which one SHA-NI stream does cheaply: with two SHA-256 lanes of SHA-NI,
+    /// 64-byte leaves took 1.7 × the time of one stream and 2 KiB leaves broke even. The
+    /// kernels without SHA-NI gain at any leaf size (MD5 and SHA-512 have no such
+    /// instruction; the AVX2 and AVX-512 kernels of SHA-1 and SHA-256 run where it is missing,
+    /// or hash several times as fast as it). (BitTorrent v2's 16 KiB blocks are well above the
+    /// line.)
+    fn lanes_pay(self, kernel: Kernel) -> bool {
         self.leaf_size()
-            .is_some_and(|leaf| lanes_pay_on(alg, leaf.get()))
+            .is_some_and(|leaf| lanes_pay_on(kernel, leaf.get()))
     }
 
     /// [`Layout::job_hasher`] with the multi-buffer kernel chosen by the caller: `None` hashes

@@ -17,11 +17,24 @@
 //! (`locking_mode=EXCLUSIVE`), so a second audit of the same database is refused at once with
 //! [`DatabaseError::Busy`] instead of interleaving its records with the first one's.
 //!
-//! # Schema, version 1
+//! # Repairs in progress
+//!
+//! A repair from a copy ([`crate::audit::repair`]) writes the file in place and puts its
+//! recorded mtime back last; cut short (`kill -9`, a power cut, an I/O error), it would leave
+//! a half-repaired file with a new mtime, which the next audit would take for an edit and,
+//! with `--update`, record as good. So before the first byte is written, a row in `repairs`
+//! says durably (a commit that waits for the disk) that the file is being repaired and which
+//! stamp the repair puts back. While that row names the record's stamp, the file counts as
+//! corrupt whatever its mtime ([`Entry::repairing`]); it goes once a change says the file
+//! matches a record again (checked `ok`, a record written) or the record is removed. It is
+//! deleted after that change: a crash between the two leaves a row whose stamp is not the
+//! record's, which counts for nothing.
+//!
+//! # Schema, version 2
 //!
 //! ```sql
 //! PRAGMA application_id = 0x6d74736d;  -- 'mtsm': this file is an mtsum database
-//! PRAGMA user_version = 1;
+//! PRAGMA user_version = 2;
 //! CREATE TABLE records (
 //!     path          BLOB PRIMARY KEY,   -- the name, spelled as in manifests (manifest::key)
 //!     size          INTEGER NOT NULL,   -- bytes
@@ -38,7 +51,17 @@
 //!     outboard      BLOB                -- its leaf digests, concatenated
 //! );
 //! CREATE INDEX records_by_verified ON records (verified);
+//! CREATE TABLE repairs (                -- since version 2
+//!     path          BLOB PRIMARY KEY,   -- a file being repaired in place
+//!     size          INTEGER NOT NULL,   -- the stamp the repair puts back: its record's
+//!     mtime_sec     INTEGER NOT NULL,
+//!     mtime_nsec    INTEGER NOT NULL
+//! );
 //! ```
+//!
+//! A database of version 1 (no `repairs`) is upgraded when an audit or a repair opens it for
+//! writing; a reader (`--dry-run`, `--export`) reads it as it is, with no repair in progress.
+//! An older mtsum refuses version 2 as newer than it reads: it would not heed the marks.
 //!
 //! Names are the paths as the audit met them, tidied as in manifests; give absolute paths to
 //! keep several trees apart. A file that is not a SQLite database, or a SQLite database of
@@ -72,7 +95,8 @@ pub const APPLICATION_ID: i32 = 0x6d74_736d;
 /// The longest a commit goes without waiting for the disk while changes keep coming.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(2);
 
-const SCHEMA: &str = "
+/// Version 1's schema; [`UPGRADES`] add the rest.
+const SCHEMA_1: &str = "
     CREATE TABLE records (
         path          BLOB PRIMARY KEY,
         size          INTEGER NOT NULL,
@@ -91,8 +115,24 @@ const SCHEMA: &str = "
     CREATE INDEX records_by_verified ON records (verified);
 ";
 
-/// The columns of a record, in the order [`row_record`] reads them.
+/// What each later version adds: `UPGRADES[i]` takes a database from version `i + 1` to
+/// `i + 2`.
+const UPGRADES: [&str; SCHEMA_VERSION as usize - 1] = [
+    // 2: repairs in progress.
+    "CREATE TABLE repairs (
+        path          BLOB PRIMARY KEY,
+        size          INTEGER NOT NULL,
+        mtime_sec     INTEGER NOT NULL,
+        mtime_nsec    INTEGER NOT NULL
+    );",
+];
+
+/// The columns of a record, in the order [`row_record`] reads them, but the last: whether a
+/// repair of the file is in progress ([`REPAIRING`]).
 const RECORD_COLUMNS: &str = "path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, outboard_leaf IS NOT NULL";
+
+/// Whether a repair of the file is in progress: a mark with the record's stamp.
+const REPAIRING: &str = "EXISTS (SELECT 1 FROM repairs m WHERE m.path = records.path AND m.size = records.size AND m.mtime_sec = records.mtime_sec AND m.mtime_nsec = records.mtime_nsec)";
 
 impl From<rusqlite::Error> for DatabaseError {
     fn from(e: rusqlite::Error) -> Self {
@@ -121,6 +161,9 @@ pub struct DatabaseStore {
     /// Records already reported unseen.
     reported: HashSet<Vec<u8>>,
     last_sync: Instant,
+    /// The columns a record is read with ([`RECORD_COLUMNS`] and whether a repair is in
+    /// progress, which a database of version 1 read as it is cannot say: none is).
+    columns: String,
 }
 
 impl DatabaseStore {
@@ -133,6 +176,14 @@ impl DatabaseStore {
             error,
         };
         let conn = connect(path, writable).map_err(fail)?;
+        let marks = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'repairs'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(|e| fail(e.into()))?;
+        let repairing = if marks > 0 { REPAIRING } else { "0" };
         Ok(DatabaseStore {
             path: path.to_path_buf(),
             conn,
@@ -141,6 +192,7 @@ impl DatabaseStore {
             seen: HashMap::new(),
             reported: HashSet::new(),
             last_sync: Instant::now(),
+            columns: format!("{RECORD_COLUMNS}, {repairing}"),
         })
     }
 
@@ -153,7 +205,7 @@ impl DatabaseStore {
 
     /// The entry named `name`.
     fn get(&self, name: &[u8]) -> Result<Entry, DatabaseError> {
-        let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE path = ?1");
+        let sql = format!("SELECT {} FROM records WHERE path = ?1", self.columns);
         let row = self
             .conn
             .prepare_cached(&sql)?
@@ -161,21 +213,36 @@ impl DatabaseStore {
             .optional()?;
         Ok(match row {
             None => Entry::of(Prior::None),
-            Some((_, Ok(record), (verified, has_outboard))) => Entry {
+            Some((_, Ok(record), (verified, has_outboard, repairing))) => Entry {
                 prior: Prior::Record(record),
                 verified,
                 has_outboard,
+                repairing,
             },
             Some((_, Err(why), _)) => Entry::of(Prior::Unusable(format!("damaged record: {why}"))),
         })
     }
 
     fn apply(&mut self, name: &[u8], change: Change) -> Result<(), DatabaseError> {
-        let now = nanos(SystemTime::now());
         let sync = self.last_sync.elapsed() >= SYNC_INTERVAL;
         if sync {
             self.conn.pragma_update(None, "synchronous", "FULL")?;
         }
+        self.write(name, change)?;
+        // After the change (see the module documentation): a crash between the two leaves
+        // a mark that names another stamp than the record's, or no record.
+        let ends_repair = !matches!(change, Change::Checked { status, .. } if status != Status::Ok);
+        if ends_repair {
+            self.conn
+                .prepare_cached("DELETE FROM repairs WHERE path = ?1")?
+                .execute([name])?;
+        }
+        self.synced(sync)
+    }
+
+    /// Writes `change` to the records.
+    fn write(&mut self, name: &[u8], change: Change) -> Result<(), DatabaseError> {
+        let now = nanos(SystemTime::now());
         let (record, status, outboard) = match change {
             Change::Set {
                 record,
@@ -198,13 +265,13 @@ impl DatabaseStore {
                          WHERE path = ?1",
                     )?
                     .execute(params![name, now, status.name(), verified])?;
-                return self.synced(sync);
+                return Ok(());
             }
             Change::Remove => {
                 self.conn
                     .prepare_cached("DELETE FROM records WHERE path = ?1")?
                     .execute([name])?;
-                return self.synced(sync);
+                return Ok(());
             }
         };
         // A record written by an audit matched the file just now; an imported one has never
@@ -230,7 +297,28 @@ impl DatabaseStore {
                         outboard.map(|o| o.leaf.get() as i64),
                         outboard.map(Outboard::to_bytes),
                     ])?;
-        self.synced(sync)
+        Ok(())
+    }
+
+    /// Marks the file `name` as being repaired to `stamp`, and waits for the disk.
+    fn mark_repair(&mut self, name: &[u8], stamp: Stamp) -> Result<(), DatabaseError> {
+        if !self.writable {
+            // A reader repairs nothing (a dry run stops before writing).
+            return Err(DatabaseError::ReadOnly(String::new()));
+        }
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO repairs (path, size, mtime_sec, mtime_nsec)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                name,
+                stamp.len as i64,
+                stamp.mtime.sec,
+                stamp.mtime.nsec
+            ])?;
+        self.synced(true)
     }
 
     /// After a change: back to commits that do not wait for the disk, if this one did.
@@ -249,7 +337,8 @@ fn connect(path: &Path, writable: bool) -> Result<Connection, DatabaseError> {
         // Nothing recorded yet, and a reader must not create the file: an empty database in
         // memory answers every lookup with "no record".
         let conn = Connection::open_in_memory()?;
-        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(SCHEMA_1)?;
+        conn.execute_batch(&UPGRADES.concat())?;
         Ok(conn)
     };
     if !writable && !path.exists() {
@@ -291,7 +380,7 @@ fn connect(path: &Path, writable: bool) -> Result<Connection, DatabaseError> {
         if version > SCHEMA_VERSION {
             return Err(DatabaseError::Newer(version));
         }
-        if version != SCHEMA_VERSION {
+        if version < 1 {
             return Err(DatabaseError::Foreign(format!("schema version {version}")));
         }
     }
@@ -308,7 +397,13 @@ fn connect(path: &Path, writable: bool) -> Result<Connection, DatabaseError> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     if fresh {
         conn.execute_batch(&format!(
-            "BEGIN; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            "BEGIN; {SCHEMA_1} {} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;",
+            UPGRADES.concat()
+        ))?;
+    } else if version < SCHEMA_VERSION {
+        let upgrades = UPGRADES[version as usize - 1..].concat();
+        conn.execute_batch(&format!(
+            "BEGIN; {upgrades} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))?;
     }
     Ok(conn)
@@ -370,16 +465,18 @@ fn check_writable(path: &Path) -> Result<(), DatabaseError> {
     })
 }
 
-/// When a record was last verified, and whether it has an outboard.
-type RowState = (Option<SystemTime>, bool);
+/// When a record was last verified, whether it has an outboard, and whether a repair of the
+/// file is in progress.
+type RowState = (Option<SystemTime>, bool, bool);
 
-/// A row of [`RECORD_COLUMNS`]: its name, its record (or why it cannot be used), when it was
-/// last verified and whether it has an outboard.
+/// A row of [`DatabaseStore::columns`]: its name, its record (or why it cannot be used), when
+/// it was last verified, whether it has an outboard and whether a repair is in progress.
 fn row_record(row: &rusqlite::Row) -> (Vec<u8>, Result<Record, String>, RowState) {
     let name: Vec<u8> = row.get(0).unwrap_or_default();
     let verified = row.get::<_, Option<i64>>(8).ok().flatten().map(time);
     let has_outboard = row.get::<_, bool>(9).unwrap_or(false);
-    (name, parse_row(row), (verified, has_outboard))
+    let repairing = row.get::<_, bool>(10).unwrap_or(false);
+    (name, parse_row(row), (verified, has_outboard, repairing))
 }
 
 fn parse_row(row: &rusqlite::Row) -> Result<Record, String> {
@@ -485,7 +582,10 @@ impl RecordStore for DatabaseStore {
     fn unseen_below(&mut self, arg: &Path) -> Vec<(PathBuf, Record)> {
         let arg = key(arg);
         let start: &[u8] = if arg == b"." { b"" } else { &arg };
-        let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE path >= ?1 ORDER BY path");
+        let sql = format!(
+            "SELECT {} FROM records WHERE path >= ?1 ORDER BY path",
+            self.columns
+        );
         let mut unseen = Vec::new();
         let Ok(mut statement) = self.conn.prepare_cached(&sql) else {
             return unseen;
@@ -551,8 +651,13 @@ impl RecordStore for DatabaseStore {
         Ok(leaf.and_then(|leaf| Outboard::from_bytes(leaf, &bytes)))
     }
 
+    fn begin_repair(&mut self, path: &Path, stamp: Stamp) -> Result<(), StoreError> {
+        self.mark_repair(&key(path), stamp)
+            .map_err(|e| StoreError::Fatal(self.error(e)))
+    }
+
     fn records(&mut self) -> Result<Vec<(PathBuf, Record)>, AuditError> {
-        let sql = format!("SELECT {RECORD_COLUMNS} FROM records ORDER BY path");
+        let sql = format!("SELECT {} FROM records ORDER BY path", self.columns);
         let mut statement = self.conn.prepare(&sql).map_err(|e| self.error(e))?;
         let rows = statement
             .query_map([], |row| Ok(row_record(row)))
@@ -569,5 +674,73 @@ impl RecordStore for DatabaseStore {
             out.push((path_of(name), record));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(mtime: i64) -> Record {
+        Record {
+            layout: Layout::Plain,
+            algorithm: Algorithm::Blake3,
+            stamp: Stamp::new(3, Mtime::new(mtime, 0).unwrap()),
+            digest: Algorithm::Blake3.hash(b"abc"),
+        }
+    }
+
+    fn marks(db: &DatabaseStore) -> i64 {
+        db.conn
+            .query_row("SELECT count(*) FROM repairs", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_repair_mark_lasts_until_the_file_matches_a_record_and_only_names_its_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = DatabaseStore::open(&dir.path().join("db"), true).unwrap();
+        let repairing = |db: &DatabaseStore| db.get(b"f").unwrap().repairing;
+        let old = record(5);
+        let set = |r| Change::Set {
+            record: r,
+            status: Status::New,
+            outboard: None,
+        };
+        let checked = |status| Change::Checked {
+            status,
+            outboard: None,
+        };
+        db.apply(b"f", set(&old)).unwrap();
+        assert!(!repairing(&db));
+        db.mark_repair(b"f", old.stamp).unwrap();
+        assert!(repairing(&db));
+        db.apply(b"f", checked(Status::Corrupt)).unwrap();
+        assert!(repairing(&db), "still half repaired");
+        db.apply(b"f", checked(Status::Ok)).unwrap();
+        assert_eq!((repairing(&db), marks(&db)), (false, 0));
+
+        // Left by a crash between a record written and its mark deleted: another stamp than
+        // the record's counts for nothing.
+        db.mark_repair(b"f", record(6).stamp).unwrap();
+        assert!(!repairing(&db));
+        db.mark_repair(b"f", old.stamp).unwrap();
+        db.apply(b"f", set(&record(7))).unwrap();
+        assert_eq!((repairing(&db), marks(&db)), (false, 0));
+        db.mark_repair(b"f", record(7).stamp).unwrap();
+        db.apply(b"f", Change::Remove).unwrap();
+        assert_eq!(marks(&db), 0);
+    }
+
+    #[test]
+    fn a_reader_marks_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        DatabaseStore::open(&path, true).unwrap();
+        let mut reader = DatabaseStore::open(&path, false).unwrap();
+        assert!(matches!(
+            reader.mark_repair(b"f", record(5).stamp),
+            Err(DatabaseError::ReadOnly(_))
+        ));
     }
 }

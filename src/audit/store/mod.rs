@@ -92,6 +92,10 @@ pub struct Entry {
     pub verified: Option<SystemTime>,
     /// Whether the store keeps the file's leaf digests ([`RecordStore::outboard`]).
     pub has_outboard: bool,
+    /// A repair of the file from a copy began and was not seen through (killed, a power cut,
+    /// an I/O error): [`RecordStore::begin_repair`] marked it. Until the file matches its
+    /// record again, an mtime other than the recorded one is the repair's doing, not an edit.
+    pub repairing: bool,
 }
 
 impl Entry {
@@ -101,11 +105,14 @@ impl Entry {
             prior,
             verified: None,
             has_outboard: false,
+            repairing: false,
         }
     }
 }
 
-/// What the audit asks a store to do with one file's entry.
+/// What the audit asks a store to do with one file's entry. Each of them but a `Checked`
+/// that is not `ok` also ends a repair in progress ([`RecordStore::begin_repair`]): the file
+/// matches a record again, or its record is gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change<'a> {
     /// Write `record`: the file as it is now, judged `status` (new, modified, corrupt under
@@ -184,7 +191,7 @@ pub(crate) fn same_directory(path: &Path, other: &Path) -> bool {
 }
 
 /// `PRAGMA user_version` of the database store's schema ([`database`], feature `database`).
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Why a database cannot be used (the database store, feature `database`). The message is the part after `mtsum: FILE: `.
 #[derive(Debug, thiserror::Error)]
@@ -259,6 +266,17 @@ pub trait RecordStore {
     /// (a corrupt file, a repair): they are large.
     fn outboard(&mut self, _path: &Path) -> Result<Option<Outboard>, StoreError> {
         Ok(None)
+    }
+
+    /// Records durably, before a repair writes the first byte of `path` in place, that the
+    /// repair is under way and will put back the recorded `stamp`: a repair cut short leaves
+    /// the file with a new mtime, which must not pass for an edit ([`Entry::repairing`]).
+    /// The mark stays until a [`Change`] says the file matches a record again. Only stores
+    /// that keep leaf digests can repair, and only they keep the mark.
+    fn begin_repair(&mut self, _path: &Path, _stamp: Stamp) -> Result<(), StoreError> {
+        Err(StoreError::Fatal(AuditError::Unsupported(
+            "repairs need the database store (--db FILE)".into(),
+        )))
     }
 
     /// Every record, in name order (for `--export`).

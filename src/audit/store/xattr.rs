@@ -206,9 +206,8 @@ pub fn read_entry(path: &Path) -> io::Result<Entry> {
     if let Some(bytes) = xattr::get_deref(path, ATTR)? {
         return Ok(match decode_entry(&bytes) {
             Ok((record, verified)) => Entry {
-                prior: Prior::Record(record),
                 verified,
-                has_outboard: false,
+                ..Entry::of(Prior::Record(record))
             },
             Err(why) => Entry::of(Prior::Unusable(format!("damaged record in {ATTR}: {why}"))),
         });

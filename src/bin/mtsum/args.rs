@@ -29,6 +29,9 @@ use mtsum::{Algorithm, Layout, LeafSize};
 /// and end the process with status 0, as clap does.
 pub fn parse() -> Result<Config, String> {
     let args = Args::try_parse().map_err(usage_error)?;
+    // The library falls back to the portable kernels on a cap it cannot read; the command
+    // says so instead, before any work.
+    mtsum::lanes::Isa::cap_from_env().map_err(|e| e.to_string())?;
     Config::from_args(args).map_err(|e| e.to_string())
 }
 

@@ -86,17 +86,18 @@ fn fatal_line(e: &AuditError) -> Vec<u8> {
 }
 
 /// `--repair FILE --from COPY`: `repaired  FILE  (bytes …)` (with --dry-run `would repair`),
-/// or `ok  FILE` when there was nothing to repair; status 0, 1 when the file could not be
+/// or `ok  FILE` when there was nothing to repair (`repaired  FILE` when only an interrupted
+/// repair's mtime was left to put back); status 0, 1 when the file could not be
 /// repaired (nothing was written then, unless it is still corrupt after writing), 2 when the
 /// database cannot be used.
 fn run_repair(options: &Options, file: &std::path::Path, copy: &std::path::Path) -> Exit {
     let name = file.as_os_str().as_bytes();
     match repair::repair(&options.store, file, copy, options.dry_run, &options.io) {
         Ok(done) => {
-            let label = match (done.ranges.is_empty(), done.written) {
-                (true, _) => "ok",
-                (false, true) => "repaired",
-                (false, false) => "would repair",
+            let label = match (done.needed, done.written) {
+                (false, _) => "ok",
+                (true, true) => "repaired",
+                (true, false) => "would repair",
             };
             let mut text = line(label, name, Terminator::Newline);
             if !done.ranges.is_empty() {
@@ -194,7 +195,7 @@ impl Events<'_> {
             Event::Verdict(v) => {
                 let name = v.path.as_os_str().as_bytes();
                 if let Some(e) = &v.error
-                    && (v.status == Status::Unreadable || self.common.verbose)
+                    && (v.status.is_problem() || self.common.verbose)
                 {
                     printer.message(&report::error_line(name, e));
                 }

@@ -1,0 +1,131 @@
+//! The per-core rate of every multi-buffer kernel this CPU runs (on a CPU with AVX-512, the
+//! AVX2 ones too), against the one-stream backend of `Algorithm::hash`, on messages already
+//! in memory: what a core can hash when reading costs nothing. The whole program's rate
+//! (`mtsum -p 1`, reading included) is compared with it in `docs/performance.md`
+//! ("Per core, AVX-512 and AVX2").
+//!
+//! `cargo bench --bench per_core`; `-- md5` for one algorithm. Times are the thread's CPU time
+//! (`CLOCK_THREAD_CPUTIME_ID`), not wall-clock time, so that other processes on a shared
+//! machine do not count; they still slow the core down through its caches, so compare figures
+//! of one run.
+
+use std::hint::black_box;
+
+use criterion::measurement::{Measurement, ValueFormatter};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mtsum::Algorithm;
+use mtsum::lanes::{self, Kernel};
+
+/// `count` different messages of `len` bytes: the low bytes of a multiplicative hash of the
+/// position.
+fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
+    let bytes =
+        (0..count * len).map(|i| ((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8);
+    let bytes: Vec<u8> = bytes.collect();
+    bytes.chunks(len).map(<[u8]>::to_vec).collect()
+}
+
+fn per_core(c: &mut Criterion<ThreadCpuTime>) {
+    // 32 messages fill every kernel's lanes (MD5 in AVX-512 has 32), several times over for
+    // the others; 64 KiB is the leaf size of the per-core targets, 4 KiB the smallest.
+    for (count, len, label) in [(32, 64 << 10, "32 x 64 KiB"), (256, 4 << 10, "256 x 4 KiB")] {
+        let owned = messages(count, len);
+        let slices: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        for alg in [
+            Algorithm::Md5,
+            Algorithm::Sha1,
+            Algorithm::Sha256,
+            Algorithm::Sha512,
+        ] {
+            let mut group = c.benchmark_group(format!("{alg} {label}"));
+            group.throughput(Throughput::BytesDecimal((count * len) as u64));
+            for kernel in Kernel::available(alg) {
+                group.bench_function(BenchmarkId::new("lanes", kernel), |b| {
+                    b.iter(|| lanes::hash_many(kernel, b"", black_box(&slices)))
+                });
+            }
+            group.bench_function("one-stream", |b| {
+                b.iter(|| {
+                    for m in &slices {
+                        black_box(alg.hash(m));
+                    }
+                })
+            });
+            group.finish();
+        }
+    }
+}
+
+/// Criterion's measurement of the calling thread's CPU time, in nanoseconds.
+struct ThreadCpuTime;
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; the clock id is a constant of the platform.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl Measurement for ThreadCpuTime {
+    type Intermediate = u64;
+    type Value = u64;
+
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
+    }
+    fn end(&self, start: u64) -> u64 {
+        thread_cpu_ns() - start
+    }
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+    fn zero(&self) -> u64 {
+        0
+    }
+    fn to_f64(&self, value: &u64) -> f64 {
+        *value as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &CpuTimeFormatter
+    }
+}
+
+/// Shows times in µs of CPU time, throughputs in GB/s (decimal, as `openssl speed`).
+struct CpuTimeFormatter;
+
+impl ValueFormatter for CpuTimeFormatter {
+    fn scale_values(&self, _typical_ns: f64, values: &mut [f64]) -> &'static str {
+        values.iter_mut().for_each(|v| *v /= 1e3);
+        "µs cpu"
+    }
+
+    fn scale_throughputs(
+        &self,
+        _typical_ns: f64,
+        throughput: &Throughput,
+        values: &mut [f64],
+    ) -> &'static str {
+        let bytes = match *throughput {
+            Throughput::Bytes(n) | Throughput::BytesDecimal(n) => n as f64,
+            Throughput::ElementsAndBytes { bytes, .. } => bytes as f64,
+            Throughput::Elements(n) | Throughput::Bits(n) => n as f64,
+        };
+        values.iter_mut().for_each(|ns| *ns = bytes / *ns);
+        "GB/s cpu"
+    }
+
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(ThreadCpuTime);
+    targets = per_core
+}
+criterion_main!(benches);
