@@ -7,13 +7,15 @@
 # 1.3 GB; the large file holds as many bytes. Both are read into the page cache first (keep
 # 3 GB of memory free). For each algorithm, layout and -p, hyperfine times `mtsum -r DIR` and `mtsum FILE`;
 # the table gives the medians, the many-files throughput as a fraction of the large file's,
-# and the CPU time (user + system) of each. `find DIR -type f | xargs cat` is the floor of
-# reading the files at all.
+# and the CPU time (user + system) of each. With MTSUM_BEFORE, the same four commands of that
+# binary run in the same hyperfine call, for a before/after table. `find DIR -type f | xargs
+# cat` reads the files and nothing else.
 #
 #   bench/many-files.sh                          # md5 sha256 blake3, default/plain/rfc6962, -p N and -p 1
 #   MTSUM=target/release/mtsum BENCH_ALGS=sha256 BENCH_LAYOUTS=mtsum bench/many-files.sh
+#   MTSUM_BEFORE=/tmp/mtsum-main bench/many-files.sh   # before (that binary) and after
 #
-# Settings (environment): MTSUM (default target/release/mtsum), BENCH_DIR (default
+# Settings (environment): MTSUM (default target/release/mtsum), MTSUM_BEFORE, BENCH_DIR (default
 # ${TMPDIR:-/tmp}/mtsum-bench), BENCH_MANY_FILES, BENCH_ALGS, BENCH_LAYOUTS (mtsum plain
 # rfc6962 ...), BENCH_THREADS (default: nproc, then 1), BENCH_RUNS (7). Needs python3 and
 # hyperfine. Shared machines are noisy: compare the ratios of one run.
@@ -23,6 +25,7 @@ export LC_ALL=C
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd -- "$here/.." && pwd)
 mtsum=$(realpath -- "${MTSUM:-$root/target/release/mtsum}")
+before=${MTSUM_BEFORE:+$(realpath -- "$MTSUM_BEFORE")}
 dir=${BENCH_DIR:-${TMPDIR:-/tmp}/mtsum-bench}
 files=${BENCH_MANY_FILES:-20000}
 algs=${BENCH_ALGS:-md5 sha256 blake3}
@@ -73,27 +76,42 @@ hyperfine -N -w 1 -r "$runs" --export-json "$work/$((n++)).json" \
 for p in $threads; do
     for alg in $algs; do
         for layout in $layouts; do
-            hyperfine -N -w 1 -r "$runs" --export-json "$work/$((n++)).json" \
-                --command-name="-p $p -a $alg -t $layout: DIR" "$mtsum -p $p -a $alg -t $layout -r $tree" \
-                --command-name="-p $p -a $alg -t $layout: FILE" "$mtsum -p $p -a $alg -t $layout $big" >/dev/null
+            commands=()
+            for bin in $before $mtsum; do
+                commands+=(--command-name="$bin -p $p -a $alg -t $layout: DIR"
+                    "$bin -p $p -a $alg -t $layout -r $tree"
+                    --command-name="$bin -p $p -a $alg -t $layout: FILE"
+                    "$bin -p $p -a $alg -t $layout $big")
+            done
+            hyperfine -N -w 1 -r "$runs" --export-json "$work/$((n++)).json" "${commands[@]}" >/dev/null
         done
     done
 done
 
-python3 - "$work" "$bytes" "$files" <<'PY'
+python3 - "$work" "$bytes" "$files" "$before" <<'PY'
 import glob, json, os, statistics, sys
-work, size, files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-results = []
-for path in sorted(glob.glob(os.path.join(work, "*.json")), key=lambda p: int(os.path.basename(p)[:-5])):
-    results += json.load(open(path))["results"]
+work, size, files, before = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+runs = [json.load(open(p))["results"]
+        for p in sorted(glob.glob(os.path.join(work, "*.json")), key=lambda p: int(os.path.basename(p)[:-5]))]
 print(f"{files} files, {size} bytes ({size / 1e9:.2f} GB); medians of hyperfine runs; CPU = user + system.\n")
-floor = results.pop(0)
+floor = runs.pop(0)[0]
 print(f"`find DIR -type f | xargs cat`: {statistics.median(floor['times']):.3f} s, CPU {floor['user'] + floor['system']:.3f} s\n")
-print("| command | DIR s | FILE s | DIR GB/s | FILE GB/s | DIR / FILE throughput | DIR CPU s | FILE CPU s |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-for d, f in zip(results[::2], results[1::2]):
-    td, tf = statistics.median(d["times"]), statistics.median(f["times"])
-    name = d["command"].rsplit(":", 1)[0]
-    print(f"| `mtsum {name}` | {td:.3f} | {tf:.3f} | {size / td / 1e9:.2f} | {size / tf / 1e9:.2f} "
-          f"| {tf / td:.2f} | {d['user'] + d['system']:.3f} | {f['user'] + f['system']:.3f} |")
+med = lambda r: statistics.median(r["times"])
+cpu = lambda r: r["user"] + r["system"]
+if before:
+    print("| command | DIR s before → after | FILE s | DIR / FILE throughput before → after | DIR CPU s before → after | FILE CPU s |")
+    print("|---|---:|---:|---:|---:|---:|")
+else:
+    print("| command | DIR s | FILE s | DIR GB/s | FILE GB/s | DIR / FILE throughput | DIR CPU s | FILE CPU s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for r in runs:
+    name = "mtsum " + r[-1]["command"].split(" ", 1)[1].rsplit(":", 1)[0]
+    d, f = r[-2], r[-1]
+    if before:
+        bd, bf = r[0], r[1]
+        print(f"| `{name}` | {med(bd):.3f} → {med(d):.3f} | {med(f):.3f} "
+              f"| {med(bf) / med(bd):.2f} → {med(f) / med(d):.2f} | {cpu(bd):.2f} → {cpu(d):.2f} | {cpu(f):.2f} |")
+    else:
+        print(f"| `{name}` | {med(d):.3f} | {med(f):.3f} | {size / med(d) / 1e9:.2f} | {size / med(f) / 1e9:.2f} "
+              f"| {med(f) / med(d):.2f} | {cpu(d):.3f} | {cpu(f):.3f} |")
 PY
