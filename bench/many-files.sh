@@ -64,7 +64,7 @@ with open(big + ".partial", "wb") as f:
 os.rename(big + ".partial", big)
 PY
 fi
-bytes=$(stat -c %s -- "$big")
+bytes=$(stat -L -c %s -- "$big")
 find "$tree" -type f -exec cat {} + >/dev/null
 cat -- "$big" >/dev/null
 
