@@ -1105,3 +1105,75 @@ fn a_file_of_few_lane_jobs_hashes_like_the_reference_on_any_worker_count() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Many small files, each hashed whole by the reader that opened it
+// ---------------------------------------------------------------------------------------------
+
+/// Many small files go to the readers in batches, and a reader keeps its own lanes full
+/// across files and batches, a lane taking the next job as soon as its message ends: far more
+/// files than any kernel has lanes, of lengths that end in every lane at different times
+/// (empty files, block boundaries, jobs longer than one read of md5's 32 lanes), with a few
+/// files too large for one reader among them, give the reference digest of every file, in
+/// order, with every thread count and with lanes and without.
+#[test]
+fn many_small_files_hashed_by_the_readers_that_opened_them_give_the_reference_digests() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut state = 15u64;
+    let mut sizes: Vec<usize> = (0..300)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            match (state >> 33) % 10 {
+                0 => 0,
+                1 => [1, 55, 56, 63, 64, 65, 127, 128, 129][(state >> 40) as usize % 9],
+                2 => (128 << 10) + (state >> 50) as usize % 3,
+                3 => 300_000 + (state >> 45) as usize % 100_000,
+                _ => (state >> 40) as usize % 70_000,
+            }
+        })
+        .collect();
+    sizes[7] = (1 << 20) + 1;
+    sizes[150] = 3 << 20;
+    let files: Vec<(PathBuf, Vec<u8>)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let data = pattern(n, i as u64);
+            (write_file(dir.path(), &format!("f{i:03}"), &data), data)
+        })
+        .collect();
+    let layouts = [Layout::Mtsum, Layout::Plain, Layout::Rfc6962(leaf(1 << 20))];
+    for alg in [
+        Algorithm::Md5,
+        Algorithm::Sha1,
+        Algorithm::Sha256,
+        Algorithm::Sha512,
+        Algorithm::Blake3,
+    ] {
+        for layout in layouts {
+            let expected: Vec<Digest> = files
+                .iter()
+                .map(|(_, data)| reference::root(layout, alg, data))
+                .collect();
+            for (threads, multi_buffer) in [(1, true), (2, true), (3, true), (2, false)] {
+                let engine = Engine::new(NonZeroUsize::new(threads).unwrap())
+                    .with_multi_buffer(multi_buffer);
+                let targets = files.iter().map(|(p, _)| Target::Path(p.clone()));
+                let mut got = Vec::new();
+                engine.hash_all(&Request::new(layout, alg), targets, |t, r| {
+                    got.push((t, r.unwrap().root))
+                });
+                let names: Vec<Target> =
+                    files.iter().map(|(p, _)| Target::Path(p.clone())).collect();
+                let (order, roots): (Vec<Target>, Vec<_>) = got.into_iter().unzip();
+                assert_eq!(order, names, "{alg} {layout} -p {threads}: in input order");
+                assert_eq!(
+                    roots, expected,
+                    "{alg} {layout} -p {threads} lanes {multi_buffer}"
+                );
+            }
+        }
+    }
+}

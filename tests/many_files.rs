@@ -5,11 +5,11 @@
 
 mod common;
 
-use common::{have, os, skip, strs};
+use common::{have, mtsum_unprivileged, os, pattern, skip, strs};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::time::Duration;
 
@@ -477,5 +477,71 @@ fn json_lines_parse_and_carry_the_documented_fields() {
             ],
             "{args:?}"
         );
+    }
+}
+
+/// Hundreds of files go to the readers in batches, each file hashed by the reader that opened
+/// it: an unreadable one, small or large, is still one line `mtsum: NAME: Permission denied`
+/// in its own place among the results (stdout and stderr in one stream), every other file is
+/// hashed, and the exit status is 1.
+#[test]
+fn an_unreadable_file_among_many_is_one_error_line_in_its_place_and_the_rest_are_hashed() {
+    let unprivileged = match mtsum_unprivileged() {
+        Ok(cmd) => cmd,
+        Err(why) => return skip("an_unreadable_file_among_many", &why),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let unreadable = [13, 71, 199];
+    let mut expected = String::new();
+    for i in 0..240usize {
+        let name = format!("t/d{}/f{i:03}", i % 3);
+        let len = match i {
+            71 => 3 << 20,
+            _ if i % 50 == 7 => (1 << 20) + i,
+            _ => (i * 7919) % 150_000,
+        };
+        let data = pattern(len, i as u64);
+        put(dir.path(), name.as_bytes(), &data);
+        let path = dir.path().join(&name);
+        if unreadable.contains(&i) {
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
+        }
+        for d in [
+            path.parent().unwrap(),
+            path.parent().unwrap().parent().unwrap(),
+        ] {
+            fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    let mut names: Vec<String> = (0..240).map(|i| format!("t/d{}/f{i:03}", i % 3)).collect();
+    names.sort();
+    for name in &names {
+        let i: usize = name[name.len() - 3..].parse().unwrap();
+        if unreadable.contains(&i) {
+            expected += &format!("mtsum: {name}: Permission denied\n");
+        } else {
+            let data = fs::read(dir.path().join(name)).unwrap();
+            expected += &format!("{}  {name}\n", mtsum::Algorithm::Sha256.hash(&data));
+        }
+    }
+    for p in ["1", "2", "3"] {
+        // Both streams into one pipe, to see each error line in its place.
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg("\"$@\" 2>&1")
+            .arg("sh")
+            .arg(unprivileged.get_program())
+            .args(unprivileged.get_args())
+            .args(["-r", "-t", "plain", "-p", p, "t"])
+            .current_dir(dir.path());
+        let out = Command::from_std(cmd).timeout(TIMEOUT).output().unwrap();
+        let merged = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            merged.lines().collect::<Vec<_>>(),
+            expected.lines().collect::<Vec<_>>(),
+            "-p {p}"
+        );
+        assert_eq!(out.status.code(), Some(1), "-p {p}");
     }
 }

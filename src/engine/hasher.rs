@@ -96,9 +96,9 @@ struct Outlets<'a> {
 }
 
 /// A chunk in a lane, with the job it belongs to.
-struct Part {
-    key: JobKey,
-    chunk: Chunk,
+pub(super) struct Part {
+    pub(super) key: JobKey,
+    pub(super) chunk: Chunk,
 }
 
 impl AsRef<[u8]> for Part {

@@ -6,13 +6,17 @@
 //! | where | role |
 //! |---|---|
 //! | this file | what callers see ([`Request`], [`Task`], [`Engine`], [`FileDigest`]) and the words the parts speak to each other (`Job`, `Msg`, `LaneOp`, `Done`) |
-//! | `coordinator.rs` | opens each input and plans it into jobs, folds finished jobs into roots, emits results in input order |
-//! | `reader.rs` | the reader half of a worker: takes jobs from the shared queue, reads them ahead |
+//! | `coordinator.rs` | hands inputs out in batches to open, queues the jobs of large ones, holds streams whose layout needs their length, folds the digests of large inputs into roots, emits results in input order |
+//! | `input.rs` | one input: opened (`Opening`), planned into jobs (`Unplanned`), its jobs' digests folded into its result (`Fold`) |
+//! | `reader.rs` | the reader half of a worker: takes work from the shared queues, reads jobs ahead |
+//! | `whole.rs` | a reader's batch of inputs: opens each, hashes the small ones whole itself (in a lane set of its own), hands the others back |
 //! | `hasher.rs` | the hasher half of a worker: hashes chunks as one stream, or rounds of SIMD lanes |
 //!
-//! A call of [`Engine::run`] is: the coordinator turns tasks into jobs on one bounded queue →
-//! each worker's reader takes jobs and sends chunks (`Msg`) → its hasher hashes them and sends
-//! `Done` back → the coordinator folds them and calls the sink.
+//! A call of [`Engine::run`] is: the coordinator hands tasks out in batches on one bounded
+//! queue → a reader opens each input of a batch, hashes a small one itself and reports its
+//! result (`Opened`), and reports a large one's jobs, which the coordinator queues for every
+//! worker on another → a reader takes a job and sends chunks (`Msg`) → its hasher hashes them
+//! and sends `Done` back → the coordinator folds them and calls the sink.
 //!
 //! # How it works
 //!
@@ -34,13 +38,21 @@
 //! through one lane set, so that one core hashes 2 to 32 messages at once. Readers deal such
 //! jobs among themselves so that lanes fill: a reader fills a unit of its kernel's lanes
 //! before another begins, and begins another only while no reader is idle (`reader.rs`).
+//!
+//! Many small files are opened on the workers, not one by one on the coordinator, and each is
+//! hashed by the reader that opened it, with no hand-off between threads: the one-message
+//! jobs of small files go into a lane set of the reader's own, which it refills as each
+//! message ends (`whole.rs`).
 
 mod coordinator;
 mod hasher;
+mod input;
 mod reader;
+mod whole;
 
-use coordinator::{Coordinator, send_jobs, wait_until};
+use coordinator::{Channels, Coordinator};
 use hasher::hash_jobs;
+use input::{Opening, Planned, Unplanned};
 use reader::{Dealer, Reader};
 
 use std::io::Read;
@@ -56,7 +68,9 @@ use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::{self, Kernel};
 use crate::layout::{JobKind, Layout, Root};
-use crate::source::{Buffer, Chunk, Fallback, InputError, ReadMode, SizedFile, Target};
+use crate::source::{
+    Buffer, Chunk, Fallback, FileSystems, InputError, ReadMode, SizedFile, Target,
+};
 
 /// The most jobs queued for the workers: each holds an open file.
 const MAX_QUEUED_JOBS: usize = 256;
@@ -311,7 +325,11 @@ impl Engine {
             // with small files finds them opened and waiting.
             let queue = (self.threads.get() * 2 * lanes::MAX_LANES).min(MAX_QUEUED_JOBS);
             let (job_tx, job_rx) = bounded::<Job>(queue);
+            // Two batches of inputs to open per worker: one that it opens, the next that
+            // keeps its lanes full meanwhile.
+            let (open_tx, open_rx) = bounded::<Vec<Opening>>(2 * self.threads.get());
             let (done_tx, done_rx) = unbounded::<Vec<Done>>();
+            let (opened_tx, opened_rx) = unbounded::<Vec<Opened>>();
             // Fewer workers than asked for (the system refused more threads) still hash
             // correctly; none at all fails every input instead of panicking.
             let mut started = 0;
@@ -320,7 +338,8 @@ impl Engine {
             let died = Arc::new(AtomicBool::new(false));
             let dealer = Arc::new(Dealer::default());
             for _ in 0..self.threads.get() {
-                match self.spawn_worker(scope, &job_rx, &done_tx, &busy, &died, &dealer) {
+                let queues = (&job_rx, &open_rx, &done_tx, &opened_tx);
+                match self.spawn_worker(scope, queues, &busy, &died, &dealer) {
                     Ok(()) => started += 1,
                     Err(e) => {
                         refusal = Some(e);
@@ -328,7 +347,7 @@ impl Engine {
                     }
                 }
             }
-            drop((job_rx, done_tx));
+            drop((job_rx, open_rx, done_tx, opened_tx));
             if let (0, Some(e)) = (started, refusal) {
                 let mut sink = sink;
                 for task in tasks {
@@ -339,25 +358,15 @@ impl Engine {
                 return;
             }
 
-            let mut coordinator = Coordinator::new(self.read_mode, self.multi_buffer, sink);
-            let mut tasks = tasks.into_iter().enumerate();
-            while !self.cancelled()
-                && let Some((index, task)) = tasks.next()
-            {
-                // Memory held by streams stays bounded: the next input waits for them.
-                wait_until(&job_tx, &done_rx, &mut coordinator, &died, |c| {
-                    !c.holds_enough()
-                });
-                let jobs = coordinator.plan(index, task);
-                send_jobs(&job_tx, jobs, &done_rx, &mut coordinator);
-            }
-            // An input read again adds jobs: the queue stays open until every input is done.
-            wait_until(&job_tx, &done_rx, &mut coordinator, &died, |c| c.is_idle());
-            drop(job_tx);
-            for done in done_rx.iter().flatten() {
-                coordinator.on_done(done);
-            }
-            coordinator.report_lost();
+            let channels = Channels {
+                jobs: job_tx,
+                opens: open_tx,
+                done: &done_rx,
+                opened: &opened_rx,
+                died: &died,
+                cancelled: &|| self.cancelled(),
+            };
+            Coordinator::new(self.multi_buffer, sink).run(tasks, channels);
         });
     }
 }
@@ -367,8 +376,7 @@ impl Engine {
     fn spawn_worker<'scope>(
         &self,
         scope: &'scope thread::Scope<'scope, '_>,
-        jobs: &Receiver<Job>,
-        done: &Sender<Vec<Done>>,
+        (jobs, opens, done, opened): Queues,
         busy: &Arc<AtomicUsize>,
         died: &Arc<AtomicBool>,
         dealer: &Arc<Dealer>,
@@ -381,16 +389,20 @@ impl Engine {
         let (free_tx, free_rx) = bounded::<Vec<Buffer>>(buffers);
         let reader = Reader {
             jobs: jobs.clone(),
+            opens: opens.clone(),
             chunk_size: self.chunk_size(),
             solo_chunk_size: self.solo_chunk_size(),
             busy: busy.clone(),
             dealer: dealer.clone(),
+            read_mode: self.read_mode,
+            file_systems: FileSystems::default(),
             multi_buffer: self.multi_buffer,
             free: free_rx,
             spare: (0..buffers).map(|_| Buffer::new()).collect(),
             buffers,
             out: chunk_tx,
             done: done.clone(),
+            opened: opened.clone(),
             progress: self.progress.clone(),
             cancel: self.cancel.clone(),
         };
@@ -415,6 +427,15 @@ impl Engine {
         Ok(())
     }
 }
+
+/// A worker's ends of the queues: jobs and batches of inputs to open in, digests of jobs and
+/// reports on inputs out.
+type Queues<'a> = (
+    &'a Receiver<Job>,
+    &'a Receiver<Vec<Opening>>,
+    &'a Sender<Vec<Done>>,
+    &'a Sender<Vec<Opened>>,
+);
 
 /// Whether a cancel flag ([`Engine::with_cancel`]) is given and set.
 fn is_set(cancel: Option<&AtomicBool>) -> bool {
@@ -489,6 +510,25 @@ impl<T> Task<T> {
             context,
         }
     }
+}
+
+/// From a reader to the coordinator: what became of an input it opened.
+enum Opened {
+    /// Too large for one reader (or a stream): its jobs, for the coordinator to queue for
+    /// every worker and fold.
+    Shared { input: usize, planned: Planned },
+    /// A stream that its layout can hash only once held in memory, which the coordinator
+    /// does, keeping the memory held bounded.
+    Hold(Unplanned),
+    /// Hashed whole by the reader, or failed to open.
+    Hashed {
+        input: usize,
+        result: Result<FileDigest, InputError>,
+    },
+    /// The reader stopped before it was done with the input (its hasher died).
+    Lost { input: usize },
+    /// Inputs of a batch given back unopened, for a reader that waits for work.
+    Returned(Vec<Opening>),
 }
 
 /// A range of one input to hash into one digest.

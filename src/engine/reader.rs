@@ -6,14 +6,14 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Select, Sender};
 
 use super::hasher::absorb;
-use super::{Done, Job, JobSource, LaneOp, Msg, SharedFile, is_set};
+use super::{Done, Job, JobSource, LaneOp, Msg, Opened, Opening, SharedFile, is_set};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::JobHasher;
-use crate::source::{Buffer, InputError, read_stream_chunk};
+use crate::source::{Buffer, FileSystems, InputError, ReadMode, read_stream_chunk};
 
 /// Bytes of buffers per worker for jobs in lanes: two rounds of one chunk per lane (so that
 /// reading one round overlaps hashing the other). 8 MiB gives MD5's 16 lanes 256 KiB reads.
@@ -22,6 +22,8 @@ const LANE_BUFFER_BUDGET: usize = 8 << 20;
 /// The reader half of a worker.
 pub(super) struct Reader {
     pub(super) jobs: Receiver<Job>,
+    /// Batches of inputs to open.
+    pub(super) opens: Receiver<Vec<Opening>>,
     pub(super) chunk_size: usize,
     /// Bytes per read of a file when this reader is the only one busy.
     pub(super) solo_chunk_size: usize,
@@ -29,6 +31,10 @@ pub(super) struct Reader {
     pub(super) busy: Arc<AtomicUsize>,
     /// Shared by the readers: who takes jobs for lanes, and who waits for work.
     pub(super) dealer: Arc<Dealer>,
+    /// How the files this reader opens are read.
+    pub(super) read_mode: ReadMode,
+    /// The file systems of the files this reader opened.
+    pub(super) file_systems: FileSystems,
     /// Whether jobs that are one message each may be hashed in SIMD lanes.
     pub(super) multi_buffer: bool,
     /// Buffers back from the hasher, in batches.
@@ -40,13 +46,15 @@ pub(super) struct Reader {
     pub(super) buffers: usize,
     pub(super) out: Sender<Msg>,
     pub(super) done: Sender<Vec<Done>>,
+    /// Reports on the inputs this reader opened.
+    pub(super) opened: Sender<Vec<Opened>>,
     pub(super) progress: Option<Arc<AtomicU64>>,
     /// The engine's cancel flag: set, every job still read fails with `Interrupted`.
     pub(super) cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Reader {
-    /// Takes jobs until the coordinator has no more; returns early when the pipeline shut
+    /// Takes work until the coordinator has no more; returns early when the pipeline shut
     /// down (the hasher or the coordinator is gone).
     pub(super) fn run(mut self) -> Option<()> {
         let dealer = Arc::clone(&self.dealer);
@@ -56,24 +64,30 @@ impl Reader {
             // the others wait, rather than each taking one job of a file in turn. A reader is
             // idle from its start (the engine counts it) until it has a job. One that has a
             // job already does not wait for the turn: its holder may be waiting for the next.
-            let (turn, job) = match next.take() {
+            let (turn, work) = match next.take() {
                 // A job carried over from other lanes has lost its file's next jobs to other
                 // readers meanwhile: waiting for them (`Job::later`) could wait forever.
-                Some(job) => (dealer.try_turn(), Job { later: 0, ..job }),
+                Some(job) => (dealer.try_turn(), Work::Job(Job { later: 0, ..job })),
                 None => {
                     let turn = dealer.turn();
-                    let job = self.jobs.recv();
+                    let work = self.next_work();
                     dealer.idle.fetch_sub(1, Ordering::Relaxed);
-                    (Some(turn), job.ok()?)
+                    (Some(turn), work?)
                 }
             };
             self.busy.fetch_add(1, Ordering::Relaxed);
-            match self.lane_kernel(&job).filter(|_| self.has_company(&job)) {
-                Some(kernel) => next = self.read_lanes(kernel, job, turn)?,
-                None => {
+            match work {
+                Work::Open(batch) => {
                     drop(turn);
-                    self.read_job(job)?
+                    self.open_inputs(batch)?;
                 }
+                Work::Job(job) => match self.lane_kernel(&job).filter(|_| self.has_company(&job)) {
+                    Some(kernel) => next = self.read_lanes(kernel, job, turn)?,
+                    None => {
+                        drop(turn);
+                        self.read_job(job)?
+                    }
+                },
             }
             self.busy.fetch_sub(1, Ordering::Relaxed);
             if next.is_none() {
@@ -82,9 +96,35 @@ impl Reader {
         }
     }
 
+    /// The next work: a job of an input under way before a batch of inputs to open, so that
+    /// a file begun is done first. `None` once the coordinator closed both queues and they
+    /// are empty.
+    fn next_work(&self) -> Option<Work> {
+        if let Ok(job) = self.jobs.try_recv() {
+            return Some(Work::Job(job));
+        }
+        let mut select = Select::new();
+        let jobs = select.recv(&self.jobs);
+        select.recv(&self.opens);
+        let op = select.select();
+        // The coordinator closes both at once: once one is closed and empty, only what is
+        // left in the other comes.
+        if op.index() == jobs {
+            match op.recv(&self.jobs) {
+                Ok(job) => Some(Work::Job(job)),
+                Err(_) => self.opens.recv().ok().map(Work::Open),
+            }
+        } else {
+            match op.recv(&self.opens) {
+                Ok(batch) => Some(Work::Open(batch)),
+                Err(_) => self.jobs.recv().ok().map(Work::Job),
+            }
+        }
+    }
+
     /// `Interrupted` once the engine is cancelled, checked before every read. (Skipping the
     /// job quietly, as `failed` does, would hand its input a digest of a part.)
-    fn check_cancel(&self) -> Result<(), InputError> {
+    pub(super) fn check_cancel(&self) -> Result<(), InputError> {
         if is_set(self.cancel.as_deref()) {
             return Err(InputError::Interrupted);
         }
@@ -102,7 +142,7 @@ impl Reader {
     }
 
     /// The next free buffer, the most recently returned first; `None` when the hasher is gone.
-    fn next_buffer(&mut self) -> Option<Buffer> {
+    pub(super) fn next_buffer(&mut self) -> Option<Buffer> {
         self.next_buffer_within(self.buffers)
     }
 
@@ -119,7 +159,7 @@ impl Reader {
 
     /// The multi-buffer kernel for `job`, if it is one message of a sized file and its
     /// algorithm has such a kernel on this CPU.
-    fn lane_kernel(&self, job: &Job) -> Option<Kernel> {
+    pub(super) fn lane_kernel(&self, job: &Job) -> Option<Kernel> {
         let JobSource::At(_, len) = &job.source else {
             return None;
         };
@@ -169,7 +209,7 @@ impl Reader {
 
     /// Reads `range` into `hasher`: the job's range and digest, or why not; `None` when the
     /// pipeline shut down.
-    fn hash_small(
+    pub(super) fn hash_small(
         &mut self,
         shared: &SharedFile,
         range: Range<u64>,
@@ -411,6 +451,11 @@ impl Dealer {
         self.idle.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Whether a reader waits for work.
+    pub(super) fn someone_idle(&self) -> bool {
+        self.idle.load(Ordering::Relaxed) > 0
+    }
+
     /// Uncounts a reader that did not start after all.
     pub(super) fn discharge(&self) {
         self.idle.fetch_sub(1, Ordering::Relaxed);
@@ -431,6 +476,13 @@ impl Dealer {
     }
 }
 
+/// What a reader takes from the queues.
+enum Work {
+    Job(Job),
+    /// Inputs to open ([`Reader::open_inputs`]).
+    Open(Vec<Opening>),
+}
+
 /// A job in one of a reader's lane slots.
 struct LaneRead {
     shared: Arc<SharedFile>,
@@ -442,6 +494,6 @@ struct LaneRead {
 
 /// Bytes per read for jobs in lanes: two rounds of every lane in flight stay within
 /// [`LANE_BUFFER_BUDGET`], and never more than the engine's chunk size.
-fn lane_chunk_size(kernel: Kernel, chunk_size: usize) -> usize {
+pub(super) fn lane_chunk_size(kernel: Kernel, chunk_size: usize) -> usize {
     (LANE_BUFFER_BUDGET / (2 * kernel.lanes())).min(chunk_size)
 }

@@ -40,6 +40,9 @@ pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
             options.recursion,
         )))
     });
+    // A line reports a decision already recorded: it must be written, or fail and stop the
+    // audit, before the next file is decided.
+    let printer = printer.flushing_each_result();
     let mut options = options.clone();
     options.io.progress = Some(printer.progress_counter());
     let options = &options;

@@ -76,6 +76,11 @@ impl Progress {
         }
     }
 
+    /// Whether a bar may show, so that output must be written above it line by line.
+    pub fn has_bar(&self) -> bool {
+        self.bar.is_some()
+    }
+
     /// The counter to hand to the engine.
     pub fn counter(&self) -> Arc<AtomicU64> {
         self.counter.clone()

@@ -1,0 +1,299 @@
+//! One input from its opening to its result: the reader that takes it from the queue opens it
+//! ([`Opening::open`]) and plans it into jobs ([`Unplanned::plan`]), and a [`Fold`] turns its
+//! jobs' digests into its result, on that reader for a small input, on the coordinator for one
+//! whose jobs every worker shares.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use super::{Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, Request, SharedFile, Slice};
+use crate::algorithm::Digest;
+use crate::lanes::Kernel;
+use crate::layout::{Combiner, JobKind, Root};
+use crate::source::{
+    FileSystems, Input, InputError, MAX_HELD_STREAM, ReadMode, Target, hold_stream,
+};
+
+/// The shortest fixed leaf that is a job of its own when its algorithm has lanes: a 1 MiB
+/// read holds fewer than four such leaves whole, too few for `JobHasher` to hash them in lanes
+/// within the read, so they would each be one stream.
+const LANE_JOB_MIN_LEAF: u64 = (Engine::DEFAULT_CHUNK_SIZE / 4) as u64 + 1;
+
+/// A job's byte range and digest.
+pub(super) type JobDigest = (Range<u64>, Digest);
+
+/// An input to open, with what to compute for it: task `input` of [`Engine::run`].
+pub(super) struct Opening {
+    pub(super) input: usize,
+    pub(super) target: Target,
+    pub(super) request: Request,
+    pub(super) slice: Option<Slice>,
+}
+
+impl Opening {
+    /// Opens the input, to be read with `read_mode` if it is sized; `known` saves asking
+    /// again what its file system is.
+    pub(super) fn open(self, read_mode: ReadMode, known: &mut FileSystems) -> Unplanned {
+        let started = Instant::now();
+        let opened = Input::open_with_known(&self.target, read_mode, known);
+        Unplanned {
+            input: self.input,
+            request: self.request,
+            slice: self.slice,
+            started,
+            opened,
+            held: 0,
+        }
+    }
+}
+
+/// An input opened (or not) and not planned yet.
+pub(super) struct Unplanned {
+    pub(super) input: usize,
+    request: Request,
+    slice: Option<Slice>,
+    started: Instant,
+    opened: Result<Input, InputError>,
+    /// The bytes of a stream held in memory to be hashed as a file ([`Unplanned::hold`]).
+    held: u64,
+}
+
+/// An input planned: its jobs, and the fold their digests go into.
+pub(super) struct Planned {
+    pub(super) jobs: Vec<Job>,
+    pub(super) fold: Fold,
+}
+
+impl Unplanned {
+    /// Whether the input is a stream that its layout can only hash once it knows the length:
+    /// it must be held in memory first ([`Unplanned::hold`]).
+    pub(super) fn must_be_held(&self) -> bool {
+        matches!(self.opened, Ok(Input::Stream(_)))
+            && self.request.layout.needs_length()
+            && self.slice.is_none()
+    }
+
+    /// A layout that needs the length learns it by reading: a stream that ends soon enough
+    /// is held in memory (see [`hold_stream`]) and hashed as a file of that length.
+    pub(super) fn hold(mut self) -> Unplanned {
+        let held = match &mut self.opened {
+            Ok(Input::Stream(stream)) => hold_stream(&mut **stream, MAX_HELD_STREAM),
+            _ => return self,
+        };
+        self.opened = match held {
+            Ok(Some(file)) => {
+                self.held = file.len();
+                Ok(Input::Sized(file))
+            }
+            Ok(None) => Err(InputError::StreamNeedsLength(self.request.layout.name())),
+            Err(e) => Err(e),
+        };
+        self
+    }
+
+    /// Plans the input into jobs, taking leaves as jobs of their own where workers hash them
+    /// in lanes (`multi_buffer`); an input that cannot be hashed as asked is an error.
+    pub(super) fn plan(self, multi_buffer: bool) -> Result<Planned, InputError> {
+        let Unplanned {
+            input,
+            request,
+            slice,
+            started,
+            opened,
+            held,
+        } = self;
+        let (layout, alg) = (request.layout, request.algorithm);
+        let job = |index: usize, later, start: u64, kind, source| Job {
+            input,
+            index,
+            later,
+            start,
+            layout,
+            alg,
+            kind,
+            source,
+        };
+        let (file, jobs) = match opened? {
+            Input::Stream(_) if layout.needs_length() => {
+                return Err(InputError::StreamNeedsLength(layout.name()));
+            }
+            Input::Stream(_) if request.keep_leaves && layout.leaf_size().is_some() => {
+                return Err(InputError::GraphOfStream);
+            }
+            Input::Stream(_) if slice.is_some() => return Err(InputError::RangeOfStream),
+            Input::Sized(file) if slice.as_ref().is_some_and(|s| s.size != file.len()) => {
+                return Err(InputError::Changed);
+            }
+            Input::Stream(reader) => (
+                None,
+                vec![job(0, 0, 0, JobKind::Layout, JobSource::Stream(reader))],
+            ),
+            Input::Sized(file) => {
+                layout.check_size(file.len())?;
+                // Leaves too long for `JobHasher`'s lanes within one read are jobs of their
+                // own where the algorithm has lanes: then the workers' lanes take them.
+                let lanes_take_leaves = multi_buffer
+                    && layout
+                        .leaf_size()
+                        .is_some_and(|l| l.get() >= LANE_JOB_MIN_LEAF)
+                    && Kernel::multi_buffer(alg).is_some();
+                let mut plan =
+                    layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
+                if let Some(slice) = &slice {
+                    plan.retain(|(r, _)| slice.holds(r.start));
+                }
+                if request.keep_leaves && plan.len() > MAX_KEPT_LEAVES {
+                    return Err(InputError::TooManyLeaves {
+                        leaves: plan.len(),
+                        max: MAX_KEPT_LEAVES,
+                    });
+                }
+                let shared = Arc::new(SharedFile {
+                    file,
+                    failed: AtomicBool::new(false),
+                });
+                let count = plan.len();
+                let jobs = plan
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (r, kind))| {
+                        let source = JobSource::At(shared.clone(), r.end - r.start);
+                        job(i, count - i - 1, r.start, kind, source)
+                    })
+                    .collect();
+                (Some(shared), jobs)
+            }
+        };
+        let jobs: Vec<Job> = jobs;
+        let fold = Fold {
+            request,
+            file,
+            combiner: layout.combiner(alg),
+            remaining: jobs.len(),
+            size: 0,
+            leaves: (request.keep_leaves && slice.is_none()).then(|| vec![None; jobs.len()]),
+            jobs: slice.map(|_| vec![None; jobs.len()]),
+            error: None,
+            started,
+            held,
+        };
+        Ok(Planned { jobs, fold })
+    }
+}
+
+/// Folds the digests of an input's jobs, in any order, into its result.
+pub(super) struct Fold {
+    request: Request,
+    file: Option<Arc<SharedFile>>,
+    combiner: Combiner,
+    remaining: usize,
+    /// Bytes hashed so far (a stream's length is known only at its end).
+    size: u64,
+    leaves: Option<Vec<Option<Digest>>>,
+    /// A task of a slice: every job's range and digest, in place of the combiner's fold.
+    jobs: Option<Vec<Option<JobDigest>>>,
+    error: Option<InputError>,
+    started: Instant,
+    /// The bytes of a stream held in memory (see [`Unplanned::hold`]).
+    pub(super) held: u64,
+}
+
+/// What an input's fold gives once every job is in.
+pub(super) enum Concluded {
+    /// The input's root, or why not.
+    Result(Result<FileDigest, InputError>),
+    /// A file that held other bytes than its size said (a file system that misreports it),
+    /// opened again as a stream, to be read to its end.
+    Again(Unplanned),
+}
+
+impl Fold {
+    /// The length of the file, or `None` for a stream.
+    pub(super) fn file_len(&self) -> Option<u64> {
+        self.file.as_ref().map(|f| f.file.len())
+    }
+
+    /// Takes in the result of job `index`. A failed job fails the input and tells the
+    /// readers to skip the rest of it.
+    pub(super) fn add(&mut self, index: usize, result: Result<JobDigest, InputError>) {
+        match result {
+            Err(e) => {
+                if let Some(f) = &self.file {
+                    f.failed.store(true, Ordering::Relaxed);
+                }
+                self.error.get_or_insert(e);
+            }
+            Ok((range, digest)) if self.error.is_none() => {
+                self.size = self.size.max(range.end);
+                if let Some(leaves) = &mut self.leaves {
+                    leaves[index] = Some(digest);
+                }
+                match &mut self.jobs {
+                    Some(jobs) => jobs[index] = Some((range, digest)),
+                    None => self.combiner.add(index, range, digest),
+                }
+            }
+            Ok(_) => {}
+        }
+        self.remaining -= 1;
+    }
+
+    /// Whether every job's result is in.
+    pub(super) fn is_complete(&self) -> bool {
+        self.remaining == 0
+    }
+
+    /// The result of input `input` once every job is in: its root, unless a job failed or
+    /// the file changed meanwhile, or the file opened again as a stream.
+    pub(super) fn conclude(self, input: usize) -> Concluded {
+        debug_assert!(self.is_complete());
+        let Fold {
+            request,
+            file,
+            combiner,
+            size,
+            leaves,
+            jobs,
+            error,
+            started,
+            ..
+        } = self;
+        let of_slice = jobs.is_some();
+        let unchanged = || match &file {
+            Some(f) => f.file.check_unchanged(),
+            None => Ok(()),
+        };
+        let result = match error {
+            Some(e) => Err(e),
+            None => unchanged().and_then(|()| {
+                Ok(FileDigest {
+                    // A slice has no root of its own; its caller reads `jobs`.
+                    root: match jobs {
+                        Some(_) => Root::new(Digest::from_slice(&[])),
+                        None => combiner.finish(size)?,
+                    },
+                    size,
+                    leaves: leaves.map(|l| l.into_iter().flatten().collect()),
+                    elapsed: started.elapsed(),
+                    fallback: file.as_ref().and_then(|f| f.file.fallback().cloned()),
+                    jobs: jobs.map(|j| j.into_iter().flatten().collect()),
+                })
+            }),
+        };
+        match (&result, &file, of_slice) {
+            (Err(InputError::SizeMisreported { .. }), Some(f), false) => {
+                Concluded::Again(Unplanned {
+                    input,
+                    request,
+                    slice: None,
+                    started,
+                    opened: f.file.to_stream().map(Input::Stream),
+                    held: 0,
+                })
+            }
+            _ => Concluded::Result(result),
+        }
+    }
+}
