@@ -96,6 +96,18 @@ fn feed_fifo(path: PathBuf, data: Vec<u8>, piece: usize) -> JoinHandle<()> {
     })
 }
 
+/// Files `f0`, `f1`, ... in `dir` of the given sizes, each of its own pattern, with their bytes.
+fn write_patterns(dir: &Path, sizes: &[usize]) -> Vec<(PathBuf, Vec<u8>)> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let data = pattern(n, i as u64);
+            (write_file(dir, &format!("f{i}"), &data), data)
+        })
+        .collect()
+}
+
 fn hash(setup: Setup, request: &Request, path: &Path) -> Result<FileDigest, InputError> {
     setup
         .engine()
@@ -877,14 +889,7 @@ fn a_cancel_before_run_takes_no_task_and_reports_none() {
 /// with its true digest or `Interrupted`: never the digest of the part read before the cancel.
 fn check_cancel_midway(engine: Engine, layout: Layout, alg: Algorithm, sizes: &[usize]) {
     let dir = TempDir::new().unwrap();
-    let files: Vec<(PathBuf, Vec<u8>)> = sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            let data = pattern(n, i as u64);
-            (write_file(dir.path(), &format!("f{i}"), &data), data)
-        })
-        .collect();
+    let files = write_patterns(dir.path(), sizes);
     let (cancel, progress, ended) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicU64::new(0)),
@@ -1136,14 +1141,7 @@ fn many_small_files_hashed_by_the_readers_that_opened_them_give_the_reference_di
         .collect();
     sizes[7] = (1 << 20) + 1;
     sizes[150] = 3 << 20;
-    let files: Vec<(PathBuf, Vec<u8>)> = sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            let data = pattern(n, i as u64);
-            (write_file(dir.path(), &format!("f{i:03}"), &data), data)
-        })
-        .collect();
+    let files = write_patterns(dir.path(), &sizes);
     let layouts = [Layout::Mtsum, Layout::Plain, Layout::Rfc6962(leaf(1 << 20))];
     for alg in [
         Algorithm::Md5,
