@@ -12,13 +12,13 @@
 #   BENCH_SECTIONS=leaves bench/compare.sh  # only the per-layout, per-leaf-size table
 #
 # Sections (BENCH_SECTIONS, default all): warm (every algorithm and layout, cold-cache reads),
-# leaves (the default layout against rfc6962 at 4K/64K/1M/16M leaves, for BENCH_LEAF_ALGS at
+# leaves (the default layout against rfc6962 at BENCH_LEAF_SIZES leaves, for BENCH_LEAF_ALGS at
 # -p 1 and -p N: does any leaf size fall off a cliff?), many (many small files). The one-core
 # limits (openssl speed, dd) are always measured.
 #
 # Settings (environment): BENCH_QUICK BENCH_SIZE BENCH_FILE BENCH_DIR BENCH_RUNS BENCH_WARMUP
 # BENCH_SPEED_SECONDS BENCH_THREADS BENCH_ALGS BENCH_COLD BENCH_MANY_FILES BENCH_MANY_SIZE
-# BENCH_SECTIONS BENCH_LEAF_ALGS BENCH_OUT BENCH_INSTALL MTSUM MTSUM_REFERENCE.
+# BENCH_SECTIONS BENCH_LEAF_ALGS BENCH_LEAF_SIZES BENCH_OUT BENCH_INSTALL MTSUM MTSUM_REFERENCE.
 set -euo pipefail
 export LC_ALL=C
 
@@ -65,6 +65,8 @@ sections=${BENCH_SECTIONS:-warm leaves many}
 sections=${sections//,/ }
 leaf_algs=${BENCH_LEAF_ALGS:-md5 sha256 sha512}
 leaf_algs=${leaf_algs//,/ }
+leaf_sizes=${BENCH_LEAF_SIZES:-1K 4K 64K 1M 16M 64M}
+leaf_sizes=${leaf_sizes//,/ }
 for s in $sections; do
     case $s in warm | leaves | many) ;; *) die "unknown section '$s' in BENCH_SECTIONS (known: warm leaves many)" ;; esac
 done
@@ -407,12 +409,12 @@ done
 # Leaf sizes: the default layout against rfc6962 at short, medium and long leaves, at -p 1 and
 # -p N: many short leaves should be the SIMD lanes' best case, never a cliff.
 if want leaves; then
-    say "leaf sizes (default layout and rfc6962 -l 4K/64K/1M/16M):"
+    say "leaf sizes (default layout and rfc6962 -l ${leaf_sizes// //}):"
     for alg in $leaf_algs; do
         for p in 1 $((threads > 1 ? threads : 0)); do
             ((p > 0)) || continue
             measure leaves mtsum "$alg" "$alg" "$p" "$mtsum" -p "$p" -a "$alg" "$file"
-            for leaf in 4K 64K 1M 16M; do
+            for leaf in $leaf_sizes; do
                 measure leaves mtsum "$alg" "$alg rfc6962 $leaf" "$p" \
                     "$mtsum" -p "$p" -a "$alg" -t rfc6962 -l "$leaf" "$file"
             done
@@ -535,7 +537,7 @@ B_KERNEL=$(uname -sr)
 B_MTSUM_VERSION=$(tool_version "$mtsum" --version)
 export B_FLAGS=${flags% } B_NPROC B_KERNEL B_CMDLINE=$cmdline B_MTSUM_VERSION B_BUILT=$built B_FS=$fs_type
 export B_COLD_MODE=$cold_mode B_CACHE_NOTE=$cache_note B_QUICK=$quick B_OUT=$out
-export B_TOOLS B_FAILED B_MANY_FILES=$many_files B_MANY_SIZE=$many_size
+export B_TOOLS B_FAILED B_MANY_FILES=$many_files B_MANY_SIZE=$many_size B_LEAF_SIZES="$leaf_sizes"
 B_TOOLS=$(printf '%s\n' "${tools[@]}")
 B_FAILED=$(printf '%s\n' "${failures[@]+"${failures[@]}"}")
 
@@ -721,7 +723,7 @@ if leaves:
     w("Seconds (median), and in brackets the time over the default layout's at the same `-p`: "
       "above 1.0 the fixed leaves are slower.")
     w("")
-    sizes = ["4K", "64K", "1M", "16M"]
+    sizes = E["B_LEAF_SIZES"].split()
     w("| | default layout | " + " | ".join(f"rfc6962 {l}" for l in sizes) + " |")
     w("|---|---:|" + "---:|" * len(sizes))
     for alg, p in dict.fromkeys((r["alg"], r["threads"]) for r in leaves):
