@@ -37,7 +37,8 @@
 //! as its kernel has lanes and reads in rounds, one chunk of each, which its hasher runs
 //! through one lane set, so that one core hashes 2 to 32 messages at once. Readers deal such
 //! jobs among themselves so that lanes fill: a reader fills a unit of its kernel's lanes
-//! before another begins, and begins another only while no reader is idle (`reader.rs`).
+//! before another begins and begins another only while no reader is idle; while one is, it
+//! takes no more of a file's jobs than its share where sharing them is faster (`reader.rs`).
 //!
 //! Many small files are opened on the workers, not one by one on the coordinator, and each is
 //! hashed by the reader that opened it, with no hand-off between threads: the one-message

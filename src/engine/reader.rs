@@ -138,7 +138,7 @@ impl Reader {
     /// many, which for MD5 is 0.54 GB/s against 0.75 (see `docs/performance.md`).
     fn has_company(&self, job: &Job) -> bool {
         let company = self.jobs.len().max(job.later);
-        company > self.dealer.idle.load(Ordering::Relaxed)
+        company > self.dealer.idle()
     }
 
     /// The next free buffer, the most recently returned first; `None` when the hasher is gone.
@@ -307,8 +307,16 @@ impl Reader {
         let mut slots: Vec<Option<LaneRead>> = (0..kernel.lanes()).map(|_| None).collect();
         let mut round = Vec::new();
         let mut other = None;
+        // The jobs of `first`'s file are shared with the readers waiting for work where that
+        // is faster: this reader takes no more than its share while they wait.
+        let hand = match first.later {
+            0 => slots.len(),
+            later => kernel.share((later + 1).min(slots.len()), dealer.idle() + 1),
+        };
         match turn {
-            Some(_turn) => other = self.take_jobs(kernel, &mut slots, &mut round, Some(first)),
+            Some(_turn) => {
+                other = self.take_jobs(kernel, &mut slots, &mut round, Some(first), hand)
+            }
             None => open_lane(&mut slots, 0, first, &mut round),
         }
         loop {
@@ -317,7 +325,7 @@ impl Reader {
             if other.is_none()
                 && let Some(_turn) = dealer.try_turn()
             {
-                other = self.take_jobs(kernel, &mut slots, &mut round, None);
+                other = self.take_jobs(kernel, &mut slots, &mut round, None, hand);
             }
             if slots.iter().all(Option::is_none) {
                 return Some(other);
@@ -341,7 +349,10 @@ impl Reader {
     /// 16): a unit begun is filled, but a new one is begun only while no other reader
     /// waits for work, so that the 16 leaves of a 2 GiB `mtsum` file fill one reader's 16
     /// MD5 lanes rather than half of two readers' each, which cost twice the CPU, while the
-    /// 32 of a 4 GiB file still spread 16 and 16. The first hand waits for the jobs of
+    /// 32 of a 4 GiB file still spread 16 and 16. While others wait, no more than `hand`
+    /// are taken, the share of a file's jobs that [`Kernel::share`] deals this reader: the 8
+    /// SHA-256 leaves of a 1 GiB file go 4 and 4, which pairs of SHA-NI streams hash in half
+    /// the time of 8 on one reader. The first hand waits for the jobs of
     /// `first`'s file that the coordinator queues right after it ([`Job::later`]): taking
     /// only those already queued split a file between readers that woke at the same time.
     /// Returns a job taken that is for other lanes.
@@ -351,16 +362,19 @@ impl Reader {
         slots: &mut [Option<LaneRead>],
         round: &mut Vec<LaneOp>,
         first: Option<Job>,
+        hand: usize,
     ) -> Option<Job> {
         let unit = kernel.min_lanes();
         let awaited_input = first.as_ref().map(|job| job.input);
-        let mut awaited = first.as_ref().map_or(0, |job| job.later.min(unit - 1));
+        let mut awaited = first
+            .as_ref()
+            .map_or(0, |job| job.later.min(unit.min(hand) - 1));
         let mut next = first;
         while let Some(slot) = slots.iter().position(Option::is_none) {
             if next.is_none() {
                 let held = slots.iter().flatten().count();
-                let idle = self.dealer.idle.load(Ordering::Relaxed);
-                if held > 0 && held.is_multiple_of(unit) && idle > 0 {
+                if held > 0 && (held.is_multiple_of(unit) || held >= hand) && self.dealer.idle() > 0
+                {
                     return None;
                 }
                 next = if awaited > 0 {
@@ -453,7 +467,12 @@ impl Dealer {
 
     /// Whether a reader waits for work.
     pub(super) fn someone_idle(&self) -> bool {
-        self.idle.load(Ordering::Relaxed) > 0
+        self.idle() > 0
+    }
+
+    /// How many readers wait for work.
+    fn idle(&self) -> usize {
+        self.idle.load(Ordering::Relaxed)
     }
 
     /// Uncounts a reader that did not start after all.

@@ -630,6 +630,39 @@ impl Kernel {
         }
     }
 
+    /// How long a round of `busy` lanes takes, in rounds of the kernel's narrower kernel
+    /// (rounds of itself where it has none; one lane's block for the portable kernel, which
+    /// hashes one lane after another): `busy` lanes in groups of the narrower width up to
+    /// [`Spec::fewer`]'s `at_most`, beyond it one more than that, since the wide kernel takes
+    /// longer than `at_most` lanes in groups and not longer than one group more.
+    fn round_cost(self, busy: usize) -> usize {
+        let Some(spec) = self.simd.map(Spec::of) else {
+            return busy;
+        };
+        match (self.fewer.map(Spec::of), spec.fewer) {
+            (Some(narrow), Some(fewer)) if busy <= fewer.at_most => busy.div_ceil(narrow.lanes),
+            (Some(narrow), Some(fewer)) => fewer.at_most.div_ceil(narrow.lanes) + 1,
+            _ => 1,
+        }
+    }
+
+    /// How many of `messages` equal one-message jobs one reader should take into its lanes
+    /// when `readers` readers (itself included) could hash them: a fair share when that makes
+    /// the slowest reader at least a quarter faster than one reader with all of them, all of
+    /// them otherwise. Eight 128 MiB SHA-256 leaves (a 1 GiB file) run on one reader through
+    /// pairs of SHA-NI streams, four rounds of pairs, or on two readers in two rounds each:
+    /// twice as fast for the same CPU. Sixteen MD5 leaves fill one 16-lane AVX-512 group,
+    /// which eight would not run faster: one reader takes them, and half the CPU is spent.
+    pub fn share(self, messages: usize, readers: usize) -> usize {
+        let narrow = self.fewer.map_or(1, |simd| Spec::of(simd).lanes);
+        let share = messages.div_ceil(readers.max(1)).next_multiple_of(narrow);
+        if share < messages && 4 * self.round_cost(share) <= 3 * self.round_cost(messages) {
+            share
+        } else {
+            messages
+        }
+    }
+
     /// A short name: the algorithm, then the kernel (`md5-avx2-8x2`, `sha256-portable`).
     pub fn name(self) -> &'static str {
         let name = match self.simd {
@@ -795,6 +828,47 @@ mod tests {
             (Algorithm::Sha512, sha512),
         ] {
             assert_eq!(Kernel::choose(alg, cap).map(Kernel::name), Some(name));
+        }
+    }
+
+    /// The kernel of `alg` named `name`, if this CPU runs it.
+    fn named(alg: Algorithm, name: &str) -> Option<Kernel> {
+        Kernel::available(alg)
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+
+    #[test]
+    fn eight_sha256_leaves_are_shared_by_two_readers_where_pairs_of_sha_ni_streams_run_them() {
+        let Some(k) = named(Algorithm::Sha256, "sha256-avx512-16").filter(|k| k.fewer.is_some())
+        else {
+            return eprintln!("skipped: this CPU lacks AVX-512 or SHA-NI");
+        };
+        assert_eq!(k.share(8, 2), 4);
+        assert_eq!(k.share(8, 1), 8);
+        // Sixteen fill the 16 lanes: eight each would be little faster and cost twice the CPU.
+        assert_eq!(k.share(16, 2), 16);
+    }
+
+    #[test]
+    fn sixteen_md5_leaves_stay_with_one_reader_whose_16_lane_group_runs_them_as_fast_as_eight() {
+        let Some(k) = named(Algorithm::Md5, "md5-avx512-16x2").filter(|k| k.fewer.is_some()) else {
+            return eprintln!("skipped: this CPU lacks AVX-512");
+        };
+        assert_eq!(k.share(16, 2), 16);
+        assert_eq!(k.share(32, 2), 16);
+        assert_eq!(k.share(3, 2), 3);
+    }
+
+    #[test]
+    fn the_portable_kernel_shares_every_hand_since_it_hashes_one_lane_after_another() {
+        for alg in Algorithm::ALL {
+            if let Some(k) = Kernel::portable(alg) {
+                assert_eq!(k.share(8, 2), 4, "{alg}");
+                assert_eq!(k.share(7, 2), 4, "{alg}");
+                assert_eq!(k.share(1, 2), 1, "{alg}");
+                assert_eq!(k.share(8, 1), 8, "{alg}");
+            }
         }
     }
 
