@@ -86,7 +86,7 @@ fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<Dige
 /// leaves of a few chunks. Cargo.toml therefore pins the exact blake3 version; the tests
 /// compare every path with `blake3::hash` at every chunk and block boundary.
 mod blake3_many {
-    use blake3::platform::{self, Platform};
+    use blake3::platform::Platform;
     use blake3::{BLOCK_LEN, CHUNK_LEN, IncrementCounter, OUT_LEN};
 
     use crate::algorithm::Digest;
@@ -166,38 +166,6 @@ mod blake3_many {
             let at = start - self.prefix.len();
             self.data[at..at + N].try_into().expect("N bytes")
         }
-
-        /// The chaining value of the last chunk, bytes `start..` of the message (at most a
-        /// chunk), as chunk number `counter`, continuing from `cv` after its first `skip`
-        /// blocks, one block after another; `last` flags its last block (`ROOT` for the
-        /// digest of a message of one chunk).
-        fn tail(
-            &self,
-            platform: Platform,
-            mut cv: [u32; 8],
-            start: usize,
-            skip: usize,
-            counter: u64,
-            last: u8,
-        ) -> [u8; OUT_LEN] {
-            let len = self.len() - start;
-            let blocks = len.div_ceil(BLOCK_LEN).max(1);
-            for b in skip..blocks {
-                let at = b * BLOCK_LEN;
-                let block_len = (len - at).min(BLOCK_LEN);
-                let mut block = [0u8; BLOCK_LEN];
-                self.copy(start + at, &mut block[..block_len]);
-                let mut flags = 0;
-                if b == 0 {
-                    flags |= CHUNK_START;
-                }
-                if b == blocks - 1 {
-                    flags |= CHUNK_END | last;
-                }
-                platform.compress_in_place(&mut cv, &block, block_len as u8, counter, flags);
-            }
-            platform::le_bytes_from_words_32(&cv)
-        }
     }
 
     /// The digests of messages of one chunk or less: a whole 1 KiB chunk or a first block
@@ -221,11 +189,8 @@ mod blake3_many {
             return;
         }
         if m < BLOCK_LEN {
-            digests.extend(
-                messages
-                    .iter()
-                    .map(|msg| Digest::from_slice(&msg.tail(platform, IV, 0, 0, 0, ROOT))),
-            );
+            let roots = tails(messages, None, 0, 0, 0, ROOT);
+            digests.extend(roots.iter().map(|d| Digest::from_slice(d)));
             return;
         }
         let mut store = Vec::new();
@@ -241,15 +206,12 @@ mod blake3_many {
             last,
             &mut out,
         );
-        let firsts = out.chunks_exact(OUT_LEN);
         if m == BLOCK_LEN {
-            digests.extend(firsts.map(Digest::from_slice));
+            digests.extend(out.chunks_exact(OUT_LEN).map(Digest::from_slice));
             return;
         }
-        for (msg, first) in messages.iter().zip(firsts) {
-            let cv = platform::words_from_le_bytes_32(first.try_into().expect("a CV"));
-            digests.push(Digest::from_slice(&msg.tail(platform, cv, 0, 1, 0, ROOT)));
-        }
+        let roots = tails(messages, Some(&out), 0, 1, 0, ROOT);
+        digests.extend(roots.iter().map(|d| Digest::from_slice(d)));
     }
 
     /// The digests of messages of more than one chunk: their whole chunks in SIMD lanes, a
@@ -312,9 +274,9 @@ mod blake3_many {
         }
         if whole < chunks {
             let start = whole * CHUNK_LEN;
-            for (msg, out) in messages.iter().zip(cvs.chunks_exact_mut(chunks * OUT_LEN)) {
-                let cv = msg.tail(platform, IV, start, 0, whole as u64, 0);
-                out[whole * OUT_LEN..].copy_from_slice(&cv);
+            let lasts = tails(messages, None, start, 0, whole as u64, 0);
+            for (cv, out) in lasts.iter().zip(cvs.chunks_exact_mut(chunks * OUT_LEN)) {
+                out[whole * OUT_LEN..].copy_from_slice(cv);
             }
         }
         // BLAKE3's tree (the left subtree takes the largest power of two of chunks below
@@ -347,5 +309,264 @@ mod blake3_many {
             width = next;
         }
         digests.extend(cvs.chunks_exact(OUT_LEN).map(Digest::from_slice));
+    }
+
+    /// Messages whose blocks [`tails`] compresses side by side.
+    const LANES: usize = 16;
+
+    /// One 32-bit word of every lane.
+    type Words = [u32; LANES];
+
+    /// The chaining values of the last chunks of `messages` (bytes `start..` of each, at
+    /// most a chunk), as chunk number `counter`: from `firsts` (the chaining values after
+    /// their first `skip` blocks), else from the key; `last` flags the last block (`ROOT`
+    /// for the digests of messages of one chunk).
+    ///
+    /// The SIMD kernel of the crate takes whole 64-byte blocks only, and one compression at
+    /// a time cost as much as the 16 blocks of a 1 KiB leaf in the kernel: `rfc6962`'s
+    /// 1 KiB leaves end in a chunk of one byte, and its inner nodes are 65 bytes. Here the
+    /// blocks of 16 messages go through one compression in 16 lanes, which the compiler
+    /// vectorizes (one AVX-512 register per state word).
+    fn tails(
+        messages: &[Message],
+        firsts: Option<&[u8]>,
+        start: usize,
+        skip: usize,
+        counter: u64,
+        last: u8,
+    ) -> Vec<[u8; OUT_LEN]> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has the instructions the function is compiled for.
+                return unsafe { tails_avx512(messages, firsts, start, skip, counter, last) };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: as above.
+                return unsafe { tails_avx2(messages, firsts, start, skip, counter, last) };
+            }
+        }
+        tails_in_lanes(messages, firsts, start, skip, counter, last)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn tails_avx512(
+        messages: &[Message],
+        firsts: Option<&[u8]>,
+        start: usize,
+        skip: usize,
+        counter: u64,
+        last: u8,
+    ) -> Vec<[u8; OUT_LEN]> {
+        tails_in_lanes(messages, firsts, start, skip, counter, last)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn tails_avx2(
+        messages: &[Message],
+        firsts: Option<&[u8]>,
+        start: usize,
+        skip: usize,
+        counter: u64,
+        last: u8,
+    ) -> Vec<[u8; OUT_LEN]> {
+        tails_in_lanes(messages, firsts, start, skip, counter, last)
+    }
+
+    /// [`tails`] of the one-chunk messages `prefix ‖ m` (a `ROOT` block each, from the key)
+    /// by every compiled copy this CPU can run: the portable one first.
+    #[cfg(test)]
+    pub(super) fn tails_on_every_isa(
+        prefix: &[u8],
+        data: &[u8],
+        len: usize,
+    ) -> Vec<Vec<[u8; OUT_LEN]>> {
+        let messages: Vec<Message> = data
+            .chunks_exact(len)
+            .map(|data| Message { prefix, data })
+            .collect();
+        #[allow(unused_mut)]
+        let mut results = vec![tails_in_lanes(&messages, None, 0, 0, 0, ROOT)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has the instructions the function is compiled for.
+                results.push(unsafe { tails_avx2(&messages, None, 0, 0, 0, ROOT) });
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: as above.
+                results.push(unsafe { tails_avx512(&messages, None, 0, 0, 0, ROOT) });
+            }
+        }
+        results
+    }
+
+    /// [`tails`] for whatever instruction set its caller is compiled for.
+    #[inline(always)]
+    fn tails_in_lanes(
+        messages: &[Message],
+        firsts: Option<&[u8]>,
+        start: usize,
+        skip: usize,
+        counter: u64,
+        last: u8,
+    ) -> Vec<[u8; OUT_LEN]> {
+        let Some(first) = messages.first() else {
+            return Vec::new();
+        };
+        let len = first.len() - start;
+        let blocks = len.div_ceil(BLOCK_LEN).max(1);
+        let mut out = Vec::with_capacity(messages.len());
+        for (g, group) in messages.chunks(LANES).enumerate() {
+            let mut cv = [[0u32; LANES]; 8];
+            for (l, _) in group.iter().enumerate() {
+                let words = match firsts {
+                    Some(f) => {
+                        let at = (g * LANES + l) * OUT_LEN;
+                        let bytes = &f[at..at + OUT_LEN];
+                        std::array::from_fn(|w| word(&bytes[4 * w..]))
+                    }
+                    None => IV,
+                };
+                for (w, word) in words.into_iter().enumerate() {
+                    cv[w][l] = word;
+                }
+            }
+            for b in skip..blocks {
+                let at = b * BLOCK_LEN;
+                let block_len = (len - at).min(BLOCK_LEN);
+                let mut m = [[0u32; LANES]; 16];
+                for (l, msg) in group.iter().enumerate() {
+                    let mut block = [0u8; BLOCK_LEN];
+                    msg.copy(start + at, &mut block[..block_len]);
+                    for (w, words) in m.iter_mut().enumerate() {
+                        words[l] = word(&block[4 * w..]);
+                    }
+                }
+                let mut flags = 0;
+                if b == 0 {
+                    flags |= CHUNK_START;
+                }
+                if b == blocks - 1 {
+                    flags |= CHUNK_END | last;
+                }
+                compress_in_lanes(&mut cv, &m, counter, block_len as u32, flags);
+            }
+            for l in 0..group.len() {
+                let mut bytes = [0u8; OUT_LEN];
+                for (w, words) in cv.iter().enumerate() {
+                    bytes[4 * w..4 * w + 4].copy_from_slice(&words[l].to_le_bytes());
+                }
+                out.push(bytes);
+            }
+        }
+        out
+    }
+
+    /// The little-endian word at the start of `bytes`.
+    #[inline(always)]
+    fn word(bytes: &[u8]) -> u32 {
+        u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"))
+    }
+
+    /// The order of the message words in each of the 7 rounds (the specification's
+    /// permutation applied round after round).
+    const SCHEDULE: [[usize; 16]; 7] = [
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+        [2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8],
+        [3, 4, 10, 12, 13, 2, 7, 14, 6, 5, 9, 0, 11, 15, 8, 1],
+        [10, 7, 12, 9, 14, 3, 13, 15, 4, 0, 11, 2, 5, 8, 1, 6],
+        [12, 13, 9, 11, 15, 10, 14, 8, 7, 2, 5, 3, 0, 1, 6, 4],
+        [9, 14, 11, 5, 8, 12, 15, 1, 13, 3, 0, 10, 2, 6, 4, 7],
+        [11, 15, 5, 0, 1, 9, 8, 6, 14, 10, 2, 12, 3, 4, 7, 13],
+    ];
+
+    /// BLAKE3's compression function (specification, section 2.2) in every lane: the
+    /// chaining values `cv` (word-major) absorb the blocks `m`; counter, block length and
+    /// flags are the same in every lane.
+    #[inline(always)]
+    fn compress_in_lanes(
+        cv: &mut [Words; 8],
+        m: &[Words; 16],
+        counter: u64,
+        block_len: u32,
+        flags: u8,
+    ) {
+        let splat = |x: u32| [x; LANES];
+        let mut v: [Words; 16] = [
+            cv[0],
+            cv[1],
+            cv[2],
+            cv[3],
+            cv[4],
+            cv[5],
+            cv[6],
+            cv[7],
+            splat(IV[0]),
+            splat(IV[1]),
+            splat(IV[2]),
+            splat(IV[3]),
+            splat(counter as u32),
+            splat((counter >> 32) as u32),
+            splat(block_len),
+            splat(flags as u32),
+        ];
+        for s in &SCHEDULE {
+            g(&mut v, [0, 4, 8, 12], &m[s[0]], &m[s[1]]);
+            g(&mut v, [1, 5, 9, 13], &m[s[2]], &m[s[3]]);
+            g(&mut v, [2, 6, 10, 14], &m[s[4]], &m[s[5]]);
+            g(&mut v, [3, 7, 11, 15], &m[s[6]], &m[s[7]]);
+            g(&mut v, [0, 5, 10, 15], &m[s[8]], &m[s[9]]);
+            g(&mut v, [1, 6, 11, 12], &m[s[10]], &m[s[11]]);
+            g(&mut v, [2, 7, 8, 13], &m[s[12]], &m[s[13]]);
+            g(&mut v, [3, 4, 9, 14], &m[s[14]], &m[s[15]]);
+        }
+        for w in 0..8 {
+            for l in 0..LANES {
+                cv[w][l] = v[w][l] ^ v[w + 8][l];
+            }
+        }
+    }
+
+    /// The quarter-round G on the state words `[a, b, c, d]` of every lane.
+    #[inline(always)]
+    fn g(v: &mut [Words; 16], [a, b, c, d]: [usize; 4], x: &Words, y: &Words) {
+        for l in 0..LANES {
+            v[a][l] = v[a][l].wrapping_add(v[b][l]).wrapping_add(x[l]);
+            v[d][l] = (v[d][l] ^ v[a][l]).rotate_right(16);
+            v[c][l] = v[c][l].wrapping_add(v[d][l]);
+            v[b][l] = (v[b][l] ^ v[c][l]).rotate_right(12);
+            v[a][l] = v[a][l].wrapping_add(v[b][l]).wrapping_add(y[l]);
+            v[d][l] = (v[d][l] ^ v[a][l]).rotate_right(8);
+            v[c][l] = v[c][l].wrapping_add(v[d][l]);
+            v[b][l] = (v[b][l] ^ v[c][l]).rotate_right(7);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every compiled copy of BLAKE3's compression in lanes gives `blake3::hash` of messages
+    /// of one chunk: tests/many_leaves.rs runs only the one this CPU picks.
+    #[test]
+    fn blake3_tails_agree_on_every_instruction_set() {
+        use blake3_many::tails_on_every_isa;
+        let data: Vec<u8> = (0..40 * 1100u32).map(|i| (i * 31 % 251) as u8).collect();
+        for len in [1, 63, 64, 65, 1000, 1023] {
+            for count in [1, 15, 16, 17, 40] {
+                let results = tails_on_every_isa(&[0], &data[..len * count], len);
+                assert!(results.windows(2).all(|w| w[0] == w[1]), "{count} × {len}");
+                let want: Vec<Digest> = data[..len * count]
+                    .chunks_exact(len)
+                    .map(|m| Digest::from_slice(blake3::hash(&[&[0], m].concat()).as_bytes()))
+                    .collect();
+                let roots: Vec<Digest> = results[0].iter().map(|d| Digest::from_slice(d)).collect();
+                assert_eq!(roots, want, "{count} × {len}");
+            }
+        }
     }
 }
