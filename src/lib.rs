@@ -27,6 +27,7 @@
 
 pub mod algorithm;
 pub mod audit;
+pub mod batch;
 pub mod check;
 pub mod engine;
 pub mod graph;

@@ -14,6 +14,7 @@ use super::{
     prev_power_of_two,
 };
 use crate::algorithm::{Algorithm, Digest, Hasher};
+use crate::batch;
 use crate::lanes::{self, Kernel};
 
 /// Parameters of the fixed-leaf shape.
@@ -46,26 +47,31 @@ impl Fixed {
     }
 
     /// The inner nodes over the pairs of `level` (an even number of digests, in order):
-    /// several at once in the lanes of `lanes` when there are enough of them, one after
-    /// another otherwise.
+    /// several at once in the lanes of `lanes` when there are enough of them, all in one
+    /// [`batch::hash_each`] where that pays, one after another otherwise.
     fn nodes(&self, alg: Algorithm, level: &[Digest], lanes: Option<Kernel>) -> Vec<Digest> {
         debug_assert!(level.len().is_multiple_of(2), "nodes take pairs");
         let count = level.len() / 2;
-        match lanes.filter(|_| count as u64 >= MIN_LANE_LEAVES) {
-            Some(kernel) => {
-                // Digest by digest, not byte by byte through `flat_map`: that collect took a
-                // tenth of the time of SHA-256 rfc6962 1K leaves.
-                let mut pairs = Vec::with_capacity(level.len() * alg.digest_len());
-                for digest in level {
-                    pairs.extend_from_slice(digest.as_bytes());
-                }
-                let messages: Vec<&[u8]> = pairs.chunks(pairs.len() / count).collect();
-                lanes::hash_many(kernel, self.node_prefix, &messages)
-            }
-            None => level
+        let lanes = lanes.filter(|_| count as u64 >= MIN_LANE_LEAVES);
+        if lanes.is_none() && !batch::pays(alg) {
+            return level
                 .chunks(2)
                 .map(|pair| self.node(alg, &pair[0], &pair[1]))
-                .collect(),
+                .collect();
+        }
+        // Digest by digest, not byte by byte through `flat_map`: that collect took a
+        // tenth of the time of SHA-256 rfc6962 1K leaves.
+        let mut pairs = Vec::with_capacity(level.len() * alg.digest_len());
+        for digest in level {
+            pairs.extend_from_slice(digest.as_bytes());
+        }
+        let len = 2 * alg.digest_len();
+        match lanes {
+            Some(kernel) => {
+                let messages: Vec<&[u8]> = pairs.chunks(len).collect();
+                lanes::hash_many(kernel, self.node_prefix, &messages)
+            }
+            None => batch::hash_each(alg, self.node_prefix, &pairs, len),
         }
     }
 
@@ -263,17 +269,25 @@ impl LeafRun {
     }
 
     /// Hashes the whole leaves at the start of `data` in lanes, if there are enough of them
-    /// to fill the lanes better than one stream does; returns the rest of `data`.
+    /// to fill the lanes better than one stream does, or in one [`batch::hash_each`] where
+    /// that pays; returns the rest of `data`.
     fn hash_whole_leaves<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
         let leaf = self.shape.leaf;
         let whole = data.len() as u64 / leaf;
-        let Some(kernel) = self.lanes.filter(|_| whole >= MIN_LANE_LEAVES) else {
+        let lanes = self.lanes.filter(|_| whole >= MIN_LANE_LEAVES);
+        if whole == 0 || (lanes.is_none() && !batch::pays(self.alg)) {
             return data;
-        };
+        }
         // `whole * leaf` is at most `data.len()`, so the leaf size fits in a `usize`.
         let (leaves, rest) = data.split_at((whole * leaf) as usize);
-        let leaves: Vec<&[u8]> = leaves.chunks(leaf as usize).collect();
-        let digests = lanes::hash_many(kernel, self.shape.leaf_prefix, &leaves);
+        let prefix = self.shape.leaf_prefix;
+        let digests = match lanes {
+            Some(kernel) => {
+                let leaves: Vec<&[u8]> = leaves.chunks(leaf as usize).collect();
+                lanes::hash_many(kernel, prefix, &leaves)
+            }
+            None => batch::hash_each(self.alg, prefix, leaves, leaf as usize),
+        };
         self.stack
             .push_many(&self.shape, self.alg, 1, digests, self.node_lanes);
         rest

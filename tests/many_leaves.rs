@@ -1,0 +1,134 @@
+//! Many equal leaves at once ([`mtsum::batch`]) against one leaf at a time: the fast path of
+//! BLAKE3, XXH3 and XXH128 must give `Algorithm::hash_parts` of every message, at every
+//! block and chunk boundary, with and without the layouts' prefix byte, for any number of
+//! messages; and the whole program must give the reference root with small leaves.
+
+mod common;
+
+use common::{MTSUM, config, pattern, tempdir};
+use mtsum::{Algorithm, Layout, LeafSize, batch, reference};
+use proptest::prelude::*;
+
+/// The algorithms [`batch::hash_each`] has a fast path for.
+const FAST: [Algorithm; 3] = [Algorithm::Blake3, Algorithm::Xxh3, Algorithm::Xxh128];
+
+/// Message lengths at BLAKE3's 64-byte blocks and 1 KiB chunks, ± 1 (with a prefix byte,
+/// one less reaches the boundary).
+const BOUNDARIES: [usize; 14] = [
+    1, 2, 63, 64, 65, 127, 1023, 1024, 1025, 2047, 2048, 2049, 3072, 4096,
+];
+
+/// Message counts: none, fewer and more than the chunks of a message, and past the 16
+/// lanes of AVX-512.
+const COUNTS: [usize; 8] = [0, 1, 2, 3, 4, 5, 8, 17];
+
+/// The prefixes of `merkle` (none) and `rfc6962` (a byte).
+const PREFIXES: [&[u8]; 2] = [&[], &[0]];
+
+/// `batch::hash_each` against one `hash_parts` per message (and, for BLAKE3, the crate's own
+/// one-shot hash).
+fn check(alg: Algorithm, prefix: &[u8], len: usize, count: usize, seed: u64) {
+    let data = pattern(len * count, seed);
+    let got = batch::hash_each(alg, prefix, &data, len);
+    let want: Vec<_> = data
+        .chunks_exact(len)
+        .map(|m| alg.hash_parts(&[prefix, m]))
+        .collect();
+    assert_eq!(got, want, "{alg} prefix {prefix:?} {count} × {len}");
+    if alg == Algorithm::Blake3 {
+        for (digest, m) in got.iter().zip(data.chunks_exact(len)) {
+            let whole = [prefix, m].concat();
+            assert_eq!(digest.as_bytes(), blake3::hash(&whole).as_bytes());
+        }
+    }
+}
+
+#[test]
+fn many_messages_at_once_equal_one_at_a_time_at_every_boundary() {
+    for alg in FAST {
+        for prefix in PREFIXES {
+            for len in BOUNDARIES {
+                for count in COUNTS {
+                    check(alg, prefix, len, count, len as u64 ^ count as u64);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn inner_nodes_at_once_equal_one_at_a_time() {
+    // A node is two digests behind the node prefix: 65 bytes of BLAKE3 with `rfc6962`'s.
+    for alg in FAST {
+        for prefix in PREFIXES {
+            for count in COUNTS {
+                check(alg, prefix, 2 * alg.digest_len(), count, count as u64);
+            }
+        }
+    }
+}
+
+#[test]
+fn more_than_a_mebibyte_of_messages_equals_one_at_a_time() {
+    // BLAKE3 works through about 1 MiB at a time; an odd length leaves a short last round.
+    for alg in FAST {
+        for prefix in PREFIXES {
+            check(alg, prefix, 1025, 1100, 7);
+        }
+    }
+}
+
+#[test]
+fn long_messages_equal_one_at_a_time() {
+    // Many chunks per message, and a tree of chunks with an odd chunk at several levels.
+    for alg in FAST {
+        for prefix in PREFIXES {
+            for len in [(1 << 16) - 1, 1 << 16, 5 * 1024 * 1024 + 3] {
+                check(alg, prefix, len, 2, len as u64);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn messages_of_any_length_at_once_equal_one_at_a_time(
+        alg in prop::sample::select(FAST.to_vec()),
+        prefix in prop::sample::select(PREFIXES.to_vec()),
+        len in 1usize..=3 * 1024 + 1,
+        count in prop::sample::select(COUNTS.to_vec()),
+        seed: u64,
+    ) {
+        check(alg, prefix, len, count, seed);
+    }
+}
+
+#[test]
+fn mtsum_with_small_leaves_gives_the_reference_root() {
+    // Several reads of the engine's, and a short last leaf.
+    let data = pattern((3 << 20) + 5, 15);
+    let dir = tempdir();
+    let file = dir.path().join("data");
+    std::fs::write(&file, &data).expect("the test file is written");
+    for alg in FAST {
+        for (t, layout) in [
+            ("merkle", Layout::Merkle as fn(LeafSize) -> Layout),
+            ("rfc6962", Layout::Rfc6962),
+        ] {
+            for (l, leaf) in [("1K", 1024), ("4K", 4096), ("100", 100)] {
+                let out = std::process::Command::new(MTSUM)
+                    .args(["-a", alg.name(), "-t", t, "-l", l])
+                    .arg(&file)
+                    .output()
+                    .expect("mtsum runs");
+                assert!(out.status.success(), "{alg} {t} {l}: {out:?}");
+                let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+                let hex = stdout.split_whitespace().next().expect("a digest");
+                let want = reference::root(layout(LeafSize::new(leaf).unwrap()), alg, &data);
+                assert_eq!(hex, want.to_hex(), "{alg} {t} -l {l}");
+            }
+        }
+    }
+}
