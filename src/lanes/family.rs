@@ -6,6 +6,35 @@
 
 use crate::algorithm::{Algorithm, Digest};
 
+/// `$body` with the type `$f` standing for the compression function of the algorithm `$alg`.
+///
+/// # Panics
+/// If `$alg` is not a Merkle–Damgård algorithm (BLAKE3, XXH3 and the CRCs have no kernel).
+macro_rules! with_family {
+    ($alg:expr, $f:ident => $body:expr) => {
+        match $alg {
+            $crate::algorithm::Algorithm::Md5 => {
+                type $f = $crate::lanes::family::Md5;
+                $body
+            }
+            $crate::algorithm::Algorithm::Sha1 => {
+                type $f = $crate::lanes::family::Sha1;
+                $body
+            }
+            $crate::algorithm::Algorithm::Sha224 | $crate::algorithm::Algorithm::Sha256 => {
+                type $f = $crate::lanes::family::Sha256;
+                $body
+            }
+            $crate::algorithm::Algorithm::Sha384 | $crate::algorithm::Algorithm::Sha512 => {
+                type $f = $crate::lanes::family::Sha512;
+                $body
+            }
+            alg => unreachable!("{alg} has no kernel"),
+        }
+    };
+}
+pub(super) use with_family;
+
 /// One compression function and the algorithms built on it.
 pub(super) trait Family: 'static {
     /// A word of the state: `u32`, or `u64` for SHA-512.

@@ -8,7 +8,7 @@
 use std::fmt::Debug;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::family::{self, Family};
+use super::family::{Family, with_family};
 use super::kernel::{Run, SIMD, Spec};
 use super::{Kernel, MAX_LANES};
 use crate::algorithm::{Algorithm, Digest};
@@ -39,31 +39,6 @@ impl Rng {
         F::compress_portable(&mut state, &self.bytes(F::BLOCK));
         state
     }
-}
-
-/// `$body` with the type `$f` standing for the compression function of the algorithm `$alg`.
-macro_rules! with_family {
-    ($alg:expr, $f:ident => $body:expr) => {
-        match $alg {
-            Algorithm::Md5 => {
-                type $f = family::Md5;
-                $body
-            }
-            Algorithm::Sha1 => {
-                type $f = family::Sha1;
-                $body
-            }
-            Algorithm::Sha224 | Algorithm::Sha256 => {
-                type $f = family::Sha256;
-                $body
-            }
-            Algorithm::Sha384 | Algorithm::Sha512 => {
-                type $f = family::Sha512;
-                $body
-            }
-            alg => unreachable!("{alg} has no kernel"),
-        }
-    };
 }
 
 /// A kernel called directly: a row of the table, or a width that only a benchmark runs.
