@@ -598,12 +598,6 @@ impl Kernel {
         self.alg
     }
 
-    /// Whether the kernel runs on SHA-NI, as one stream of SHA-1 or SHA-256 does where the
-    /// CPU has it: the lanes then gain less over one stream, and lose on short messages.
-    pub fn uses_sha_ni(self) -> bool {
-        self.simd.is_some_and(|s| Spec::of(s).needs.sha_ni)
-    }
-
     /// How many messages this kernel hashes at once.
     pub fn lanes(self) -> usize {
         match self.simd {
