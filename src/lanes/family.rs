@@ -70,16 +70,22 @@ pub(super) trait Family: 'static {
         Digest::from_slice(&bytes[..alg.digest_len()])
     }
 
+    /// The blocks that the last `tail` bytes of a message (less than a block) take once
+    /// padded: one, or two when the length does not fit after them.
+    fn tail_blocks(tail: usize) -> usize {
+        if tail < Self::BLOCK - Self::LENGTH_BYTES {
+            1
+        } else {
+            2
+        }
+    }
+
     /// Writes the padding of a message of `len` bytes whose last `tail` bytes (less than a
     /// block) are at the start of `buf`: 0x80, zeros up to the length field, the length in
     /// bits (RFC 1321, 3.1–3.2; FIPS 180-4, 5.1). Returns the bytes of `buf` to hash: one
     /// block, or two when the length does not fit after the tail.
     fn pad(buf: &mut [u8], tail: usize, len: u64) -> usize {
-        let end = if tail < Self::BLOCK - Self::LENGTH_BYTES {
-            Self::BLOCK
-        } else {
-            2 * Self::BLOCK
-        };
+        let end = Self::tail_blocks(tail) * Self::BLOCK;
         let length_at = end - Self::LENGTH_BYTES;
         buf[tail] = 0x80;
         buf[tail + 1..length_at].fill(0);

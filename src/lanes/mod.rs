@@ -317,11 +317,7 @@ impl Blocks {
             middle: whole - usize::from(head),
             tail,
             tail_prefix: whole == 0,
-            tail_blocks: if tail < F::BLOCK - F::LENGTH_BYTES {
-                1
-            } else {
-                2
-            },
+            tail_blocks: F::tail_blocks(tail),
             len,
         }
     }
