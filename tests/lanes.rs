@@ -211,8 +211,8 @@ fn a_prefix_is_hashed_before_the_message() {
     }
 }
 
-/// Messages of one length that pad to two blocks or less (a tree's inner nodes) skip the job
-/// manager: at every such length, with and without a prefix, and in groups that fill the
+/// Messages of one length skip the job manager: at every length that pads to two blocks or
+/// less (a tree's inner nodes), with and without a prefix, and in groups that fill the
 /// lanes, leave them half full or spill into another group, each digest is one stream's.
 #[test]
 fn many_short_messages_of_one_length_match_one_stream() {
@@ -573,8 +573,43 @@ fn a_job_hasher_refuses_a_kernel_of_another_algorithm() {
     layout.job_hasher_with_lanes(Algorithm::Sha256, Kernel::portable(Algorithm::Sha224));
 }
 
+/// The lengths around every block boundary where runs of one length change shape: no whole
+/// block, the padding in one block or two (55, 56; 111, 112; 119, 120 with a one-byte prefix),
+/// a byte either side of one and two blocks, of a 1 KiB leaf, and a 4 KiB one.
+const RUN_LENGTHS: [usize; 18] = [
+    0, 1, 55, 56, 63, 64, 65, 111, 112, 119, 120, 127, 128, 129, 1023, 1024, 1025, 4096,
+];
+
 proptest! {
     #![proptest_config(common::config(256))]
+
+    /// A run of messages of one length (a fixed layout's leaves, a level of inner nodes) goes
+    /// straight through the kernel a set of lanes at a time: for every kernel this CPU runs
+    /// (the AVX2 ones too where it has AVX-512), from none to two full sets and one more
+    /// (the last partly idle), with RFC 6962's one-byte prefix or none, each digest is one
+    /// stream's.
+    #[test]
+    fn runs_of_one_length_match_one_stream_in_every_kernel(
+        alg in prop::sample::select(ALGORITHMS.to_vec()),
+        len in prop_oneof![prop::sample::select(RUN_LENGTHS.to_vec()), 0usize..5000],
+        count in any::<prop::sample::Index>(),
+        prefix in prop::sample::select(vec![&b""[..], b"\x00"]),
+        seed: u64,
+    ) {
+        for kernel in Kernel::available(alg) {
+            let count = count.index(2 * kernel.lanes() + 2);
+            let messages: Vec<Vec<u8>> =
+                (0..count).map(|i| bytes(seed ^ i as u64, len)).collect();
+            let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+            let expected: Vec<Digest> =
+                slices.iter().map(|m| alg.hash_parts(&[prefix, m])).collect();
+            prop_assert_eq!(
+                lanes::hash_many(kernel, prefix, &slices),
+                expected,
+                "{} {} × {} bytes, prefix {:?}", kernel, count, len, prefix
+            );
+        }
+    }
 
     #[test]
     fn fixed_leaf_roots_do_not_depend_on_lanes(

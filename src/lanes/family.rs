@@ -6,6 +6,35 @@
 
 use crate::algorithm::{Algorithm, Digest};
 
+/// `$body` with the type `$f` standing for the compression function of the algorithm `$alg`.
+///
+/// # Panics
+/// If `$alg` is not a Merkle–Damgård algorithm (BLAKE3, XXH3 and the CRCs have no kernel).
+macro_rules! with_family {
+    ($alg:expr, $f:ident => $body:expr) => {
+        match $alg {
+            $crate::algorithm::Algorithm::Md5 => {
+                type $f = $crate::lanes::family::Md5;
+                $body
+            }
+            $crate::algorithm::Algorithm::Sha1 => {
+                type $f = $crate::lanes::family::Sha1;
+                $body
+            }
+            $crate::algorithm::Algorithm::Sha224 | $crate::algorithm::Algorithm::Sha256 => {
+                type $f = $crate::lanes::family::Sha256;
+                $body
+            }
+            $crate::algorithm::Algorithm::Sha384 | $crate::algorithm::Algorithm::Sha512 => {
+                type $f = $crate::lanes::family::Sha512;
+                $body
+            }
+            alg => unreachable!("{alg} has no kernel"),
+        }
+    };
+}
+pub(super) use with_family;
+
 /// One compression function and the algorithms built on it.
 pub(super) trait Family: 'static {
     /// A word of the state: `u32`, or `u64` for SHA-512.
@@ -41,16 +70,22 @@ pub(super) trait Family: 'static {
         Digest::from_slice(&bytes[..alg.digest_len()])
     }
 
+    /// The blocks that the last `tail` bytes of a message (less than a block) take once
+    /// padded: one, or two when the length does not fit after them.
+    fn tail_blocks(tail: usize) -> usize {
+        if tail < Self::BLOCK - Self::LENGTH_BYTES {
+            1
+        } else {
+            2
+        }
+    }
+
     /// Writes the padding of a message of `len` bytes whose last `tail` bytes (less than a
     /// block) are at the start of `buf`: 0x80, zeros up to the length field, the length in
     /// bits (RFC 1321, 3.1–3.2; FIPS 180-4, 5.1). Returns the bytes of `buf` to hash: one
     /// block, or two when the length does not fit after the tail.
     fn pad(buf: &mut [u8], tail: usize, len: u64) -> usize {
-        let end = if tail < Self::BLOCK - Self::LENGTH_BYTES {
-            Self::BLOCK
-        } else {
-            2 * Self::BLOCK
-        };
+        let end = Self::tail_blocks(tail) * Self::BLOCK;
         let length_at = end - Self::LENGTH_BYTES;
         buf[tail] = 0x80;
         buf[tail + 1..length_at].fill(0);

@@ -598,12 +598,6 @@ impl Kernel {
         self.alg
     }
 
-    /// Whether the kernel runs on SHA-NI, as one stream of SHA-1 or SHA-256 does where the
-    /// CPU has it: the lanes then gain less over one stream, and lose on short messages.
-    pub fn uses_sha_ni(self) -> bool {
-        self.simd.is_some_and(|s| Spec::of(s).needs.sha_ni)
-    }
-
     /// How many messages this kernel hashes at once.
     pub fn lanes(self) -> usize {
         match self.simd {
@@ -684,10 +678,9 @@ impl Kernel {
         blocks: usize,
     ) {
         let Some(simd) = self.simd else {
-            let len = blocks.checked_mul(F::BLOCK).expect("block count overflows");
             for (state, data) in states.iter_mut().zip(data) {
                 if let Some(data) = data {
-                    F::compress_portable(state, &data[..len]);
+                    compress_portable::<F>(state, data, blocks);
                 }
             }
             return;
@@ -729,6 +722,66 @@ impl Kernel {
             }
         }
     }
+}
+
+/// A kernel looked up once for a run of calls in which every lane is busy: what
+/// `lanes::hash_many` calls for each full group of messages of one length, without the table
+/// lookup, the count of busy lanes and the copies of the data and the states that
+/// [`Kernel::compress`] makes on each call for lanes that may be idle. For two SHA-NI lanes of
+/// a tree's inner nodes, one block each, those are a good part of a call.
+#[derive(Clone, Copy)]
+pub(super) struct FullLanes {
+    /// `None` for the portable kernel.
+    run: Option<Run>,
+    lanes: usize,
+}
+
+impl Kernel {
+    /// This kernel, ready for [`FullLanes::compress`].
+    pub(super) fn full_lanes(self) -> FullLanes {
+        FullLanes {
+            run: self.simd.map(|simd| Spec::of(simd).run),
+            lanes: self.lanes(),
+        }
+    }
+}
+
+impl FullLanes {
+    /// Runs `blocks` blocks of every lane's data (at least `blocks` blocks each) through its
+    /// state: exactly [`Kernel::lanes`] of each.
+    ///
+    /// # Panics
+    /// If there are not as many states and data as lanes, or a lane has too little data.
+    pub(super) fn compress<F: Family>(
+        self,
+        states: &mut [F::State],
+        data: &[&[u8]],
+        blocks: usize,
+    ) {
+        assert!(
+            states.len() == self.lanes && data.len() == self.lanes,
+            "a state and data for every lane"
+        );
+        match self.run {
+            // SAFETY: `run` is from a `Kernel`, which exists only for kernels the CPU runs; the
+            // kernel checks the number of states and data and their length before it reads.
+            Some(run) => unsafe { run(F::view(states), data, blocks) },
+            None => {
+                for (state, data) in states.iter_mut().zip(data) {
+                    compress_portable::<F>(state, data, blocks);
+                }
+            }
+        }
+    }
+}
+
+/// The portable kernel on one lane: `blocks` blocks of `data` through `state`.
+///
+/// # Panics
+/// If `data` has less than `blocks` blocks.
+fn compress_portable<F: Family>(state: &mut F::State, data: &[u8], blocks: usize) {
+    let len = blocks.checked_mul(F::BLOCK).expect("block count overflows");
+    F::compress_portable(state, &data[..len]);
 }
 
 /// Runs the kernel `spec` over the busy lanes of `data` (at most [`MAX_LANES`]), packed side

@@ -8,7 +8,7 @@
 use std::fmt::Debug;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::family::{self, Family};
+use super::family::{Family, with_family};
 use super::kernel::{Run, SIMD, Spec};
 use super::{Kernel, MAX_LANES};
 use crate::algorithm::{Algorithm, Digest};
@@ -39,31 +39,6 @@ impl Rng {
         F::compress_portable(&mut state, &self.bytes(F::BLOCK));
         state
     }
-}
-
-/// `$body` with the type `$f` standing for the compression function of the algorithm `$alg`.
-macro_rules! with_family {
-    ($alg:expr, $f:ident => $body:expr) => {
-        match $alg {
-            Algorithm::Md5 => {
-                type $f = family::Md5;
-                $body
-            }
-            Algorithm::Sha1 => {
-                type $f = family::Sha1;
-                $body
-            }
-            Algorithm::Sha224 | Algorithm::Sha256 => {
-                type $f = family::Sha256;
-                $body
-            }
-            Algorithm::Sha384 | Algorithm::Sha512 => {
-                type $f = family::Sha512;
-                $body
-            }
-            alg => unreachable!("{alg} has no kernel"),
-        }
-    };
 }
 
 /// A kernel called directly: a row of the table, or a width that only a benchmark runs.
@@ -427,9 +402,68 @@ fn idle_lanes_keep_their_state_in_every_kernel() {
 }
 
 /// The lengths where the padding changes shape, for 64- and 128-byte blocks: empty, one byte,
-/// the last length whose padding fits the block (55, 111), the first that takes another block
-/// (56, 112), and a byte either side of one and two 64-byte blocks.
-const BOUNDARY_LENGTHS: [usize; 12] = [0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129];
+/// the last length whose padding fits the block (55, 111; 119 with a one-byte prefix in two
+/// 64-byte blocks), the first that takes another block (56, 112, 120), a byte either side of
+/// one and two 64-byte blocks, and of a 1 KiB leaf, and a 4 KiB one.
+const BOUNDARY_LENGTHS: [usize; 18] = [
+    0, 1, 55, 56, 63, 64, 65, 111, 112, 119, 120, 127, 128, 129, 1023, 1024, 1025, 4096,
+];
+
+/// Every kernel of `alg` this CPU runs (on a CPU with AVX-512, the AVX2 ones too), each also
+/// as every cap chooses it: `sha256-avx512-16` with and without the SHA-NI pairs it hands
+/// few busy lanes to.
+fn kernels_under_every_cap(alg: Algorithm) -> Vec<Kernel> {
+    let caps = ["avx2-nosha", "avx2", "avx512-nosha", "avx512"];
+    let chosen = caps.map(|cap| Kernel::choose(alg, cap.parse().expect("a cap")));
+    let mut kernels = Kernel::available(alg);
+    for kernel in chosen.into_iter().flatten() {
+        if !kernels.contains(&kernel) {
+            kernels.push(kernel);
+        }
+    }
+    kernels
+}
+
+/// Runs of messages of one length (a fixed layout's leaves, a level's inner nodes) skip the
+/// job manager: the whole blocks are read in place, the prefix's block and the padded tail
+/// copied. At every boundary length, with and without a prefix, for every number of messages
+/// from none to two full sets and one more (full groups straight through the kernel, the last
+/// partial one through a narrower kernel where there is one), each digest is one stream's.
+#[test]
+fn every_kernel_hashes_runs_of_one_length_as_one_stream() {
+    let mut rng = Rng(0x0e1e);
+    for alg in Algorithm::ALL
+        .into_iter()
+        .filter(|&a| Kernel::portable(a).is_some())
+    {
+        let kernels = kernels_under_every_cap(alg);
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            let avx2 = kernels.iter().any(|k| k.name().contains("-avx2-"));
+            assert!(avx2, "{alg}: the AVX2 kernels are tested on this CPU");
+        }
+        for kernel in kernels {
+            for len in BOUNDARY_LENGTHS {
+                let messages: Vec<Vec<u8>> = (0..=2 * kernel.lanes() + 1)
+                    .map(|_| rng.bytes(len))
+                    .collect();
+                let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+                for prefix in [&b""[..], b"\x00"] {
+                    let expected: Vec<Digest> =
+                        refs.iter().map(|m| alg.hash_parts(&[prefix, m])).collect();
+                    for count in 0..=refs.len() {
+                        let got = super::hash_many(kernel, prefix, &refs[..count]);
+                        assert_eq!(
+                            got,
+                            expected[..count],
+                            "{kernel}: {count} × {len} bytes, prefix {prefix:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// Every kernel the CPU runs (on a CPU with AVX-512, the AVX2 ones too), through a whole lane
 /// set, against the single-stream hash: the boundary lengths and random ones up to 40 blocks,

@@ -9,10 +9,7 @@
 
 use std::ops::Range;
 
-use super::{
-    JobKind, MIN_LANE_LEAVES, TARGET_JOB_BYTES, TreeBuilder, lanes_pay_on, padded,
-    prev_power_of_two,
-};
+use super::{JobKind, MIN_LANE_LEAVES, TARGET_JOB_BYTES, TreeBuilder, padded, prev_power_of_two};
 use crate::algorithm::{Algorithm, Digest, Hasher};
 use crate::batch;
 use crate::lanes::{self, Kernel};
@@ -75,14 +72,6 @@ impl Fixed {
         }
     }
 
-    /// The kernel that hashes inner nodes in lanes, given the one that hashes leaves: the
-    /// same where lanes pay on messages as short as a node's (two digests and the prefix),
-    /// none for the SHA-NI kernels, which one SHA-NI stream beats on them.
-    fn node_lanes(&self, alg: Algorithm, lanes: Option<Kernel>) -> Option<Kernel> {
-        let len = self.node_prefix.len() + 2 * alg.digest_len();
-        lanes.filter(|&kernel| lanes_pay_on(kernel, len as u64))
-    }
-
     /// The jobs of a stream of `n` bytes: aligned runs of a power-of-two number of leaves of
     /// about [`TARGET_JOB_BYTES`], or single leaves with `one_leaf_per_job`.
     pub fn plan(&self, n: u64, one_leaf_per_job: bool) -> Vec<(Range<u64>, JobKind)> {
@@ -118,7 +107,6 @@ impl Fixed {
             filled: 0,
             stack: Stack::default(),
             lanes,
-            node_lanes: self.node_lanes(alg, lanes),
         }
     }
 
@@ -242,10 +230,8 @@ pub(super) struct LeafRun {
     filled: u64,
     /// Finished leaves.
     stack: Stack,
-    /// The kernel that hashes whole leaves several at once.
+    /// The kernel that hashes whole leaves several at once, and the inner nodes over them.
     lanes: Option<Kernel>,
-    /// The kernel that hashes the inner nodes over them ([`Fixed::node_lanes`]).
-    node_lanes: Option<Kernel>,
 }
 
 impl LeafRun {
@@ -289,7 +275,7 @@ impl LeafRun {
             None => batch::hash_each(self.alg, prefix, leaves, leaf as usize),
         };
         self.stack
-            .push_many(&self.shape, self.alg, 1, digests, self.node_lanes);
+            .push_many(&self.shape, self.alg, 1, digests, self.lanes);
         rest
     }
 

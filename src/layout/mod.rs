@@ -71,16 +71,6 @@ const _: () = assert!(TARGET_JOB_BYTES.is_power_of_two() && TARGET_JOB_BYTES >= 
 /// lanes idle and one stream of OpenSSL (about a sixth of the lanes' throughput) is as fast.
 const MIN_LANE_LEAVES: u64 = 4;
 
-/// The shortest leaf that a SHA-NI kernel hashes in lanes within a job (see
-/// `Layout::lanes_pay`): 4 KiB leaves gained 13 % over one SHA-NI stream.
-const MIN_SHA_NI_LANE_LEAF: u64 = 4096;
-
-/// Whether hashing messages of `len` bytes several at once in lanes of `kernel` beats one
-/// after another: see `Layout::lanes_pay`.
-fn lanes_pay_on(kernel: Kernel, len: u64) -> bool {
-    !kernel.uses_sha_ni() || len >= MIN_SHA_NI_LANE_LEAF
-}
-
 /// A validated leaf size for the fixed-leaf layouts: never zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LeafSize(NonZeroU64);
@@ -519,25 +509,12 @@ impl Layout {
     /// in SIMD lanes ([`crate::lanes`]) where the CPU has a multi-buffer kernel for the
     /// algorithm, as far as `MTSUM_SIMD` allows ([`Kernel::multi_buffer`]).
     pub fn job_hasher(self, alg: Algorithm) -> JobHasher {
-        // Every algorithm's kernel beats its one stream on whole leaves: short leaves hashed
-        // one after another ran SHA-256 at one SHA-NI stream (half the two-stream kernel) and
-        // SHA-512 at one OpenSSL stream (a third of the AVX-512 lanes); see
-        // docs/performance.md, "Fixed leaves: where the time goes".
-        let lanes = Kernel::multi_buffer(alg).filter(|&kernel| self.lanes_pay(kernel));
-        self.job_hasher_with_lanes(alg, lanes)
-    }
-
-    /// Whether hashing this layout's whole leaves in lanes of `kernel` beats one leaf after
-    /// another. A lane set's bookkeeping per message costs about as much as hashing a few
-    /// hundred bytes, which one SHA-NI stream does cheaply: with two SHA-256 lanes of SHA-NI,
-    /// 64-byte leaves took 1.7 × the time of one stream and 2 KiB leaves broke even. The
-    /// kernels without SHA-NI gain at any leaf size (MD5 and SHA-512 have no such
-    /// instruction; the AVX2 and AVX-512 kernels of SHA-1 and SHA-256 run where it is missing,
-    /// or hash several times as fast as it). (BitTorrent v2's 16 KiB blocks are well above the
-    /// line.)
-    fn lanes_pay(self, kernel: Kernel) -> bool {
-        self.leaf_size()
-            .is_some_and(|leaf| lanes_pay_on(kernel, leaf.get()))
+        // Every algorithm's kernel beats its one stream on whole leaves of every size: short
+        // leaves hashed one after another ran SHA-256 at one SHA-NI stream (half the two-stream
+        // kernel) and SHA-512 at one OpenSSL stream (a third of the AVX-512 lanes); see
+        // docs/performance.md, "Fixed leaves: where the time goes". Even 64-byte leaves gain
+        // on two SHA-NI lanes now that messages of one length skip the job manager.
+        self.job_hasher_with_lanes(alg, Kernel::multi_buffer(alg))
     }
 
     /// [`Layout::job_hasher`] with the multi-buffer kernel chosen by the caller: `None` hashes
