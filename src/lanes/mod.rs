@@ -352,9 +352,7 @@ fn hash_same_length<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]
             *state = F::initial(alg);
         }
         let buf = &buf;
-        let ends = |from: usize| -> [&[u8]; MAX_LANES] {
-            std::array::from_fn(|i| buf.get(i * stride + from..(i + 1) * stride).unwrap_or(&[]))
-        };
+        let ends = |from: usize| lane_data(busy, |i| &buf[i * stride + from..(i + 1) * stride]);
         if blocks.middle == 0 {
             // The head and the tail are next to each other in the lane's buffer.
             let from = if blocks.head { 0 } else { F::BLOCK };
@@ -364,8 +362,7 @@ fn hash_same_length<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]
             if blocks.head {
                 compress_group::<F>(kernel, full, &mut states, &ends(0), busy, 1);
             }
-            let middle =
-                std::array::from_fn(|i| group.get(i).map_or(&[][..], |m| &m[blocks.start..]));
+            let middle = lane_data(busy, |i| &group[i][blocks.start..]);
             compress_group::<F>(kernel, full, &mut states, &middle, busy, blocks.middle);
             compress_group::<F>(
                 kernel,
@@ -379,6 +376,17 @@ fn hash_same_length<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]
         digests.extend(states[..busy].iter().map(|s| F::digest(alg, s)));
     }
     digests
+}
+
+/// The data of the first `busy` lanes, `data(lane)`, as the kernels take it; the other lanes
+/// are empty. Only the busy lanes are visited: a kernel of two SHA-NI lanes does not build
+/// thirty idle ones.
+fn lane_data<'a>(busy: usize, data: impl Fn(usize) -> &'a [u8]) -> [&'a [u8]; MAX_LANES] {
+    let mut lanes = [&[][..]; MAX_LANES];
+    for (i, lane) in lanes[..busy].iter_mut().enumerate() {
+        *lane = data(i);
+    }
+    lanes
 }
 
 /// Runs `blocks` blocks of the first `busy` lanes of `data` through their states: a full
