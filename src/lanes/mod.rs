@@ -352,52 +352,53 @@ fn hash_same_length<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]
             *state = F::initial(alg);
         }
         let buf = &buf;
-        let ends = |from: usize| -> [&[u8]; MAX_LANES] {
-            std::array::from_fn(|i| buf.get(i * stride + from..(i + 1) * stride).unwrap_or(&[]))
-        };
+        let ends = |from: usize| move |i: usize| &buf[i * stride + from..(i + 1) * stride];
         if blocks.middle == 0 {
             // The head and the tail are next to each other in the lane's buffer.
             let from = if blocks.head { 0 } else { F::BLOCK };
             let n = usize::from(blocks.head) + blocks.tail_blocks;
-            compress_group::<F>(kernel, full, &mut states, &ends(from), busy, n);
+            compress_group::<F>(kernel, full, &mut states, busy, n, ends(from));
         } else {
             if blocks.head {
-                compress_group::<F>(kernel, full, &mut states, &ends(0), busy, 1);
+                compress_group::<F>(kernel, full, &mut states, busy, 1, ends(0));
             }
-            let middle =
-                std::array::from_fn(|i| group.get(i).map_or(&[][..], |m| &m[blocks.start..]));
-            compress_group::<F>(kernel, full, &mut states, &middle, busy, blocks.middle);
-            compress_group::<F>(
-                kernel,
-                full,
-                &mut states,
-                &ends(F::BLOCK),
-                busy,
-                blocks.tail_blocks,
-            );
+            let middle = |i: usize| &group[i][blocks.start..];
+            compress_group::<F>(kernel, full, &mut states, busy, blocks.middle, middle);
+            let tail = ends(F::BLOCK);
+            compress_group::<F>(kernel, full, &mut states, busy, blocks.tail_blocks, tail);
         }
         digests.extend(states[..busy].iter().map(|s| F::digest(alg, s)));
     }
     digests
 }
 
-/// Runs `blocks` blocks of the first `busy` lanes of `data` through their states: a full
-/// group straight through the kernel, looked up once as `full`, a partial one (the last of a
-/// run) through [`Kernel::compress`], which hands few busy lanes to a narrower kernel.
-fn compress_group<F: Family>(
+/// Runs `blocks` blocks of `data(lane)` for the first `busy` lanes through their states: a
+/// full group straight through the kernel, looked up once as `full`, a partial one (the last
+/// of a run) through [`Kernel::compress`], which hands few busy lanes to a narrower kernel.
+/// Only the busy lanes' data is gathered, in place: a kernel of two SHA-NI lanes does not
+/// build thirty idle ones, and no array of them is copied (as a returned array, one `memcpy`
+/// a call, 3.7 % of the CPU time of SHA-1 with 1 KiB leaves).
+fn compress_group<'a, F: Family>(
     kernel: Kernel,
     full: FullLanes,
     states: &mut [F::State; MAX_LANES],
-    data: &[&[u8]; MAX_LANES],
     busy: usize,
     blocks: usize,
+    data: impl Fn(usize) -> &'a [u8],
 ) {
     let lanes = kernel.lanes();
     if busy == lanes {
-        full.compress::<F>(&mut states[..lanes], &data[..lanes], blocks);
+        let mut all = [&[][..]; MAX_LANES];
+        for (lane, slot) in all[..lanes].iter_mut().enumerate() {
+            *slot = data(lane);
+        }
+        full.compress::<F>(&mut states[..lanes], &all[..lanes], blocks);
     } else {
-        let data = std::array::from_fn(|i| (i < busy).then_some(data[i]));
-        kernel.compress::<F>(states, &data, blocks);
+        let mut some = [None; MAX_LANES];
+        for (lane, slot) in some[..busy].iter_mut().enumerate() {
+            *slot = Some(data(lane));
+        }
+        kernel.compress::<F>(states, &some, blocks);
     }
 }
 
