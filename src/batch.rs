@@ -27,7 +27,10 @@ pub fn hash_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<
         "whole messages of {len} bytes"
     );
     match alg {
-        Algorithm::Blake3 => blake3_many::hash_each(prefix, data, len),
+        // The layouts' prefixes are a byte; a prefix of a block or more is no leaf's.
+        Algorithm::Blake3 if prefix.len() < blake3::BLOCK_LEN => {
+            blake3_many::hash_each(prefix, data, len)
+        }
         Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len),
         _ => data
             .chunks_exact(len)
@@ -105,8 +108,9 @@ mod blake3_many {
     /// keeps are a thirty-second of that.
     const GROUP_BYTES: usize = 1 << 20;
 
+    /// [`super::hash_each`] for a `prefix` shorter than a block.
     pub(super) fn hash_each(prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
-        assert!(prefix.len() < BLOCK_LEN, "a prefix shorter than a block");
+        debug_assert!(prefix.len() < BLOCK_LEN, "a prefix shorter than a block");
         let platform = Platform::detect();
         let per_group = (GROUP_BYTES / len).max(1);
         let mut digests = Vec::with_capacity(data.len() / len);

@@ -69,6 +69,16 @@ fn inner_nodes_at_once_equal_one_at_a_time() {
 }
 
 #[test]
+fn a_prefix_of_a_block_or_more_is_hashed_too() {
+    for alg in FAST {
+        for len in [1, 64, 1025] {
+            check(alg, &[7; 64], len, 3, 1);
+            check(alg, &[7; 100], len, 3, 2);
+        }
+    }
+}
+
+#[test]
 fn more_than_a_mebibyte_of_messages_equals_one_at_a_time() {
     // BLAKE3 works through about 1 MiB at a time; an odd length leaves a short last round.
     for alg in FAST {
