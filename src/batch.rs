@@ -27,7 +27,10 @@ pub fn hash_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<
         "whole messages of {len} bytes"
     );
     match alg {
-        Algorithm::Blake3 => blake3_many::hash_each(prefix, data, len),
+        // The layouts' prefixes are a byte; a prefix of a block or more is no leaf's.
+        Algorithm::Blake3 if prefix.len() < blake3::BLOCK_LEN => {
+            blake3_many::hash_each(prefix, data, len)
+        }
         Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len),
         _ => data
             .chunks_exact(len)
@@ -101,12 +104,14 @@ mod blake3_many {
         0x5BE0CD19,
     ];
 
-    /// About how many input bytes one round of [`hash_group`] takes: the chaining values it
-    /// keeps are a thirty-second of that.
+    /// About how many input bytes [`hash_each`] takes at a time: what it keeps grows with it
+    /// (a copied first chunk per message, 32 bytes per chunk). Groups of 64 and 256 KiB,
+    /// which the caches hold better, measured no faster.
     const GROUP_BYTES: usize = 1 << 20;
 
+    /// [`super::hash_each`] for a `prefix` shorter than a block.
     pub(super) fn hash_each(prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
-        assert!(prefix.len() < BLOCK_LEN, "a prefix shorter than a block");
+        debug_assert!(prefix.len() < BLOCK_LEN, "a prefix shorter than a block");
         let platform = Platform::detect();
         let per_group = (GROUP_BYTES / len).max(1);
         let mut digests = Vec::with_capacity(data.len() / len);
@@ -156,16 +161,6 @@ mod blake3_many {
             self.prefix.len() + self.data.len()
         }
 
-        /// Bytes `start..start + out.len()` of the message into `out`.
-        fn copy(&self, start: usize, out: &mut [u8]) {
-            let p = self.prefix.len();
-            let end = start + out.len();
-            let from_prefix = start.min(p)..end.min(p);
-            let head = from_prefix.len();
-            out[..head].copy_from_slice(&self.prefix[from_prefix]);
-            out[head..].copy_from_slice(&self.data[start.max(p) - p..end - p]);
-        }
-
         /// Bytes `start..start + N` of the message where they lie whole in its data.
         fn in_place<const N: usize>(&self, start: usize) -> &'a [u8; N] {
             let at = start - self.prefix.len();
@@ -174,7 +169,7 @@ mod blake3_many {
     }
 
     /// The digests of messages of one chunk or less: a whole 1 KiB chunk or a first block
-    /// of all of them at once in SIMD lanes, the blocks after it one by one.
+    /// of all of them at once in the crate's SIMD kernel, the blocks after it in [`tails`].
     fn single_chunks(platform: Platform, messages: &[Message], digests: &mut Vec<Digest>) {
         let m = messages.first().map_or(0, Message::len);
         let mut out = vec![0u8; messages.len() * OUT_LEN];
@@ -219,9 +214,9 @@ mod blake3_many {
         digests.extend(roots.iter().map(|d| Digest::from_slice(d)));
     }
 
-    /// The digests of messages of more than one chunk: their whole chunks in SIMD lanes, a
-    /// short last chunk one block after another, then the parents of all their trees level
-    /// by level in SIMD lanes.
+    /// The digests of messages of more than one chunk: their whole chunks in the crate's SIMD
+    /// kernel, a short last chunk in [`tails`], then the parents of all their trees level by
+    /// level in the kernel again.
     fn chunk_trees(platform: Platform, messages: &[Message], digests: &mut Vec<Digest>) {
         let n = messages.len();
         let m = messages[0].len();
@@ -328,10 +323,10 @@ mod blake3_many {
     /// for the digests of messages of one chunk).
     ///
     /// The SIMD kernel of the crate takes whole 64-byte blocks only, and one compression at
-    /// a time cost as much as the 16 blocks of a 1 KiB leaf in the kernel: `rfc6962`'s
+    /// a time cost about as much as the 16 blocks of a 1 KiB leaf in the kernel: `rfc6962`'s
     /// 1 KiB leaves end in a chunk of one byte, and its inner nodes are 65 bytes. Here the
-    /// blocks of 16 messages go through one compression in 16 lanes, which the compiler
-    /// vectorizes (one AVX-512 register per state word).
+    /// blocks of 16 messages go through one compression in 16 lanes: one AVX-512 register per
+    /// state word, or (AVX2, portable) as the compiler vectorizes the lanes' arrays.
     fn tails(
         messages: &[Message],
         firsts: Option<&[u8]>,
@@ -351,7 +346,15 @@ mod blake3_many {
                 return unsafe { tails_avx2(messages, firsts, start, skip, counter, last) };
             }
         }
-        tails_in_lanes(messages, firsts, start, skip, counter, last)
+        tails_in_lanes(
+            messages,
+            firsts,
+            start,
+            skip,
+            counter,
+            last,
+            compress_in_lanes,
+        )
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -364,7 +367,10 @@ mod blake3_many {
         counter: u64,
         last: u8,
     ) -> Vec<[u8; OUT_LEN]> {
-        tails_in_lanes(messages, firsts, start, skip, counter, last)
+        let compress = |cv: &mut _, m: &_, counter, block_len, flags| {
+            compress_avx512(cv, m, counter, block_len, flags)
+        };
+        tails_in_lanes(messages, firsts, start, skip, counter, last, compress)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -377,7 +383,15 @@ mod blake3_many {
         counter: u64,
         last: u8,
     ) -> Vec<[u8; OUT_LEN]> {
-        tails_in_lanes(messages, firsts, start, skip, counter, last)
+        tails_in_lanes(
+            messages,
+            firsts,
+            start,
+            skip,
+            counter,
+            last,
+            compress_in_lanes,
+        )
     }
 
     /// [`tails`] of the one-chunk messages `prefix ‖ m` (a `ROOT` block each, from the key)
@@ -393,7 +407,15 @@ mod blake3_many {
             .map(|data| Message { prefix, data })
             .collect();
         #[allow(unused_mut)]
-        let mut results = vec![tails_in_lanes(&messages, None, 0, 0, 0, ROOT)];
+        let mut results = vec![tails_in_lanes(
+            &messages,
+            None,
+            0,
+            0,
+            0,
+            ROOT,
+            compress_in_lanes,
+        )];
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
@@ -408,7 +430,8 @@ mod blake3_many {
         results
     }
 
-    /// [`tails`] for whatever instruction set its caller is compiled for.
+    /// [`tails`] with the compression function `compress`, for whatever instruction set its
+    /// caller is compiled for.
     #[inline(always)]
     fn tails_in_lanes(
         messages: &[Message],
@@ -417,6 +440,7 @@ mod blake3_many {
         skip: usize,
         counter: u64,
         last: u8,
+        compress: impl Fn(&mut [Words; 8], &[Words; 16], u64, u32, u8),
     ) -> Vec<[u8; OUT_LEN]> {
         let Some(first) = messages.first() else {
             return Vec::new();
@@ -444,10 +468,19 @@ mod blake3_many {
                 let block_len = (len - at).min(BLOCK_LEN);
                 let mut m = [[0u32; LANES]; 16];
                 for (l, msg) in group.iter().enumerate() {
-                    let mut block = [0u8; BLOCK_LEN];
-                    msg.copy(start + at, &mut block[..block_len]);
-                    for (w, words) in m.iter_mut().enumerate() {
-                        words[l] = word(&block[4 * w..]);
+                    let from = start + at;
+                    if block_len == BLOCK_LEN && from >= msg.prefix.len() {
+                        let block: &[u8; BLOCK_LEN] = msg.in_place(from);
+                        for (w, words) in m.iter_mut().enumerate() {
+                            words[l] = word(&block[4 * w..]);
+                        }
+                    } else {
+                        // Byte by byte into the words, not through a copy of the block: the
+                        // loads of a copy just made stalled, a tenth of 1 KiB leaves' time.
+                        let bytes = msg.prefix.iter().chain(msg.data).skip(from);
+                        for (i, &byte) in bytes.take(block_len).enumerate() {
+                            m[i / 4][l] |= u32::from(byte) << (8 * (i % 4));
+                        }
                     }
                 }
                 let mut flags = 0;
@@ -457,7 +490,7 @@ mod blake3_many {
                 if b == blocks - 1 {
                     flags |= CHUNK_END | last;
                 }
-                compress_in_lanes(&mut cv, &m, counter, block_len as u32, flags);
+                compress(&mut cv, &m, counter, block_len as u32, flags);
             }
             for l in 0..group.len() {
                 let mut bytes = [0u8; OUT_LEN];
@@ -533,6 +566,74 @@ mod blake3_many {
                 cv[w][l] = v[w][l] ^ v[w + 8][l];
             }
         }
+    }
+
+    /// [`compress_in_lanes`] in AVX-512 registers, one per state word (the compiler's
+    /// vectorization of the arrays kept the state in memory, at twice the time).
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn compress_avx512(
+        cv: &mut [Words; 8],
+        m: &[Words; 16],
+        counter: u64,
+        block_len: u32,
+        flags: u8,
+    ) {
+        use std::arch::x86_64::*;
+        let mut mw = [_mm512_setzero_si512(); 16];
+        for (reg, words) in mw.iter_mut().zip(m) {
+            // SAFETY: `words` is 16 `u32`s, the 64 bytes of a register; the load is unaligned.
+            *reg = unsafe { _mm512_loadu_si512(words.as_ptr().cast()) };
+        }
+        let mut v = [_mm512_setzero_si512(); 16];
+        for (reg, words) in v.iter_mut().zip(cv.iter()) {
+            // SAFETY: as above.
+            *reg = unsafe { _mm512_loadu_si512(words.as_ptr().cast()) };
+        }
+        for i in 0..4 {
+            v[8 + i] = _mm512_set1_epi32(IV[i] as i32);
+        }
+        v[12] = _mm512_set1_epi32(counter as u32 as i32);
+        v[13] = _mm512_set1_epi32((counter >> 32) as u32 as i32);
+        v[14] = _mm512_set1_epi32(block_len as i32);
+        v[15] = _mm512_set1_epi32(flags as i32);
+        for s in &SCHEDULE {
+            g_avx512(&mut v, [0, 4, 8, 12], mw[s[0]], mw[s[1]]);
+            g_avx512(&mut v, [1, 5, 9, 13], mw[s[2]], mw[s[3]]);
+            g_avx512(&mut v, [2, 6, 10, 14], mw[s[4]], mw[s[5]]);
+            g_avx512(&mut v, [3, 7, 11, 15], mw[s[6]], mw[s[7]]);
+            g_avx512(&mut v, [0, 5, 10, 15], mw[s[8]], mw[s[9]]);
+            g_avx512(&mut v, [1, 6, 11, 12], mw[s[10]], mw[s[11]]);
+            g_avx512(&mut v, [2, 7, 8, 13], mw[s[12]], mw[s[13]]);
+            g_avx512(&mut v, [3, 4, 9, 14], mw[s[14]], mw[s[15]]);
+        }
+        for (i, words) in cv.iter_mut().enumerate() {
+            let out = _mm512_xor_si512(v[i], v[i + 8]);
+            // SAFETY: as above; the store is unaligned.
+            unsafe { _mm512_storeu_si512(words.as_mut_ptr().cast(), out) };
+        }
+    }
+
+    /// [`g`] in AVX-512 registers.
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn g_avx512(
+        v: &mut [std::arch::x86_64::__m512i; 16],
+        [a, b, c, d]: [usize; 4],
+        x: std::arch::x86_64::__m512i,
+        y: std::arch::x86_64::__m512i,
+    ) {
+        use std::arch::x86_64::*;
+        v[a] = _mm512_add_epi32(_mm512_add_epi32(v[a], v[b]), x);
+        v[d] = _mm512_ror_epi32::<16>(_mm512_xor_si512(v[d], v[a]));
+        v[c] = _mm512_add_epi32(v[c], v[d]);
+        v[b] = _mm512_ror_epi32::<12>(_mm512_xor_si512(v[b], v[c]));
+        v[a] = _mm512_add_epi32(_mm512_add_epi32(v[a], v[b]), y);
+        v[d] = _mm512_ror_epi32::<8>(_mm512_xor_si512(v[d], v[a]));
+        v[c] = _mm512_add_epi32(v[c], v[d]);
+        v[b] = _mm512_ror_epi32::<7>(_mm512_xor_si512(v[b], v[c]));
     }
 
     /// The quarter-round G on the state words `[a, b, c, d]` of every lane.

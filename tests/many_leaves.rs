@@ -69,6 +69,16 @@ fn inner_nodes_at_once_equal_one_at_a_time() {
 }
 
 #[test]
+fn a_prefix_of_a_block_or_more_is_hashed_too() {
+    for alg in FAST {
+        for len in [1, 64, 1025] {
+            check(alg, &[7; 64], len, 3, 1);
+            check(alg, &[7; 100], len, 3, 2);
+        }
+    }
+}
+
+#[test]
 fn more_than_a_mebibyte_of_messages_equals_one_at_a_time() {
     // BLAKE3 works through about 1 MiB at a time; an odd length leaves a short last round.
     for alg in FAST {
@@ -102,6 +112,43 @@ proptest! {
         seed: u64,
     ) {
         check(alg, prefix, len, count, seed);
+    }
+}
+
+/// `merkle` or `rfc6962` with leaves of up to 5000 bytes, often at a block or chunk boundary.
+fn small_leaf_layout() -> impl Strategy<Value = Layout> {
+    let leaf = prop_oneof![
+        2 => prop::sample::select(BOUNDARIES.to_vec()),
+        1 => 1usize..=5000,
+    ];
+    (leaf, any::<bool>()).prop_map(|(leaf, rfc)| {
+        let leaf = LeafSize::new(leaf as u64).expect("a leaf is never empty");
+        if rfc {
+            Layout::Rfc6962(leaf)
+        } else {
+            Layout::Merkle(leaf)
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn small_leaves_fed_in_any_pieces_give_the_reference_root(
+        alg in prop::sample::select(FAST.to_vec()),
+        layout in small_leaf_layout(),
+        n in 0usize..60_000,
+        piece in prop_oneof![Just(usize::MAX), 1usize..70_000],
+        seed: u64,
+    ) {
+        // Pieces of whole leaves and parts of one: the fast path and the one-leaf hasher.
+        let data = pattern(n, seed);
+        let mut h = layout.job_hasher(alg);
+        for chunk in data.chunks(piece) {
+            h.update(chunk);
+        }
+        prop_assert_eq!(h.finalize(), reference::root(layout, alg, &data));
     }
 }
 
