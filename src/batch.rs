@@ -10,6 +10,7 @@
 //! all their trees level by level; XXH3 hashes each message in one call, without a state.
 
 use crate::algorithm::{Algorithm, Digest};
+use crate::lanes::Isa;
 
 /// Whether [`hash_each`] is faster than one [`crate::algorithm::Hasher`] per message.
 pub fn pays(alg: Algorithm) -> bool {
@@ -19,9 +20,25 @@ pub fn pays(alg: Algorithm) -> bool {
 /// The digests of `prefix ‖ m` for every message `m` of `len` bytes that `data` holds, in
 /// order: what `alg.hash_parts(&[prefix, m])` gives for each, faster where [`pays`].
 ///
+/// BLAKE3 runs on the widest SIMD instructions this CPU has within the cap of the lanes'
+/// kernels ([`Isa::cap`]), so that `MTSUM_SIMD` and `MTSUM_FORCE_PORTABLE` measure the whole
+/// program as a machine without AVX-512 runs it. The digests never depend on the choice.
+///
 /// # Panics
 /// If `len` is 0 or `data` is not a whole number of messages; callers cut their data so.
 pub fn hash_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
+    hash_each_within(Isa::cap(), alg, prefix, data, len)
+}
+
+/// [`hash_each`] on the SIMD instructions allowed by `cap`: the tests run every one this CPU
+/// has in one process, which the environment variables, read once, cannot do.
+fn hash_each_within(
+    cap: Isa,
+    alg: Algorithm,
+    prefix: &[u8],
+    data: &[u8],
+    len: usize,
+) -> Vec<Digest> {
     assert!(
         len > 0 && data.len().is_multiple_of(len),
         "whole messages of {len} bytes"
@@ -29,7 +46,7 @@ pub fn hash_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<
     match alg {
         // The layouts' prefixes are a byte; a prefix of a block or more is no leaf's.
         Algorithm::Blake3 if prefix.len() < blake3::BLOCK_LEN => {
-            blake3_many::hash_each(prefix, data, len)
+            blake3_many::hash_each(blake3_many::Kernels::within(cap), prefix, data, len)
         }
         Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len),
         _ => data
@@ -93,6 +110,7 @@ mod blake3_many {
     use blake3::{BLOCK_LEN, CHUNK_LEN, IncrementCounter, OUT_LEN};
 
     use crate::algorithm::Digest;
+    use crate::lanes::{Isa, Vector};
 
     // The domain flags and the key of the BLAKE3 specification (sections 2.1 and 2.2).
     const CHUNK_START: u8 = 1 << 0;
@@ -109,10 +127,64 @@ mod blake3_many {
     /// which the caches hold better, measured no faster.
     const GROUP_BYTES: usize = 1 << 20;
 
-    /// [`super::hash_each`] for a `prefix` shorter than a block.
-    pub(super) fn hash_each(prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
+    /// The kernels of one instruction set: the crate's `Platform` for whole blocks and
+    /// chunks, and the compression in lanes of [`tails`] for the short ones.
+    #[derive(Clone, Copy, Debug)]
+    pub(super) struct Kernels {
+        platform: Platform,
+        /// The copy of [`tails_in_lanes`] to run: made only by [`Kernels::within`], which
+        /// checks that this CPU has its instructions.
+        tails: Vector,
+    }
+
+    impl Kernels {
+        /// The widest kernels this CPU runs within `cap`. The crate has no public constructor
+        /// of its AVX-512 `Platform` (it exists only where the crate's build compiled its
+        /// assembly), so AVX-512 takes whatever the crate detects, which is at most that; a
+        /// cap without vector instructions takes the crate's portable code, not SSE4.1.
+        pub(super) fn within(cap: Isa) -> Kernels {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if cap.vector >= Vector::Avx512 && std::arch::is_x86_feature_detected!("avx512f") {
+                    return Kernels {
+                        platform: Platform::detect(),
+                        tails: Vector::Avx512,
+                    };
+                }
+                if cap.vector >= Vector::Avx2
+                    && let Some(platform) = Platform::avx2()
+                {
+                    return Kernels {
+                        platform,
+                        tails: Vector::Avx2,
+                    };
+                }
+            }
+            let platform = match cap.vector {
+                Vector::None => Platform::portable(),
+                _ => Platform::detect(),
+            };
+            Kernels {
+                platform,
+                tails: Vector::None,
+            }
+        }
+
+        /// The instruction set of the kernels: for tests.
+        #[cfg(test)]
+        pub(super) fn vector(self) -> Vector {
+            self.tails
+        }
+    }
+
+    /// [`super::hash_each`] for a `prefix` shorter than a block, on `kernels`.
+    pub(super) fn hash_each(
+        kernels: Kernels,
+        prefix: &[u8],
+        data: &[u8],
+        len: usize,
+    ) -> Vec<Digest> {
         debug_assert!(prefix.len() < BLOCK_LEN, "a prefix shorter than a block");
-        let platform = Platform::detect();
         let per_group = (GROUP_BYTES / len).max(1);
         let mut digests = Vec::with_capacity(data.len() / len);
         for group in data.chunks(per_group * len) {
@@ -121,9 +193,9 @@ mod blake3_many {
                 .map(|data| Message { prefix, data })
                 .collect();
             if prefix.len() + len <= CHUNK_LEN {
-                single_chunks(platform, &messages, &mut digests);
+                single_chunks(kernels, &messages, &mut digests);
             } else {
-                chunk_trees(platform, &messages, &mut digests);
+                chunk_trees(kernels, &messages, &mut digests);
             }
         }
         digests
@@ -170,7 +242,8 @@ mod blake3_many {
 
     /// The digests of messages of one chunk or less: a whole 1 KiB chunk or a first block
     /// of all of them at once in the crate's SIMD kernel, the blocks after it in [`tails`].
-    fn single_chunks(platform: Platform, messages: &[Message], digests: &mut Vec<Digest>) {
+    fn single_chunks(kernels: Kernels, messages: &[Message], digests: &mut Vec<Digest>) {
+        let platform = kernels.platform;
         let m = messages.first().map_or(0, Message::len);
         let mut out = vec![0u8; messages.len() * OUT_LEN];
         if m == CHUNK_LEN && messages[0].prefix.is_empty() {
@@ -189,7 +262,7 @@ mod blake3_many {
             return;
         }
         if m < BLOCK_LEN {
-            let roots = tails(messages, None, 0, 0, 0, ROOT);
+            let roots = tails(kernels, messages, None, 0, 0, 0, ROOT);
             digests.extend(roots.iter().map(|d| Digest::from_slice(d)));
             return;
         }
@@ -210,14 +283,15 @@ mod blake3_many {
             digests.extend(out.chunks_exact(OUT_LEN).map(Digest::from_slice));
             return;
         }
-        let roots = tails(messages, Some(&out), 0, 1, 0, ROOT);
+        let roots = tails(kernels, messages, Some(&out), 0, 1, 0, ROOT);
         digests.extend(roots.iter().map(|d| Digest::from_slice(d)));
     }
 
     /// The digests of messages of more than one chunk: their whole chunks in the crate's SIMD
     /// kernel, a short last chunk in [`tails`], then the parents of all their trees level by
     /// level in the kernel again.
-    fn chunk_trees(platform: Platform, messages: &[Message], digests: &mut Vec<Digest>) {
+    fn chunk_trees(kernels: Kernels, messages: &[Message], digests: &mut Vec<Digest>) {
+        let platform = kernels.platform;
         let n = messages.len();
         let m = messages[0].len();
         let chunks = m.div_ceil(CHUNK_LEN);
@@ -274,7 +348,7 @@ mod blake3_many {
         }
         if whole < chunks {
             let start = whole * CHUNK_LEN;
-            let lasts = tails(messages, None, start, 0, whole as u64, 0);
+            let lasts = tails(kernels, messages, None, start, 0, whole as u64, 0);
             for (cv, out) in lasts.iter().zip(cvs.chunks_exact_mut(chunks * OUT_LEN)) {
                 out[whole * OUT_LEN..].copy_from_slice(cv);
             }
@@ -327,7 +401,9 @@ mod blake3_many {
     /// 1 KiB leaves end in a chunk of one byte, and its inner nodes are 65 bytes. Here the
     /// blocks of 16 messages go through one compression in 16 lanes: one AVX-512 register per
     /// state word, or (AVX2, portable) as the compiler vectorizes the lanes' arrays.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
     fn tails(
+        kernels: Kernels,
         messages: &[Message],
         firsts: Option<&[u8]>,
         start: usize,
@@ -336,15 +412,17 @@ mod blake3_many {
         last: u8,
     ) -> Vec<[u8; OUT_LEN]> {
         #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has the instructions the function is compiled for.
+        match kernels.tails {
+            Vector::Avx512 => {
+                // SAFETY: `Kernels::within` chose AVX-512 only where the CPU has AVX-512F,
+                // all the function is compiled for.
                 return unsafe { tails_avx512(messages, firsts, start, skip, counter, last) };
             }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: as above.
+            Vector::Avx2 => {
+                // SAFETY: as above, with AVX2.
                 return unsafe { tails_avx2(messages, firsts, start, skip, counter, last) };
             }
+            Vector::None => {}
         }
         tails_in_lanes(
             messages,
@@ -392,42 +470,6 @@ mod blake3_many {
             last,
             compress_in_lanes,
         )
-    }
-
-    /// [`tails`] of the one-chunk messages `prefix ‖ m` (a `ROOT` block each, from the key)
-    /// by every compiled copy this CPU can run: the portable one first.
-    #[cfg(test)]
-    pub(super) fn tails_on_every_isa(
-        prefix: &[u8],
-        data: &[u8],
-        len: usize,
-    ) -> Vec<Vec<[u8; OUT_LEN]>> {
-        let messages: Vec<Message> = data
-            .chunks_exact(len)
-            .map(|data| Message { prefix, data })
-            .collect();
-        #[allow(unused_mut)]
-        let mut results = vec![tails_in_lanes(
-            &messages,
-            None,
-            0,
-            0,
-            0,
-            ROOT,
-            compress_in_lanes,
-        )];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has the instructions the function is compiled for.
-                results.push(unsafe { tails_avx2(&messages, None, 0, 0, 0, ROOT) });
-            }
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: as above.
-                results.push(unsafe { tails_avx512(&messages, None, 0, 0, 0, ROOT) });
-            }
-        }
-        results
     }
 
     /// [`tails`] with the compression function `compress`, for whatever instruction set its
@@ -656,22 +698,56 @@ mod blake3_many {
 mod tests {
     use super::*;
 
-    /// Every compiled copy of BLAKE3's compression in lanes gives `blake3::hash` of messages
-    /// of one chunk: tests/many_leaves.rs runs only the one this CPU picks.
+    /// The instruction sets this CPU has, each as the cap that allows it alone and the
+    /// narrower ones: portable first.
+    fn caps_of_this_cpu() -> Vec<Isa> {
+        use crate::lanes::Vector;
+        let mut vectors = vec![Vector::None];
+        for cap in [Vector::Avx2, Vector::Avx512] {
+            let cap = Isa {
+                vector: cap,
+                sha_ni: false,
+            };
+            let chosen = blake3_many::Kernels::within(cap).vector();
+            if !vectors.contains(&chosen) {
+                vectors.push(chosen);
+            }
+        }
+        vectors
+            .into_iter()
+            .map(|vector| Isa {
+                vector,
+                sha_ni: false,
+            })
+            .collect()
+    }
+
+    /// Every compiled copy of the BLAKE3 path (the crate's kernels and the compression in
+    /// lanes of the short blocks) gives `blake3::hash`, at the block and chunk boundaries,
+    /// with and without the prefix byte, with fewer and more messages than lanes, and fewer
+    /// and more than the chunks of a message: tests/many_leaves.rs runs only the one this CPU
+    /// picks.
     #[test]
-    fn blake3_tails_agree_on_every_instruction_set() {
-        use blake3_many::tails_on_every_isa;
-        let data: Vec<u8> = (0..40 * 1100u32).map(|i| (i * 31 % 251) as u8).collect();
-        for len in [1, 63, 64, 65, 1000, 1023] {
-            for count in [1, 15, 16, 17, 40] {
-                let results = tails_on_every_isa(&[0], &data[..len * count], len);
-                assert!(results.windows(2).all(|w| w[0] == w[1]), "{count} × {len}");
-                let want: Vec<Digest> = data[..len * count]
-                    .chunks_exact(len)
-                    .map(|m| Digest::from_slice(blake3::hash(&[&[0], m].concat()).as_bytes()))
-                    .collect();
-                let roots: Vec<Digest> = results[0].iter().map(|d| Digest::from_slice(d)).collect();
-                assert_eq!(roots, want, "{count} × {len}");
+    fn blake3_digests_equal_blake3_hash_on_every_instruction_set() {
+        let caps = caps_of_this_cpu();
+        for cap in &caps {
+            assert_eq!(blake3_many::Kernels::within(*cap).vector(), cap.vector);
+        }
+        let data: Vec<u8> = (0..40 * 4100u32).map(|i| (i * 31 % 251) as u8).collect();
+        for prefix in [&[][..], &[0]] {
+            for len in [1, 63, 64, 65, 1000, 1023, 1024, 1025, 2049, 3072, 4097] {
+                for count in [1, 2, 3, 15, 16, 17, 40] {
+                    let data = &data[..len * count];
+                    let want: Vec<Digest> = data
+                        .chunks_exact(len)
+                        .map(|m| blake3::hash(&[prefix, m].concat()))
+                        .map(|d| Digest::from_slice(d.as_bytes()))
+                        .collect();
+                    for &cap in &caps {
+                        let got = hash_each_within(cap, Algorithm::Blake3, prefix, data, len);
+                        assert_eq!(got, want, "{cap}: {prefix:?} ‖ {count} × {len}");
+                    }
+                }
             }
         }
     }

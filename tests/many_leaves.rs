@@ -179,3 +179,37 @@ fn mtsum_with_small_leaves_gives_the_reference_root() {
         }
     }
 }
+
+#[test]
+fn mtsum_gives_the_same_blake3_root_under_the_avx2_and_portable_caps() {
+    // On a CPU with AVX-512 the caps run the AVX2 and portable copies of the fast path.
+    use mtsum::lanes::{FORCE_PORTABLE_VAR, SIMD_VAR};
+    let data = pattern((2 << 20) + 3, 16);
+    let dir = tempdir();
+    let file = dir.path().join("data");
+    std::fs::write(&file, &data).expect("the test file is written");
+    let root = |cap: Option<(&str, &str)>| {
+        let mut cmd = std::process::Command::new(MTSUM);
+        cmd.args(["-a", "blake3", "-t", "rfc6962", "-l", "1K"])
+            .arg(&file)
+            .env_remove(SIMD_VAR)
+            .env_remove(FORCE_PORTABLE_VAR);
+        if let Some((var, value)) = cap {
+            cmd.env(var, value);
+        }
+        let out = cmd.output().expect("mtsum runs");
+        assert!(out.status.success(), "{cap:?}: {out:?}");
+        let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+        stdout
+            .split_whitespace()
+            .next()
+            .expect("a digest")
+            .to_owned()
+    };
+    let leaf = LeafSize::new(1024).expect("a leaf is never empty");
+    let want = reference::root(Layout::Rfc6962(leaf), Algorithm::Blake3, &data).to_hex();
+    assert_eq!(root(None), want);
+    for cap in [(SIMD_VAR, "avx2"), (FORCE_PORTABLE_VAR, "1")] {
+        assert_eq!(root(Some(cap)), want, "{cap:?}");
+    }
+}

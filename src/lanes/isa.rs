@@ -10,6 +10,7 @@
 use std::ffi::OsStr;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 /// The widest vector registers a kernel uses, in the order of their width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -62,6 +63,14 @@ impl Isa {
     /// Whether a kernel that needs `self` may run under the cap `cap`.
     pub fn within(self, cap: Isa) -> bool {
         self.vector <= cap.vector && (!self.sha_ni || cap.sha_ni)
+    }
+
+    /// The cap of [`Isa::cap_from_env`], read once per process: what every SIMD kernel of
+    /// mtsum (the lanes' and [`crate::batch`]'s) is chosen under. [`Isa::PORTABLE`] on a name
+    /// it cannot read (the `mtsum` command refuses to start with one).
+    pub fn cap() -> Isa {
+        static CAP: OnceLock<Isa> = OnceLock::new();
+        *CAP.get_or_init(|| Isa::cap_from_env().unwrap_or(Isa::PORTABLE))
     }
 
     /// The cap the environment sets: [`SIMD_VAR`](super::SIMD_VAR) (no cap when unset or

@@ -552,13 +552,13 @@ impl Spec {
 
 impl Kernel {
     /// The fastest multi-buffer kernel for `alg` on this CPU, chosen once per process among
-    /// those within the cap of [`Isa::cap_from_env`]; `None` if `alg` has only its portable
+    /// those within the cap of [`Isa::cap`]; `None` if `alg` has only its portable
     /// kernel here (no faster than one stream), if the cap is [`Isa::PORTABLE`], or if the cap
     /// is not a valid name (the `mtsum` command refuses to start with one).
     pub fn multi_buffer(alg: Algorithm) -> Option<Kernel> {
         static CHOSEN: OnceLock<[Option<Kernel>; Algorithm::ALL.len()]> = OnceLock::new();
         let chosen = CHOSEN.get_or_init(|| {
-            let cap = Isa::cap_from_env().unwrap_or(Isa::PORTABLE);
+            let cap = Isa::cap();
             Algorithm::ALL.map(|alg| Kernel::choose(alg, cap))
         });
         let index = Algorithm::ALL.iter().position(|&a| a == alg);

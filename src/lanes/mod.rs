@@ -85,8 +85,8 @@ use crate::algorithm::{Algorithm, Digest};
 use family::{Family, Md5, Sha1, Sha256, Sha512, with_family};
 use manager::Manager;
 
-/// The environment variable that caps the instruction sets of the multi-buffer kernels
-/// ([`Isa::cap_from_env`]): `portable`, `avx2`, `avx512` (the widest vector instructions
+/// The environment variable that caps the instruction sets of the multi-buffer kernels and
+/// of [`crate::batch`]'s BLAKE3 ([`Isa::cap`]): `portable`, `avx2`, `avx512` (the widest vector instructions
 /// allowed; SHA-NI where the CPU has it) or `avx2-nosha`, `avx512-nosha` (no SHA-NI). Unset,
 /// every kernel the CPU runs may be chosen. It runs the AVX2 kernels on a CPU with AVX-512,
 /// to measure what most machines get. The digests never depend on it.
