@@ -22,6 +22,23 @@ pub fn pays(alg: Algorithm) -> bool {
 /// # Panics
 /// If `len` is 0 or `data` is not a whole number of messages; callers cut their data so.
 pub fn hash_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
+    let mut digests = Vec::with_capacity(data.len() / len.max(1));
+    hash_each_into(alg, prefix, data, len, &mut digests);
+    digests
+}
+
+/// [`hash_each`], appending the digests to `out`: a caller hashing chunk after chunk keeps
+/// one vector rather than allocating (and page-faulting in) a fresh one per chunk.
+///
+/// # Panics
+/// As [`hash_each`].
+pub fn hash_each_into(
+    alg: Algorithm,
+    prefix: &[u8],
+    data: &[u8],
+    len: usize,
+    out: &mut Vec<Digest>,
+) {
     assert!(
         len > 0 && data.len().is_multiple_of(len),
         "whole messages of {len} bytes"
@@ -29,13 +46,13 @@ pub fn hash_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<
     match alg {
         // The layouts' prefixes are a byte; a prefix of a block or more is no leaf's.
         Algorithm::Blake3 if prefix.len() < blake3::BLOCK_LEN => {
-            blake3_many::hash_each(prefix, data, len)
+            blake3_many::hash_each(prefix, data, len, out)
         }
-        Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len),
-        _ => data
-            .chunks_exact(len)
-            .map(|m| alg.hash_parts(&[prefix, m]))
-            .collect(),
+        Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len, out),
+        _ => out.extend(
+            data.chunks_exact(len)
+                .map(|m| alg.hash_parts(&[prefix, m])),
+        ),
     }
 }
 
@@ -46,8 +63,8 @@ const XXH3_COPY_MAX: usize = 4096;
 
 /// XXH3 (64 or 128 bits) of `prefix ‖ m` for every `m`: the one-shot functions on `m` itself
 /// without a prefix, or on a copy behind the prefix in one reused buffer; long messages with a
-/// prefix through one streaming state, reset for each.
-fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
+/// prefix through one streaming state, reset for each. The digests are appended to `out`.
+fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize, out: &mut Vec<Digest>) {
     use xxhash_rust::xxh3::{Xxh3Default, xxh3_64, xxh3_128};
     let digest = |message: &[u8]| match alg {
         Algorithm::Xxh3 => Digest::from_slice(&xxh3_64(message).to_be_bytes()),
@@ -55,30 +72,26 @@ fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<Dige
     };
     let messages = data.chunks_exact(len);
     if prefix.is_empty() {
-        return messages.map(digest).collect();
+        return out.extend(messages.map(digest));
     }
     if len <= XXH3_COPY_MAX {
         let mut buf = prefix.to_vec();
-        return messages
-            .map(|m| {
-                buf.truncate(prefix.len());
-                buf.extend_from_slice(m);
-                digest(&buf)
-            })
-            .collect();
+        return out.extend(messages.map(|m| {
+            buf.truncate(prefix.len());
+            buf.extend_from_slice(m);
+            digest(&buf)
+        }));
     }
     let mut state = Box::new(Xxh3Default::new());
-    messages
-        .map(|m| {
-            state.reset();
-            state.update(prefix);
-            state.update(m);
-            match alg {
-                Algorithm::Xxh3 => Digest::from_slice(&state.digest().to_be_bytes()),
-                _ => Digest::from_slice(&state.digest128().to_be_bytes()),
-            }
-        })
-        .collect()
+    out.extend(messages.map(|m| {
+        state.reset();
+        state.update(prefix);
+        state.update(m);
+        match alg {
+            Algorithm::Xxh3 => Digest::from_slice(&state.digest().to_be_bytes()),
+            _ => Digest::from_slice(&state.digest128().to_be_bytes()),
+        }
+    }))
 }
 
 /// BLAKE3 over many messages of one length, on the crate's own compression kernels.
@@ -109,24 +122,23 @@ mod blake3_many {
     /// which the caches hold better, measured no faster.
     const GROUP_BYTES: usize = 1 << 20;
 
-    /// [`super::hash_each`] for a `prefix` shorter than a block.
-    pub(super) fn hash_each(prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
+    /// [`super::hash_each_into`] for a `prefix` shorter than a block.
+    pub(super) fn hash_each(prefix: &[u8], data: &[u8], len: usize, digests: &mut Vec<Digest>) {
         debug_assert!(prefix.len() < BLOCK_LEN, "a prefix shorter than a block");
         let platform = Platform::detect();
         let per_group = (GROUP_BYTES / len).max(1);
-        let mut digests = Vec::with_capacity(data.len() / len);
+        digests.reserve(data.len() / len);
         for group in data.chunks(per_group * len) {
             let messages: Vec<Message> = group
                 .chunks_exact(len)
                 .map(|data| Message { prefix, data })
                 .collect();
             if prefix.len() + len <= CHUNK_LEN {
-                single_chunks(platform, &messages, &mut digests);
+                single_chunks(platform, &messages, digests);
             } else {
-                chunk_trees(platform, &messages, &mut digests);
+                chunk_trees(platform, &messages, digests);
             }
         }
-        digests
     }
 
     /// Bytes `0..N` of every message: in place without a prefix, else copied into `store`
