@@ -49,10 +49,7 @@ pub fn hash_each_into(
             blake3_many::hash_each(prefix, data, len, out)
         }
         Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len, out),
-        _ => out.extend(
-            data.chunks_exact(len)
-                .map(|m| alg.hash_parts(&[prefix, m])),
-        ),
+        _ => out.extend(data.chunks_exact(len).map(|m| alg.hash_parts(&[prefix, m]))),
     }
 }
 
