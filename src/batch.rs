@@ -27,18 +27,36 @@ pub fn pays(alg: Algorithm) -> bool {
 /// # Panics
 /// If `len` is 0 or `data` is not a whole number of messages; callers cut their data so.
 pub fn hash_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
-    hash_each_within(Isa::cap(), alg, prefix, data, len)
+    let mut digests = Vec::with_capacity(data.len() / len.max(1));
+    hash_each_into(alg, prefix, data, len, &mut digests);
+    digests
 }
 
-/// [`hash_each`] on the SIMD instructions allowed by `cap`: the tests run every one this CPU
-/// has in one process, which the environment variables, read once, cannot do.
+/// [`hash_each`], appending the digests to `out`: a caller hashing chunk after chunk keeps
+/// one vector rather than allocating (and page-faulting in) a fresh one per chunk.
+///
+/// # Panics
+/// As [`hash_each`].
+pub fn hash_each_into(
+    alg: Algorithm,
+    prefix: &[u8],
+    data: &[u8],
+    len: usize,
+    out: &mut Vec<Digest>,
+) {
+    hash_each_within(Isa::cap(), alg, prefix, data, len, out);
+}
+
+/// [`hash_each_into`] on the SIMD instructions allowed by `cap`: the tests run every one this
+/// CPU has in one process, which the environment variables, read once, cannot do.
 fn hash_each_within(
     cap: Isa,
     alg: Algorithm,
     prefix: &[u8],
     data: &[u8],
     len: usize,
-) -> Vec<Digest> {
+    out: &mut Vec<Digest>,
+) {
     assert!(
         len > 0 && data.len().is_multiple_of(len),
         "whole messages of {len} bytes"
@@ -46,13 +64,10 @@ fn hash_each_within(
     match alg {
         // The layouts' prefixes are a byte; a prefix of a block or more is no leaf's.
         Algorithm::Blake3 if prefix.len() < blake3::BLOCK_LEN => {
-            blake3_many::hash_each(blake3_many::Kernels::within(cap), prefix, data, len)
+            blake3_many::hash_each(blake3_many::Kernels::within(cap), prefix, data, len, out)
         }
-        Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len),
-        _ => data
-            .chunks_exact(len)
-            .map(|m| alg.hash_parts(&[prefix, m]))
-            .collect(),
+        Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len, out),
+        _ => out.extend(data.chunks_exact(len).map(|m| alg.hash_parts(&[prefix, m]))),
     }
 }
 
@@ -63,8 +78,8 @@ const XXH3_COPY_MAX: usize = 4096;
 
 /// XXH3 (64 or 128 bits) of `prefix ‖ m` for every `m`: the one-shot functions on `m` itself
 /// without a prefix, or on a copy behind the prefix in one reused buffer; long messages with a
-/// prefix through one streaming state, reset for each.
-fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<Digest> {
+/// prefix through one streaming state, reset for each. The digests are appended to `out`.
+fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize, out: &mut Vec<Digest>) {
     use xxhash_rust::xxh3::{Xxh3Default, xxh3_64, xxh3_128};
     let digest = |message: &[u8]| match alg {
         Algorithm::Xxh3 => Digest::from_slice(&xxh3_64(message).to_be_bytes()),
@@ -72,30 +87,26 @@ fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize) -> Vec<Dige
     };
     let messages = data.chunks_exact(len);
     if prefix.is_empty() {
-        return messages.map(digest).collect();
+        return out.extend(messages.map(digest));
     }
     if len <= XXH3_COPY_MAX {
         let mut buf = prefix.to_vec();
-        return messages
-            .map(|m| {
-                buf.truncate(prefix.len());
-                buf.extend_from_slice(m);
-                digest(&buf)
-            })
-            .collect();
+        return out.extend(messages.map(|m| {
+            buf.truncate(prefix.len());
+            buf.extend_from_slice(m);
+            digest(&buf)
+        }));
     }
     let mut state = Box::new(Xxh3Default::new());
-    messages
-        .map(|m| {
-            state.reset();
-            state.update(prefix);
-            state.update(m);
-            match alg {
-                Algorithm::Xxh3 => Digest::from_slice(&state.digest().to_be_bytes()),
-                _ => Digest::from_slice(&state.digest128().to_be_bytes()),
-            }
-        })
-        .collect()
+    out.extend(messages.map(|m| {
+        state.reset();
+        state.update(prefix);
+        state.update(m);
+        match alg {
+            Algorithm::Xxh3 => Digest::from_slice(&state.digest().to_be_bytes()),
+            _ => Digest::from_slice(&state.digest128().to_be_bytes()),
+        }
+    }))
 }
 
 /// BLAKE3 over many messages of one length, on the crate's own compression kernels.
@@ -177,28 +188,28 @@ mod blake3_many {
         }
     }
 
-    /// [`super::hash_each`] for a `prefix` shorter than a block, on `kernels`.
+    /// [`super::hash_each_into`] for a `prefix` shorter than a block, on `kernels`.
     pub(super) fn hash_each(
         kernels: Kernels,
         prefix: &[u8],
         data: &[u8],
         len: usize,
-    ) -> Vec<Digest> {
+        digests: &mut Vec<Digest>,
+    ) {
         debug_assert!(prefix.len() < BLOCK_LEN, "a prefix shorter than a block");
         let per_group = (GROUP_BYTES / len).max(1);
-        let mut digests = Vec::with_capacity(data.len() / len);
+        digests.reserve(data.len() / len);
         for group in data.chunks(per_group * len) {
             let messages: Vec<Message> = group
                 .chunks_exact(len)
                 .map(|data| Message { prefix, data })
                 .collect();
             if prefix.len() + len <= CHUNK_LEN {
-                single_chunks(kernels, &messages, &mut digests);
+                single_chunks(kernels, &messages, digests);
             } else {
-                chunk_trees(kernels, &messages, &mut digests);
+                chunk_trees(kernels, &messages, digests);
             }
         }
-        digests
     }
 
     /// Bytes `0..N` of every message: in place without a prefix, else copied into `store`
@@ -744,7 +755,8 @@ mod tests {
                         .map(|d| Digest::from_slice(d.as_bytes()))
                         .collect();
                     for &cap in &caps {
-                        let got = hash_each_within(cap, Algorithm::Blake3, prefix, data, len);
+                        let mut got = Vec::new();
+                        hash_each_within(cap, Algorithm::Blake3, prefix, data, len, &mut got);
                         assert_eq!(got, want, "{cap}: {prefix:?} ‖ {count} × {len}");
                     }
                 }

@@ -188,6 +188,32 @@ fn lengths_ending_at_every_position_of_a_block_match_one_stream() {
 }
 
 #[test]
+fn messages_cut_from_one_buffer_hash_as_one_at_a_time_and_append_to_the_output() {
+    for alg in ALGORITHMS {
+        let b = block(alg);
+        for kernel in kernels(alg) {
+            for len in [1, b - 2, b - 1, b, b + 1, 2 * b + 5] {
+                for count in [
+                    0,
+                    1,
+                    kernel.lanes() - 1,
+                    kernel.lanes(),
+                    2 * kernel.lanes() + 1,
+                ] {
+                    let data = bytes((len * 31 + count) as u64, len * count);
+                    let earlier = alg.hash(b"earlier");
+                    let mut out = vec![earlier];
+                    lanes::hash_each_into(kernel, &[0], &data, len, &mut out);
+                    let mut want = vec![earlier];
+                    want.extend(data.chunks(len).map(|m| alg.hash_parts(&[&[0], m])));
+                    assert_eq!(out, want, "{kernel} {count} × {len}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn a_prefix_is_hashed_before_the_message() {
     for alg in ALGORITHMS {
         let b = block(alg);

@@ -152,6 +152,38 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// The whole leaves of a chunk are hashed into vectors that every job hasher of a thread
+    /// shares: two hashers fed in turns must still each give the root of their own stream,
+    /// for the lane kernels (MD5, SHA-256) as for the fast paths here.
+    #[test]
+    fn job_hashers_fed_in_turns_on_one_thread_give_their_own_roots(
+        alg in prop::sample::select(vec![
+            Algorithm::Blake3, Algorithm::Xxh3, Algorithm::Md5, Algorithm::Sha256,
+        ]),
+        layout in small_leaf_layout(),
+        n in 0usize..60_000,
+        piece in 1usize..70_000,
+        seed: u64,
+    ) {
+        let (a, b) = (pattern(n, seed), pattern(n / 2 + 1, seed ^ 1));
+        let (mut ha, mut hb) = (layout.job_hasher(alg), layout.job_hasher(alg));
+        let (mut pa, mut pb) = (a.chunks(piece), b.chunks(piece));
+        loop {
+            let (ca, cb) = (pa.next(), pb.next());
+            if ca.is_none() && cb.is_none() {
+                break;
+            }
+            ca.into_iter().for_each(|c| ha.update(c));
+            cb.into_iter().for_each(|c| hb.update(c));
+        }
+        prop_assert_eq!(ha.finalize(), reference::root(layout, alg, &a));
+        prop_assert_eq!(hb.finalize(), reference::root(layout, alg, &b));
+    }
+}
+
 #[test]
 fn mtsum_with_small_leaves_gives_the_reference_root() {
     // Several reads of the engine's, and a short last leaf.

@@ -245,21 +245,63 @@ impl<T, B: AsRef<[u8]>> Lanes<T, B> {
 /// # Panics
 /// If `prefix` is not shorter than a block of the algorithm.
 pub fn hash_many(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec<Digest> {
-    // The loops run on the family's types themselves: dispatching on the family at each of a
-    // short message's calls cost 64-byte messages 10 % more instructions.
-    with_family!(kernel.algorithm(), F => hash_all::<F>(kernel, prefix, messages))
+    let mut digests = Vec::with_capacity(messages.len());
+    hash_many_into(kernel, prefix, messages, &mut digests);
+    digests
 }
 
-/// [`hash_many`] for one compression function.
-fn hash_all<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec<Digest> {
+/// [`hash_many`], appending the digests to `out`: a caller hashing chunk after chunk keeps
+/// one vector rather than allocating (and page-faulting in) a fresh one per chunk.
+///
+/// # Panics
+/// As [`hash_many`].
+pub fn hash_many_into(kernel: Kernel, prefix: &[u8], messages: &[&[u8]], out: &mut Vec<Digest>) {
+    // The loops run on the family's types themselves: dispatching on the family at each of a
+    // short message's calls cost 64-byte messages 10 % more instructions.
+    with_family!(kernel.algorithm(), F => hash_all::<F>(kernel, prefix, messages, out))
+}
+
+/// The digests of `prefix || m` for every message `m` of `len` bytes that `data` holds, in
+/// order, appended to `out`: [`hash_many_into`] of `data` cut into messages, without a vector
+/// of their slices.
+///
+/// # Panics
+/// If `len` is 0 or `data` is not a whole number of messages, or as [`hash_many`].
+pub fn hash_each_into(
+    kernel: Kernel,
+    prefix: &[u8],
+    data: &[u8],
+    len: usize,
+    out: &mut Vec<Digest>,
+) {
+    assert!(
+        len > 0 && data.len().is_multiple_of(len),
+        "whole messages of {len} bytes"
+    );
+    let count = data.len() / len;
+    let message = |i: usize| &data[i * len..(i + 1) * len];
+    with_family!(kernel.algorithm(), F => {
+        check_prefix::<F>(prefix);
+        hash_same_length::<F>(kernel, prefix, len, count, message, out)
+    })
+}
+
+/// Panics unless `prefix` is shorter than a block of `F`.
+fn check_prefix<F: Family>(prefix: &[u8]) {
     assert!(
         prefix.len() < F::BLOCK,
         "a prefix is shorter than a block ({} bytes)",
         F::BLOCK
     );
+}
+
+/// [`hash_many_into`] for one compression function.
+fn hash_all<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]], out: &mut Vec<Digest>) {
+    check_prefix::<F>(prefix);
     let len = messages.first().map_or(0, |m| m.len());
     if messages.iter().all(|m| m.len() == len) {
-        return hash_same_length::<F>(kernel, prefix, messages);
+        let message = |i: usize| messages[i];
+        return hash_same_length::<F>(kernel, prefix, len, messages.len(), message, out);
     }
     let mut set: Manager<F, usize, &[u8]> = Manager::new(kernel);
     let mut digests = vec![None; messages.len()];
@@ -279,10 +321,11 @@ fn hash_all<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec
             None => break,
         }
     }
-    digests
-        .into_iter()
-        .map(|d| d.expect("every message was hashed"))
-        .collect()
+    out.extend(
+        digests
+            .into_iter()
+            .map(|d| d.expect("every message was hashed")),
+    );
 }
 
 /// Where the blocks of `prefix || message` come from, for messages of one length: the block
@@ -330,11 +373,21 @@ impl Blocks {
 /// hashing short messages: the inner nodes of a tree of 4 KiB leaves hashed through it were
 /// slower than one OpenSSL stream each, and SHA-NI lanes lost to one stream on leaves of less
 /// than 4 KiB.
-fn hash_same_length<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec<Digest> {
+///
+/// Message `i` of the `count` is `message(i)`, of `len` bytes: slices held anywhere, or the
+/// cuts of one buffer, without a vector of them. The digests are appended to `out`.
+fn hash_same_length<'a, F: Family>(
+    kernel: Kernel,
+    prefix: &[u8],
+    len: usize,
+    count: usize,
+    message: impl Fn(usize) -> &'a [u8],
+    out: &mut Vec<Digest>,
+) {
     let alg = kernel.algorithm();
     let lanes = kernel.lanes();
     let full = kernel.full_lanes();
-    let blocks = Blocks::new::<F>(prefix.len(), messages.first().map_or(0, |m| m.len()));
+    let blocks = Blocks::new::<F>(prefix.len(), len);
     // Each lane's buffer: the head block, then the tail block or two, padded.
     let stride = 3 * F::BLOCK;
     let mut buf = vec![0; lanes * stride];
@@ -342,12 +395,13 @@ fn hash_same_length<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]
         prepare_lane::<F>(lane, prefix, blocks);
     }
     let mut states = [F::initial(alg); MAX_LANES];
-    let mut digests = Vec::with_capacity(messages.len());
-    for group in messages.chunks(lanes) {
-        for (lane, message) in buf.chunks_exact_mut(stride).zip(group) {
-            copy_ends::<F>(lane, prefix.len(), message, blocks);
+    out.reserve(count);
+    for first in (0..count).step_by(lanes) {
+        let busy = lanes.min(count - first);
+        let group = |i: usize| message(first + i);
+        for (i, lane) in buf.chunks_exact_mut(stride).take(busy).enumerate() {
+            copy_ends::<F>(lane, prefix.len(), group(i), blocks);
         }
-        let busy = group.len();
         for state in &mut states[..busy] {
             *state = F::initial(alg);
         }
@@ -362,14 +416,13 @@ fn hash_same_length<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]
             if blocks.head {
                 compress_group::<F>(kernel, full, &mut states, busy, 1, ends(0));
             }
-            let middle = |i: usize| &group[i][blocks.start..];
+            let middle = |i: usize| &group(i)[blocks.start..];
             compress_group::<F>(kernel, full, &mut states, busy, blocks.middle, middle);
             let tail = ends(F::BLOCK);
             compress_group::<F>(kernel, full, &mut states, busy, blocks.tail_blocks, tail);
         }
-        digests.extend(states[..busy].iter().map(|s| F::digest(alg, s)));
+        out.extend(states[..busy].iter().map(|s| F::digest(alg, s)));
     }
-    digests
 }
 
 /// Runs `blocks` blocks of `data(lane)` for the first `busy` lanes through their states: a

@@ -7,6 +7,7 @@
 //! subtree, a job of such a run hashes to one node, and job digests fold in order on a
 //! [`Stack`] like a binary counter, in memory logarithmic in the leaf count.
 
+use std::cell::RefCell;
 use std::ops::Range;
 
 use super::{JobKind, MIN_LANE_LEAVES, TARGET_JOB_BYTES, TreeBuilder, padded, prev_power_of_two};
@@ -43,32 +44,41 @@ impl Fixed {
         alg.hash_parts(&[self.node_prefix, left.as_bytes(), right.as_bytes()])
     }
 
-    /// The inner nodes over the pairs of `level` (an even number of digests, in order):
-    /// several at once in the lanes of `lanes` when there are enough of them, all in one
-    /// [`batch::hash_each`] where that pays, one after another otherwise.
-    fn nodes(&self, alg: Algorithm, level: &[Digest], lanes: Option<Kernel>) -> Vec<Digest> {
+    /// Replaces `level` (an even number of digests, in order) with the inner nodes over its
+    /// pairs: several at once in the lanes of `lanes` when there are enough of them, all in
+    /// one [`batch::hash_each_into`] where that pays, one after another otherwise. `pairs`
+    /// is scratch space for the level's bytes side by side. The nodes take the place of
+    /// their children rather than a vector of their own, which would grow, swapped with
+    /// `level`, to the size of a chunk's leaves too.
+    fn nodes(
+        &self,
+        alg: Algorithm,
+        level: &mut Vec<Digest>,
+        lanes: Option<Kernel>,
+        pairs: &mut Vec<u8>,
+    ) {
         debug_assert!(level.len().is_multiple_of(2), "nodes take pairs");
         let count = level.len() / 2;
         let lanes = lanes.filter(|_| count as u64 >= MIN_LANE_LEAVES);
         if lanes.is_none() && !batch::pays(alg) {
-            return level
-                .chunks(2)
-                .map(|pair| self.node(alg, &pair[0], &pair[1]))
-                .collect();
+            // Node `i` overwrites digest `i`, which pair `i / 2` has already read.
+            for i in 0..count {
+                level[i] = self.node(alg, &level[2 * i], &level[2 * i + 1]);
+            }
+            level.truncate(count);
+            return;
         }
         // Digest by digest, not byte by byte through `flat_map`: that collect took a
         // tenth of the time of SHA-256 rfc6962 1K leaves.
-        let mut pairs = Vec::with_capacity(level.len() * alg.digest_len());
-        for digest in level {
+        pairs.clear();
+        for digest in level.iter() {
             pairs.extend_from_slice(digest.as_bytes());
         }
+        level.clear();
         let len = 2 * alg.digest_len();
         match lanes {
-            Some(kernel) => {
-                let messages: Vec<&[u8]> = pairs.chunks(len).collect();
-                lanes::hash_many(kernel, self.node_prefix, &messages)
-            }
-            None => batch::hash_each(alg, self.node_prefix, &pairs, len),
+            Some(kernel) => lanes::hash_each_into(kernel, self.node_prefix, pairs, len, level),
+            None => batch::hash_each_into(alg, self.node_prefix, pairs, len, level),
         }
     }
 
@@ -138,6 +148,25 @@ pub(super) fn leaf_hasher(alg: Algorithm, leaf: u64, prefix: &[u8]) -> Hasher {
     h
 }
 
+/// The vectors that hashing a chunk's whole leaves and the levels of nodes over them fills,
+/// kept from chunk to chunk and job to job (one set per thread, see [`SCRATCH`]): a chunk of
+/// thousands of small leaves needs vectors of hundreds of KiB, which the allocator maps fresh
+/// and the kernel zeroes page by page each time (page faults and `clear_page` took 3–5 % of
+/// SHA-256 with 1 KiB leaves, more with 64-byte ones).
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    /// A run of subtrees: the leaves of a chunk, then each level of nodes over them.
+    level: Vec<Digest>,
+    /// The bytes of `level`'s digests side by side, the messages of its nodes.
+    pairs: Vec<u8>,
+}
+
+thread_local! {
+    /// Each thread's [`Scratch`]: a job hasher lives for one job of a few MiB, often a
+    /// single chunk, so vectors kept in it would be allocated afresh for nearly every chunk.
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
 /// Complete subtrees in order, kept like a binary counter: pushing one merges it with the one
 /// below while both cover the same number of leaf slots.
 #[derive(Clone, Debug, Default)]
@@ -159,22 +188,22 @@ impl Stack {
         }
     }
 
-    /// Pushes the subtrees `digests` of `slots` leaf slots each, in order, as many calls of
-    /// [`Stack::push`] would, but level by level: the nodes of a level that the run
+    /// Pushes the subtrees `scratch.level` of `slots` leaf slots each, in order, as many
+    /// calls of [`Stack::push`] would, but level by level: the nodes of a level that the run
     /// completes are independent messages, hashed several at once by `lanes` (the 256
     /// leaves of a 1 MiB chunk of 4 KiB leaves make levels of 128, 64, … 1 nodes). Every
     /// subtree on the stack covers at least `slots` slots, as it does when all pushes are
-    /// of the same size.
+    /// of the same size. Leaves `scratch.level` empty.
     pub fn push_many(
         &mut self,
         shape: &Fixed,
         alg: Algorithm,
         mut slots: u64,
-        digests: Vec<Digest>,
+        scratch: &mut Scratch,
         lanes: Option<Kernel>,
     ) {
         debug_assert!(self.entries.iter().all(|&(s, _)| s >= slots));
-        let mut level = digests;
+        let Scratch { level, pairs } = scratch;
         // A subtree left without a partner at each level, smallest first: the last of
         // the run at that level, so it goes on the stack above the larger ones.
         let mut unpaired = Vec::new();
@@ -189,7 +218,7 @@ impl Stack {
             if !level.len().is_multiple_of(2) {
                 unpaired.push((slots, level.pop().expect("an odd level is not empty")));
             }
-            level = shape.nodes(alg, &level, lanes);
+            shape.nodes(alg, level, lanes, pairs);
             slots *= 2;
         }
         self.entries.extend(unpaired.into_iter().rev());
@@ -266,16 +295,17 @@ impl LeafRun {
         }
         // `whole * leaf` is at most `data.len()`, so the leaf size fits in a `usize`.
         let (leaves, rest) = data.split_at((whole * leaf) as usize);
-        let prefix = self.shape.leaf_prefix;
-        let digests = match lanes {
-            Some(kernel) => {
-                let leaves: Vec<&[u8]> = leaves.chunks(leaf as usize).collect();
-                lanes::hash_many(kernel, prefix, &leaves)
+        let (prefix, len) = (self.shape.leaf_prefix, leaf as usize);
+        SCRATCH.with_borrow_mut(|scratch| {
+            scratch.level.clear();
+            let digests = &mut scratch.level;
+            match lanes {
+                Some(kernel) => lanes::hash_each_into(kernel, prefix, leaves, len, digests),
+                None => batch::hash_each_into(self.alg, prefix, leaves, len, digests),
             }
-            None => batch::hash_each(self.alg, prefix, leaves, leaf as usize),
-        };
-        self.stack
-            .push_many(&self.shape, self.alg, 1, digests, self.lanes);
+            self.stack
+                .push_many(&self.shape, self.alg, 1, scratch, self.lanes);
+        });
         rest
     }
 
@@ -350,11 +380,12 @@ mod tests {
                                 one_by_one.push(&shape, alg, 1, digest(i));
                                 at_once.push(&shape, alg, 1, digest(i));
                             }
-                            let run: Vec<Digest> = (below..below + count).map(digest).collect();
-                            for &d in &run {
+                            let mut scratch = Scratch::default();
+                            scratch.level.extend((below..below + count).map(digest));
+                            for &d in &scratch.level {
                                 one_by_one.push(&shape, alg, 1, d);
                             }
-                            at_once.push_many(&shape, alg, 1, run, lanes);
+                            at_once.push_many(&shape, alg, 1, &mut scratch, lanes);
                             assert_eq!(
                                 at_once.entries, one_by_one.entries,
                                 "{alg} {lanes:?} {below} then {count}"
