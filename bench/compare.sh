@@ -16,7 +16,7 @@
 # -p 1 and -p N: does any leaf size fall off a cliff?), many (many small files). The one-core
 # limits (openssl speed, dd) are always measured.
 #
-# Settings (environment): BENCH_QUICK BENCH_SIZE BENCH_FILE BENCH_DIR BENCH_RUNS BENCH_WARMUP
+# Settings (environment): BENCH_QUICK BENCH_SIZE BENCH_FILE BENCH_DIR BENCH_RUNS BENCH_WARMUP BENCH_RECACHE
 # BENCH_SPEED_SECONDS BENCH_THREADS BENCH_ALGS BENCH_COLD BENCH_MANY_FILES BENCH_MANY_SIZE
 # BENCH_SECTIONS BENCH_LEAF_ALGS BENCH_LEAF_SIZES BENCH_OUT BENCH_INSTALL MTSUM MTSUM_REFERENCE.
 set -euo pipefail
@@ -45,6 +45,9 @@ fi
 size_arg=${BENCH_SIZE:-$def_size}
 runs=${BENCH_RUNS:-$def_runs}
 warmup=${BENCH_WARMUP:-$def_warmup}
+# Some virtual machines drop pages of cached files even with most of their memory free, so a
+# "cached" run may read part of the file from disk: re-read it before every timed run.
+recache=${BENCH_RECACHE:-1}
 speed_seconds=${BENCH_SPEED_SECONDS:-$def_speed}
 cold=${BENCH_COLD:-$def_cold}
 threads=${BENCH_THREADS:-$(nproc)}
@@ -293,6 +296,8 @@ measure() {
     cmd=${cmd% }
     if [[ $section == cold ]]; then
         prepare=(--prepare "$drop_caches_cmd")
+    elif [[ $recache == 1 && ($section == warm || $section == leaves) ]]; then
+        prepare=(--prepare "dd if=$(printf '%q' "$file") of=/dev/null bs=16M status=none")
     fi
     if [[ -x $timer ]]; then
         if ! "$timer" -f %M -o "$work/$n.rss" "$@" >"$outf" 2>"$work/$n.err"; then
