@@ -184,6 +184,18 @@ proptest! {
     }
 }
 
+/// The digest `cmd`, an `mtsum` run on one file, prints first; the run must succeed.
+fn printed_root(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().expect("mtsum runs");
+    assert!(out.status.success(), "{cmd:?}: {out:?}");
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    stdout
+        .split_whitespace()
+        .next()
+        .expect("a digest")
+        .to_owned()
+}
+
 #[test]
 fn mtsum_with_small_leaves_gives_the_reference_root() {
     // Several reads of the engine's, and a short last leaf.
@@ -197,14 +209,9 @@ fn mtsum_with_small_leaves_gives_the_reference_root() {
             ("rfc6962", Layout::Rfc6962),
         ] {
             for (l, leaf) in [("1K", 1024), ("4K", 4096), ("100", 100)] {
-                let out = std::process::Command::new(MTSUM)
-                    .args(["-a", alg.name(), "-t", t, "-l", l])
-                    .arg(&file)
-                    .output()
-                    .expect("mtsum runs");
-                assert!(out.status.success(), "{alg} {t} {l}: {out:?}");
-                let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
-                let hex = stdout.split_whitespace().next().expect("a digest");
+                let mut cmd = std::process::Command::new(MTSUM);
+                cmd.args(["-a", alg.name(), "-t", t, "-l", l]).arg(&file);
+                let hex = printed_root(&mut cmd);
                 let want = reference::root(layout(LeafSize::new(leaf).unwrap()), alg, &data);
                 assert_eq!(hex, want.to_hex(), "{alg} {t} -l {l}");
             }
@@ -229,14 +236,7 @@ fn mtsum_gives_the_same_blake3_root_under_the_avx2_and_portable_caps() {
         if let Some((var, value)) = cap {
             cmd.env(var, value);
         }
-        let out = cmd.output().expect("mtsum runs");
-        assert!(out.status.success(), "{cap:?}: {out:?}");
-        let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
-        stdout
-            .split_whitespace()
-            .next()
-            .expect("a digest")
-            .to_owned()
+        printed_root(&mut cmd)
     };
     let leaf = LeafSize::new(1024).expect("a leaf is never empty");
     let want = reference::root(Layout::Rfc6962(leaf), Algorithm::Blake3, &data).to_hex();
