@@ -17,8 +17,10 @@
 #
 # Settings (environment): MTSUM (default target/release/mtsum), MTSUM_BEFORE, BENCH_DIR (default
 # ${TMPDIR:-/tmp}/mtsum-bench), BENCH_MANY_FILES, BENCH_ALGS, BENCH_LAYOUTS (mtsum plain
-# rfc6962 ...), BENCH_THREADS (default: nproc, then 1), BENCH_RUNS (7). Needs python3 and
-# hyperfine. Shared machines are noisy: compare the ratios of one run.
+# rfc6962 ...), BENCH_THREADS (default: nproc, then 1), BENCH_RUNS (7), BENCH_RECACHE (1: read
+# each command's input again before every timed run, as some virtual machines drop cached pages
+# with most of their memory free; 0: once at the start). Needs python3 and hyperfine. Shared
+# machines are noisy: compare the ratios of one run.
 set -euo pipefail
 export LC_ALL=C
 
@@ -32,6 +34,7 @@ algs=${BENCH_ALGS:-md5 sha256 blake3}
 layouts=${BENCH_LAYOUTS:-mtsum plain rfc6962}
 threads=${BENCH_THREADS:-"$(nproc) 1"}
 runs=${BENCH_RUNS:-7}
+recache=${BENCH_RECACHE:-1}
 command -v hyperfine >/dev/null || { echo "many-files.sh: needs hyperfine" >&2; exit 1; }
 [[ -x $mtsum ]] || { echo "many-files.sh: no mtsum at $mtsum (cargo build --release)" >&2; exit 1; }
 
@@ -65,7 +68,9 @@ os.rename(big + ".partial", big)
 PY
 fi
 bytes=$(stat -L -c %s -- "$big")
-find "$tree" -type f -exec cat {} + >/dev/null
+read_tree="sh -c 'find $tree -type f -exec cat {} + >/dev/null'"
+read_big="cat $big"
+sh -c "$read_tree"
 cat -- "$big" >/dev/null
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/mtsum-many.XXXXXX")
@@ -82,6 +87,9 @@ for p in $threads; do
                     "$bin -p $p -a $alg -t $layout -r $tree"
                     --command-name="$bin -p $p -a $alg -t $layout: FILE"
                     "$bin -p $p -a $alg -t $layout $big")
+                if [[ $recache == 1 ]]; then
+                    commands+=(--prepare "$read_tree" --prepare "$read_big")
+                fi
             done
             hyperfine -N -w 1 -r "$runs" --export-json "$work/$((n++)).json" "${commands[@]}" >/dev/null
         done
