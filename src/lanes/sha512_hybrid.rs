@@ -220,8 +220,10 @@ mod tests {
             unsafe { compress(&mut got, &slices, blocks) };
             for i in 0..N {
                 let mut want = init[i];
-                let b: Vec<[u8; 128]> =
-                    data[i].chunks_exact(128).map(|c| c.try_into().unwrap()).collect();
+                let b: Vec<[u8; 128]> = data[i]
+                    .chunks_exact(128)
+                    .map(|c| c.try_into().unwrap())
+                    .collect();
                 sha2::block_api::compress512(&mut want, &b);
                 assert_eq!(got[i], want, "N={N} lane {i} blocks {blocks}");
             }
@@ -238,5 +240,116 @@ mod tests {
         check::<9>();
         check::<10>();
         check::<11>();
+    }
+
+    fn cpu_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    /// GB/s of thread CPU time of `f` hashing `n` messages of 64 KiB per call.
+    fn rate(n: usize, f: &mut dyn FnMut()) -> f64 {
+        let calls = (96 / n).max(4);
+        let t = cpu_ns();
+        for _ in 0..calls {
+            f();
+        }
+        (calls * n * 65536) as f64 / (cpu_ns() - t) as f64
+    }
+
+    fn kern<const N: usize>(
+        data: &[Vec<u8>],
+        k: unsafe fn(&mut [[u64; 8]; N], &[&[u8]; N], usize),
+    ) -> impl FnMut() {
+        let slices: [&[u8]; N] = std::array::from_fn(|i| data[i].as_slice());
+        let mut st = [[0u64; 8]; N];
+        move || unsafe { k(&mut st, std::hint::black_box(&slices), 512) }
+    }
+
+    #[test]
+    #[ignore]
+    fn hybrid_timing() {
+        let mut rng = super::super::kernel_tests::Rng(1);
+        let data: Vec<Vec<u8>> = (0..11)
+            .map(|_| (0..65536).map(|_| rng.next() as u8).collect())
+            .collect();
+        use super::super::sha512_avx2::compress_clmul;
+        let mut entries: Vec<(&str, usize, Box<dyn FnMut()>)> = vec![
+            (
+                "clmul-4x1",
+                4,
+                Box::new(kern::<4>(&data, compress_clmul::<4>)),
+            ),
+            (
+                "clmul-4x2",
+                8,
+                Box::new(kern::<8>(&data, compress_clmul::<8>)),
+            ),
+            ("scalar-0+1", 1, Box::new(kern::<1>(&data, compress::<1>))),
+            ("scalar-0+2", 2, Box::new(kern::<2>(&data, compress::<2>))),
+            ("hybrid-4+1", 5, Box::new(kern::<5>(&data, compress::<5>))),
+            ("hybrid-4+2", 6, Box::new(kern::<6>(&data, compress::<6>))),
+            ("hybrid-4+3", 7, Box::new(kern::<7>(&data, compress::<7>))),
+            ("hybrid-8+1", 9, Box::new(kern::<9>(&data, compress::<9>))),
+            (
+                "hybrid-8+2",
+                10,
+                Box::new(kern::<10>(&data, compress::<10>)),
+            ),
+            (
+                "hybrid-8+3",
+                11,
+                Box::new(kern::<11>(&data, compress::<11>)),
+            ),
+        ];
+        let blocks: Vec<[u8; 128]> = data[0]
+            .chunks_exact(128)
+            .map(|c| c.try_into().unwrap())
+            .collect();
+        let mut st = [0u64; 8];
+        entries.push((
+            "rustcrypto-1",
+            1,
+            Box::new(move || sha2::block_api::compress512(&mut st, std::hint::black_box(&blocks))),
+        ));
+        let d0 = data[0].clone();
+        entries.push((
+            "openssl-1",
+            1,
+            Box::new(move || {
+                std::hint::black_box(openssl::sha::sha512(std::hint::black_box(&d0)));
+            }),
+        ));
+        if let Ok(only) = std::env::var("ONLY") {
+            entries.retain(|e| e.0 == only);
+        }
+        let reps = std::env::var("REPS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(5);
+        let mut best = vec![0f64; entries.len()];
+        let mut all = vec![Vec::new(); entries.len()];
+        for _ in 0..reps {
+            for (i, (_, n, f)) in entries.iter_mut().enumerate() {
+                let r = rate(*n, f.as_mut());
+                best[i] = best[i].max(r);
+                all[i].push(r);
+            }
+        }
+        let ossl = 0.868;
+        for (i, (name, ..)) in entries.iter().enumerate() {
+            let mut v = all[i].clone();
+            v.sort_by(f64::total_cmp);
+            eprintln!(
+                "{name:12} best {:.3} GB/s median {:.3}  best x openssl-1 {:.2}",
+                best[i],
+                v[v.len() / 2],
+                best[i] / ossl
+            );
+        }
     }
 }
