@@ -66,8 +66,6 @@ mod sha256_ni;
 mod sha512_avx2;
 #[cfg(target_arch = "x86_64")]
 mod sha512_avx512;
-#[cfg(target_arch = "x86_64")]
-mod sha512_hybrid;
 
 /// The kernels themselves, for their benchmarks only.
 #[cfg(target_arch = "x86_64")]
@@ -76,7 +74,7 @@ pub use self::{
     md5_avx512::bench_compress_md5_avx512, sha1_avx2::bench_compress_sha1_avx2,
     sha1_ni::bench_compress_sha1, sha256_avx2::bench_compress_sha256_avx2,
     sha256_ni::bench_compress_sha256, sha512_avx2::bench_compress_sha512,
-    sha512_avx512::bench_compress_sha512_avx512, sha512_hybrid::bench_compress_sha512_hybrid,
+    sha512_avx512::bench_compress_sha512_avx512,
 };
 
 pub use isa::{Isa, IsaError, Vector};

@@ -250,7 +250,7 @@ fn big_sigma1(x: __m256i) -> __m256i {
 /// three).
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) fn small_sigma0(x: __m256i) -> __m256i {
+fn small_sigma0(x: __m256i) -> __m256i {
     // Byte `i` of a word takes byte `i + 1` (little-endian): a rotation right by 8 bits.
     let rotr8 = _mm256_set_epi64x(
         0x080f_0e0d_0c0b_0a09,
@@ -267,7 +267,7 @@ pub(super) fn small_sigma0(x: __m256i) -> __m256i {
 /// σ1: rotr 19 ^ rotr 61 ^ shr 6.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) fn small_sigma1(x: __m256i) -> __m256i {
+fn small_sigma1(x: __m256i) -> __m256i {
     xor_shifts!(x; r 19, l 45, r 61, l 3, r 6)
 }
 
@@ -298,14 +298,14 @@ fn clmul_sigma<const C: i64>(x: __m256i) -> __m256i {
 /// Σ0 as a carry-less product.
 #[inline]
 #[target_feature(enable = "avx2,vpclmulqdq")]
-pub(super) fn clmul_big_sigma0(x: __m256i) -> __m256i {
+fn clmul_big_sigma0(x: __m256i) -> __m256i {
     clmul_sigma::<CLMUL_SIGMA0>(x)
 }
 
 /// Σ1 as a carry-less product.
 #[inline]
 #[target_feature(enable = "avx2,vpclmulqdq")]
-pub(super) fn clmul_big_sigma1(x: __m256i) -> __m256i {
+fn clmul_big_sigma1(x: __m256i) -> __m256i {
     clmul_sigma::<CLMUL_SIGMA1>(x)
 }
 
