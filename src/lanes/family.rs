@@ -71,7 +71,7 @@ pub(super) trait Family: 'static {
             put_uint(u128::from(w.into()), Self::BIG_ENDIAN, out);
         }
         let len = alg.digest_len();
-        let state_len = word * state.as_ref().len();
+        let state_len = std::mem::size_of_val(state.as_ref());
         if len < state_len {
             // SHA-224 and SHA-384 leave out words of the state.
             bytes[len..state_len].fill(0);
