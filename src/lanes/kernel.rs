@@ -186,8 +186,7 @@ impl Chosen {
 }
 
 /// Whether this CPU has AVX-512 and runs its 512-bit instructions as two halves on 256-bit
-/// units: AMD family 0x19 (Zen 4; Zen 3, the same family, has no AVX-512). Zen 5 (family
-/// 0x1A) and Intel's server cores with AVX-512 have 512-bit units.
+/// units ([`zen4`]).
 fn half_width_512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -195,17 +194,25 @@ fn half_width_512() -> bool {
         #[allow(unused_unsafe, reason = "newer toolchains declare `__cpuid` safe")]
         // SAFETY: every x86-64 CPU has CPUID, and leaves 0 and 1 always exist.
         let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1).eax) };
-        let amd = [vendor.ebx, vendor.edx, vendor.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163];
-        let base = (signature >> 8) & 0xF;
-        let family = if base == 0xF {
-            base + ((signature >> 20) & 0xFF)
-        } else {
-            base
-        };
-        amd && family == 0x19 && std::arch::is_x86_feature_detected!("avx512f")
+        let vendor = [vendor.ebx, vendor.edx, vendor.ecx];
+        zen4(vendor, signature) && std::arch::is_x86_feature_detected!("avx512f")
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
+}
+
+/// Whether CPUID's vendor (leaf 0: EBX, EDX, ECX) and signature (leaf 1: EAX) are AMD's
+/// family 0x19: Zen 3, which has no AVX-512, or Zen 4, which runs it on 256-bit units. Zen 5
+/// (family 0x1A) and Intel's cores with AVX-512 have 512-bit units.
+fn zen4(vendor: [u32; 3], signature: u32) -> bool {
+    let amd = vendor == [0x6874_7541, 0x6974_6e65, 0x444d_4163]; // "AuthenticAMD"
+    let base = (signature >> 8) & 0xF;
+    let family = if base == 0xF {
+        base + ((signature >> 20) & 0xFF)
+    } else {
+        base
+    };
+    amd && family == 0x19
 }
 
 /// When a kernel hands its busy lanes to a narrower one ([`Spec::fewer`]).
@@ -881,6 +888,22 @@ impl fmt::Display for Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The family is read from CPUID's signature as AMD and Intel define it (the extended
+    /// family added to a base family of 0xF).
+    #[test]
+    fn zen4_is_amd_family_0x19_only() {
+        let amd = [0x6874_7541, 0x6974_6e65, 0x444d_4163];
+        let intel = [0x756e_6547, 0x4965_6e69, 0x6c65_746e]; // "GenuineIntel"
+        assert!(zen4(amd, 0x00A1_0F11), "EPYC 9004 (Genoa)");
+        assert!(!zen4(amd, 0x00B0_0F21), "EPYC 9005 (Turin, Zen 5)");
+        assert!(!zen4(amd, 0x0083_0F10), "EPYC 7002 (Rome, Zen 2)");
+        assert!(!zen4(intel, 0x0008_06F8), "Xeon 4th gen (Sapphire Rapids)");
+        assert!(
+            !zen4(intel, 0x00A1_0F11),
+            "another vendor with the same signature"
+        );
+    }
 
     #[test]
     fn the_portable_cap_leaves_no_multi_buffer_kernel() {
