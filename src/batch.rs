@@ -7,10 +7,13 @@
 //! (a third of the time of 1 KiB leaves), and BLAKE3's prefix byte shifts the data against its
 //! 1 KiB chunks, so that every leaf ran as a tree of its own on one SIMD lane. Here BLAKE3
 //! hashes the chunks of all the messages side by side in its SIMD kernel, then the parents of
-//! all their trees level by level; XXH3 hashes each message in one call, without a state.
+//! all their trees level by level; XXH3 hashes each message in one pass, without a state,
+//! reading it in place behind the prefix ([`xxh3`]).
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::Isa;
+
+mod xxh3;
 
 /// Whether [`hash_each`] is faster than one [`crate::algorithm::Hasher`] per message.
 pub fn pays(alg: Algorithm) -> bool {
@@ -66,21 +69,27 @@ fn hash_each_within(
         Algorithm::Blake3 if prefix.len() < blake3::BLOCK_LEN => {
             blake3_many::hash_each(blake3_many::Kernels::within(cap), prefix, data, len, out)
         }
-        Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(alg, prefix, data, len, out),
+        Algorithm::Xxh3 | Algorithm::Xxh128 => xxh3_each(cap, alg, prefix, data, len, out),
         _ => out.extend(data.chunks_exact(len).map(|m| alg.hash_parts(&[prefix, m]))),
     }
 }
 
-/// Messages at least this long go through one reused streaming state rather than a copy
-/// behind the prefix: copying costs about as much as XXH3 hashes, so it pays only where
-/// setting up the stream (about the time to hash a few hundred bytes) is the larger cost.
-const XXH3_COPY_MAX: usize = 4096;
-
-/// XXH3 (64 or 128 bits) of `prefix ‖ m` for every `m`: the one-shot functions on `m` itself
-/// without a prefix, or on a copy behind the prefix in one reused buffer; long messages with a
-/// prefix through one streaming state, reset for each. The digests are appended to `out`.
-fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize, out: &mut Vec<Digest>) {
-    use xxhash_rust::xxh3::{Xxh3Default, xxh3_64, xxh3_128};
+/// XXH3 (64 or 128 bits) of `prefix ‖ m` for every `m`: messages longer than XXH3's
+/// mid-size limit through [`xxh3::hash_each`], which reads them in place; shorter ones (the
+/// inner nodes) with the crate's one-shot functions, on a copy behind the prefix where there
+/// is one. The digests are appended to `out`.
+fn xxh3_each(
+    cap: Isa,
+    alg: Algorithm,
+    prefix: &[u8],
+    data: &[u8],
+    len: usize,
+    out: &mut Vec<Digest>,
+) {
+    use xxhash_rust::xxh3::{xxh3_64, xxh3_128};
+    if prefix.len() + len > xxh3::MIDSIZE_MAX && prefix.len() < 64 {
+        return xxh3::hash_each(cap, alg, prefix, data, len, out);
+    }
     let digest = |message: &[u8]| match alg {
         Algorithm::Xxh3 => Digest::from_slice(&xxh3_64(message).to_be_bytes()),
         _ => Digest::from_slice(&xxh3_128(message).to_be_bytes()),
@@ -89,23 +98,11 @@ fn xxh3_each(alg: Algorithm, prefix: &[u8], data: &[u8], len: usize, out: &mut V
     if prefix.is_empty() {
         return out.extend(messages.map(digest));
     }
-    if len <= XXH3_COPY_MAX {
-        let mut buf = prefix.to_vec();
-        return out.extend(messages.map(|m| {
-            buf.truncate(prefix.len());
-            buf.extend_from_slice(m);
-            digest(&buf)
-        }));
-    }
-    let mut state = Box::new(Xxh3Default::new());
+    let mut buf = prefix.to_vec();
     out.extend(messages.map(|m| {
-        state.reset();
-        state.update(prefix);
-        state.update(m);
-        match alg {
-            Algorithm::Xxh3 => Digest::from_slice(&state.digest().to_be_bytes()),
-            _ => Digest::from_slice(&state.digest128().to_be_bytes()),
-        }
+        buf.truncate(prefix.len());
+        buf.extend_from_slice(m);
+        digest(&buf)
     }))
 }
 

@@ -70,7 +70,13 @@ pub(super) trait Family: 'static {
         for (out, &w) in bytes.chunks_exact_mut(word).zip(state.as_ref()) {
             put_uint(u128::from(w.into()), Self::BIG_ENDIAN, out);
         }
-        Digest::from_slice(&bytes[..alg.digest_len()])
+        let len = alg.digest_len();
+        let state_len = std::mem::size_of_val(state.as_ref());
+        if len < state_len {
+            // SHA-224 and SHA-384 leave out words of the state.
+            bytes[len..state_len].fill(0);
+        }
+        Digest::from_zero_padded(bytes, len)
     }
 
     /// The blocks that the last `tail` bytes of a message (less than a block) take once
