@@ -215,6 +215,63 @@ fn recursive_output_equals_sha256sum_of_the_sorted_find_list() {
     }
 }
 
+/// `-r` hashes the small files of a directory on the reader that opened them (MD5's and
+/// SHA-256's in lanes across files): every line is what `mtsum FILE` prints for that file
+/// alone, for lengths at BLAKE3's block and chunk boundaries, around its runs of 16 chunks,
+/// empty, and one too large to be hashed by the reader that opened it.
+#[test]
+fn recursive_digests_equal_those_of_each_file_hashed_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let lengths = [
+        0,
+        1,
+        63,
+        64,
+        65,
+        1023,
+        1024,
+        1025,
+        2048,
+        (16 << 10) - 1,
+        16 << 10,
+        (16 << 10) + 1,
+        17 << 10,
+        (33 << 10) + 1,
+        100_000,
+        (1 << 20) + 3,
+    ];
+    for (i, &len) in lengths.iter().enumerate() {
+        put(
+            dir.path(),
+            format!("t/{i:02}-{len}").as_bytes(),
+            &pattern(len, i as u64),
+        );
+    }
+    let names = find_sorted(dir.path(), false, "t");
+    for alg in ["blake3", "sha256", "md5"] {
+        for layout in ["mtsum", "plain", "rfc6962"] {
+            let args = strs(&["-a", alg, "-t", layout]);
+            let out = mtsum(
+                dir.path(),
+                &[args.clone(), strs(&["-p", "2", "-r", "t"])].concat(),
+            );
+            assert_eq!((out.stderr.as_str(), out.code), ("", Some(0)));
+            let alone: Vec<String> = names
+                .iter()
+                .flat_map(|name| {
+                    let out = mtsum(dir.path(), &[args.clone(), vec![os(name)]].concat());
+                    lines(&out.stdout, b'\n')
+                })
+                .collect();
+            assert_eq!(
+                lines(&out.stdout, b'\n'),
+                alone,
+                "mtsum -a {alg} -t {layout} -r t vs one mtsum per file"
+            );
+        }
+    }
+}
+
 #[test]
 fn recursion_skips_links_and_special_files_with_a_note_and_reports_loops() {
     let dir = tree();
