@@ -16,10 +16,17 @@ import pytest
 WATCHDOG = 120
 
 
+# A process started in the background by a shell without job control (`cmd &` in a script,
+# `nohup`) inherits SIGINT ignored, and Python then installs no handler for it: the child's
+# Ctrl-C would vanish and the test would fail on the watchdog. The child installs Python's own.
+RESTORE_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
 def run_child(script: str, cwd) -> list[str]:
-    """The lines that `script` prints, run by a child Python in `cwd`."""
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
-                         text=True, cwd=cwd, timeout=WATCHDOG)
+    """The lines that `script` prints, run by a child Python in `cwd` that raises
+    KeyboardInterrupt on SIGINT however it was started."""
+    out = subprocess.run([sys.executable, "-c", RESTORE_SIGINT + textwrap.dedent(script)],
+                         capture_output=True, text=True, cwd=cwd, timeout=WATCHDOG)
     assert out.returncode == 0, out.stderr
     return out.stdout.splitlines()
 
