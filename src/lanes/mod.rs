@@ -86,7 +86,7 @@ use family::{Family, Md5, Sha1, Sha256, Sha512, with_family};
 use manager::Manager;
 
 /// The environment variable that caps the instruction sets of the multi-buffer kernels and
-/// of [`crate::batch`]'s BLAKE3 ([`Isa::cap`]): `portable`, `avx2`, `avx512` (the widest vector instructions
+/// of [`crate::batch`]'s BLAKE3 and XXH3 ([`Isa::cap`]): `portable`, `avx2`, `avx512` (the widest vector instructions
 /// allowed; SHA-NI where the CPU has it) or `avx2-nosha`, `avx512-nosha` (no SHA-NI). Unset,
 /// every kernel the CPU runs may be chosen. It runs the AVX2 kernels on a CPU with AVX-512,
 /// to measure what most machines get. The digests never depend on it.
@@ -246,24 +246,15 @@ impl<T, B: AsRef<[u8]>> Lanes<T, B> {
 /// If `prefix` is not shorter than a block of the algorithm.
 pub fn hash_many(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec<Digest> {
     let mut digests = Vec::with_capacity(messages.len());
-    hash_many_into(kernel, prefix, messages, &mut digests);
+    // The loops run on the family's types themselves: dispatching on the family at each of a
+    // short message's calls cost 64-byte messages 10 % more instructions.
+    with_family!(kernel.algorithm(), F => hash_all::<F>(kernel, prefix, messages, &mut digests));
     digests
 }
 
-/// [`hash_many`], appending the digests to `out`: a caller hashing chunk after chunk keeps
-/// one vector rather than allocating (and page-faulting in) a fresh one per chunk.
-///
-/// # Panics
-/// As [`hash_many`].
-pub fn hash_many_into(kernel: Kernel, prefix: &[u8], messages: &[&[u8]], out: &mut Vec<Digest>) {
-    // The loops run on the family's types themselves: dispatching on the family at each of a
-    // short message's calls cost 64-byte messages 10 % more instructions.
-    with_family!(kernel.algorithm(), F => hash_all::<F>(kernel, prefix, messages, out))
-}
-
 /// The digests of `prefix || m` for every message `m` of `len` bytes that `data` holds, in
-/// order, appended to `out`: [`hash_many_into`] of `data` cut into messages, without a vector
-/// of their slices.
+/// order, appended to `out`: [`hash_many`] of `data` cut into messages, without a vector of
+/// their slices, into a vector the caller keeps from chunk to chunk.
 ///
 /// # Panics
 /// If `len` is 0 or `data` is not a whole number of messages, or as [`hash_many`].
@@ -295,7 +286,7 @@ fn check_prefix<F: Family>(prefix: &[u8]) {
     );
 }
 
-/// [`hash_many_into`] for one compression function.
+/// [`hash_many`] for one compression function, appending the digests to `out`.
 fn hash_all<F: Family>(kernel: Kernel, prefix: &[u8], messages: &[&[u8]], out: &mut Vec<Digest>) {
     check_prefix::<F>(prefix);
     let len = messages.first().map_or(0, |m| m.len());

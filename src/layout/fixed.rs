@@ -60,7 +60,7 @@ impl Fixed {
         debug_assert!(level.len().is_multiple_of(2), "nodes take pairs");
         let count = level.len() / 2;
         let lanes = lanes.filter(|_| count as u64 >= MIN_LANE_LEAVES);
-        if lanes.is_none() && !batch::pays(alg) {
+        if !at_once(alg, lanes) {
             // Node `i` overwrites digest `i`, which pair `i / 2` has already read.
             for i in 0..count {
                 level[i] = self.node(alg, &level[2 * i], &level[2 * i + 1]);
@@ -71,11 +71,14 @@ impl Fixed {
         pairs.clear();
         digest_bytes(level, alg.digest_len(), pairs);
         level.clear();
-        let len = 2 * alg.digest_len();
-        match lanes {
-            Some(kernel) => lanes::hash_each_into(kernel, self.node_prefix, pairs, len, level),
-            None => batch::hash_each_into(alg, self.node_prefix, pairs, len, level),
-        }
+        hash_each_into(
+            alg,
+            lanes,
+            self.node_prefix,
+            pairs,
+            2 * alg.digest_len(),
+            level,
+        );
     }
 
     /// The jobs of a stream of `n` bytes: aligned runs of a power-of-two number of leaves of
@@ -129,6 +132,28 @@ impl Fixed {
         let l = self.walk(leaves.start..split, n, b);
         let r = self.walk(split..leaves.end, n, b);
         b.inner(bytes, l, r, leaves.start == 0 && leaves.end * leaf >= n)
+    }
+}
+
+/// Whether many messages of one length are hashed at once rather than one after another: in
+/// the lanes of `lanes` where there are enough of them, through [`batch`] where that pays.
+fn at_once(alg: Algorithm, lanes: Option<Kernel>) -> bool {
+    lanes.is_some() || batch::pays(alg)
+}
+
+/// The digests of `prefix ‖ m` for every message `m` of `len` bytes in `data`, appended to
+/// `out`, at once ([`at_once`]): in the lanes of `lanes`, or through [`batch`].
+fn hash_each_into(
+    alg: Algorithm,
+    lanes: Option<Kernel>,
+    prefix: &[u8],
+    data: &[u8],
+    len: usize,
+    out: &mut Vec<Digest>,
+) {
+    match lanes {
+        Some(kernel) => lanes::hash_each_into(kernel, prefix, data, len, out),
+        None => batch::hash_each_into(alg, prefix, data, len, out),
     }
 }
 
@@ -312,7 +337,7 @@ impl LeafRun {
         let leaf = self.shape.leaf;
         let whole = data.len() as u64 / leaf;
         let lanes = self.lanes.filter(|_| whole >= MIN_LANE_LEAVES);
-        if whole == 0 || (lanes.is_none() && !batch::pays(self.alg)) {
+        if whole == 0 || !at_once(self.alg, lanes) {
             return data;
         }
         // `whole * leaf` is at most `data.len()`, so the leaf size fits in a `usize`.
@@ -320,11 +345,7 @@ impl LeafRun {
         let (prefix, len) = (self.shape.leaf_prefix, leaf as usize);
         SCRATCH.with_borrow_mut(|scratch| {
             scratch.level.clear();
-            let digests = &mut scratch.level;
-            match lanes {
-                Some(kernel) => lanes::hash_each_into(kernel, prefix, leaves, len, digests),
-                None => batch::hash_each_into(self.alg, prefix, leaves, len, digests),
-            }
+            hash_each_into(self.alg, lanes, prefix, leaves, len, &mut scratch.level);
             self.stack
                 .push_many(&self.shape, self.alg, 1, scratch, self.lanes);
         });
