@@ -358,9 +358,17 @@ impl PathOrder {
         }
     }
 
+    /// Compares the whole paths, not the names: walkdir sorts the entries of one directory,
+    /// whose paths are the directory's followed by the name, so the order is the same, and
+    /// a path is at hand where a name is found anew at each comparison (`Path::file_name`,
+    /// 2 % of the main thread's time over 20 000 files in one directory).
     fn cmp(&mut self, a: &DirEntry, b: &DirEntry) -> Ordering {
         let (a_dir, b_dir) = (self.is_dir(a), self.is_dir(b));
-        as_path(a.file_name().as_bytes(), a_dir).cmp(as_path(b.file_name().as_bytes(), b_dir))
+        let (a_path, b_path) = (
+            a.path().as_os_str().as_bytes(),
+            b.path().as_os_str().as_bytes(),
+        );
+        as_path(a_path, a_dir).cmp(as_path(b_path, b_dir))
     }
 
     /// Whether the walk will descend into `entry`.

@@ -195,7 +195,6 @@ impl<F: Family, T, B: AsRef<[u8]>> Manager<F, T, B> {
         }
     }
 
-
     /// Works out the input of the lanes whose segment ended (or whose queue changed), sets
     /// the step's length and runs the kernel over it; `false` if there was nothing to do (or,
     /// unless `flush`, a lane starved).
