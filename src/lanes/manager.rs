@@ -490,7 +490,7 @@ mod tests {
         let mut next = 0;
         loop {
             while next < messages.len() && set.has_free_lane() {
-                let lane = set.start_with_prefix(next, &[0]).ok().expect("a free lane");
+                let lane = set.start_with_prefix(next, &[0]).expect("a free lane");
                 for part in messages[next].chunks(chunk) {
                     set.push(lane, part);
                 }
