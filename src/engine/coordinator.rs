@@ -3,7 +3,7 @@
 //! length, folds the digests of shared inputs into roots, and hands results out in input
 //! order.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossbeam_channel::{Receiver, Select, Sender};
@@ -53,11 +53,8 @@ pub(super) struct Coordinator<T, F> {
     held: u64,
     /// Jobs of shared inputs, to queue.
     outbox: VecDeque<Job>,
-    /// Finished tasks waiting for an earlier one: entry `i` is task `next_out + i`'s, if it
-    /// finished. Results come out of order by the dozen with lanes (the shortest file of 32
-    /// finishes first): a map shifted its entries, context and digest, at each insertion,
-    /// where a slot is written once.
-    ready: VecDeque<Option<(T, Outcome)>>,
+    /// Finished tasks waiting for an earlier one.
+    ready: BTreeMap<usize, (T, Outcome)>,
     next_out: usize,
     sink: F,
 }
@@ -73,7 +70,7 @@ where
             to_hold: VecDeque::new(),
             held: 0,
             outbox: VecDeque::new(),
-            ready: VecDeque::new(),
+            ready: BTreeMap::new(),
             next_out: 0,
             sink,
         }
@@ -247,20 +244,14 @@ where
     }
 
     fn emit(&mut self, index: usize, context: T, outcome: Outcome) {
-        let waiting = index - self.next_out;
-        if waiting > 0 {
-            if self.ready.len() <= waiting {
-                self.ready.resize_with(waiting + 1, || None);
-            }
-            self.ready[waiting] = Some((context, outcome));
+        if index != self.next_out {
+            self.ready.insert(index, (context, outcome));
             return;
         }
         // Most results come in order: straight to the sink.
         (self.sink)(context, outcome);
         self.next_out += 1;
-        self.ready.pop_front();
-        while let Some(Some((context, outcome))) = self.ready.front_mut().map(Option::take) {
-            self.ready.pop_front();
+        while let Some((context, outcome)) = self.ready.remove(&self.next_out) {
             (self.sink)(context, outcome);
             self.next_out += 1;
         }
