@@ -360,8 +360,9 @@ impl PathOrder {
 
     /// Compares the whole paths, not the names: walkdir sorts the entries of one directory,
     /// whose paths are the directory's followed by the name, so the order is the same, and
-    /// a path is at hand where a name is found anew at each comparison (`Path::file_name`,
-    /// 2 % of the main thread's time over 20 000 files in one directory).
+    /// a path is at hand where a name is found anew at each comparison (`Path::file_name`).
+    /// Over 20 000 files in one directory the sort took 44 of the main thread's 348 samples
+    /// with the names, 24 with the paths.
     fn cmp(&mut self, a: &DirEntry, b: &DirEntry) -> Ordering {
         let (a_dir, b_dir) = (self.is_dir(a), self.is_dir(b));
         let (a_path, b_path) = (
@@ -390,8 +391,8 @@ impl PathOrder {
 }
 
 /// The bytewise order of `a` and `b`, each followed by `/` if it names a directory. The
-/// common length is compared as slices (`memcmp`): byte by byte, as an iterator of each
-/// path's bytes, it cost the whole paths more than finding their names did.
+/// common length is compared as slices (`memcmp`): byte by byte, as iterators, the whole
+/// paths cost more (74 samples) than finding the names had.
 fn path_order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> Ordering {
     let common = a.len().min(b.len());
     a[..common]
