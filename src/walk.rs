@@ -358,9 +358,18 @@ impl PathOrder {
         }
     }
 
+    /// Compares the whole paths, not the names: walkdir sorts the entries of one directory,
+    /// whose paths are the directory's followed by the name, so the order is the same, and
+    /// a path is at hand where a name is found anew at each comparison (`Path::file_name`).
+    /// Over 20 000 files in one directory the sort took 44 of the main thread's 348 samples
+    /// with the names, 24 with the paths.
     fn cmp(&mut self, a: &DirEntry, b: &DirEntry) -> Ordering {
         let (a_dir, b_dir) = (self.is_dir(a), self.is_dir(b));
-        as_path(a.file_name().as_bytes(), a_dir).cmp(as_path(b.file_name().as_bytes(), b_dir))
+        let (a_path, b_path) = (
+            a.path().as_os_str().as_bytes(),
+            b.path().as_os_str().as_bytes(),
+        );
+        path_order(a_path, a_dir, b_path, b_dir)
     }
 
     /// Whether the walk will descend into `entry`.
@@ -381,9 +390,19 @@ impl PathOrder {
     }
 }
 
-/// The bytes of `name`, followed by `/` if it names a directory.
-fn as_path(name: &[u8], is_dir: bool) -> impl Iterator<Item = u8> + '_ {
-    name.iter().copied().chain(is_dir.then_some(b'/'))
+/// The bytewise order of `a` and `b`, each followed by `/` if it names a directory. The
+/// common length is compared as slices (`memcmp`): byte by byte, as iterators, the whole
+/// paths cost more (74 samples) than finding the names had.
+fn path_order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> Ordering {
+    let common = a.len().min(b.len());
+    a[..common]
+        .cmp(&b[..common])
+        .then_with(|| as_path(&a[common..], a_dir).cmp(as_path(&b[common..], b_dir)))
+}
+
+/// The bytes of `path`, followed by `/` if it names a directory.
+fn as_path(path: &[u8], is_dir: bool) -> impl Iterator<Item = u8> + '_ {
+    path.iter().copied().chain(is_dir.then_some(b'/'))
 }
 
 #[cfg(test)]
@@ -391,7 +410,7 @@ mod tests {
     use super::*;
 
     fn order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> Ordering {
-        as_path(a, a_dir).cmp(as_path(b, b_dir))
+        path_order(a, a_dir, b, b_dir)
     }
 
     #[test]
@@ -403,6 +422,22 @@ mod tests {
         // A file `dir` comes before every `dir…`, as the shorter path does.
         assert_eq!(order(b"dir", false, b"dir.bak", false), Ordering::Less);
         assert_eq!(order(b"dir", false, b"dir", true), Ordering::Less);
+    }
+
+    #[test]
+    fn the_order_is_that_of_the_paths_with_a_slash_after_a_directory() {
+        let paths: [&[u8]; 9] = [
+            b"", b"d", b"d/", b"d.b", b"d/x", b"d0", b"dd", b"\xff", b"D",
+        ];
+        for a in paths {
+            for b in paths {
+                for (a_dir, b_dir) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let slash = |p: &[u8], dir: bool| [p, if dir { b"/" } else { b"" }].concat();
+                    let expected = slash(a, a_dir).cmp(&slash(b, b_dir));
+                    assert_eq!(order(a, a_dir, b, b_dir), expected, "{a:?} {b:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -387,9 +387,16 @@ fn length() -> impl Strategy<Value = usize> {
     ]
 }
 
-/// A caller driven by `seed`: starts messages while lanes are free, pushes their chunks in a
-/// random order across lanes, finishes them, and polls or flushes in between.
-fn hash_randomly(kernel: Kernel, messages: &[Vec<u8>], max_chunk: usize, seed: u64) -> Vec<Digest> {
+/// A caller driven by `seed`: starts messages behind `prefix` while lanes are free, pushes
+/// their chunks in a random order across lanes, finishes them, and polls or flushes in
+/// between.
+fn hash_randomly(
+    kernel: Kernel,
+    prefix: &[u8],
+    messages: &[Vec<u8>],
+    max_chunk: usize,
+    seed: u64,
+) -> Vec<Digest> {
     let mut rng = seed | 1;
     let mut next_random = |n: usize| {
         rng ^= rng << 13;
@@ -412,7 +419,7 @@ fn hash_randomly(kernel: Kernel, messages: &[Vec<u8>], max_chunk: usize, seed: u
     while digests.iter().any(Option::is_none) {
         match next_random(4) {
             0 if next < messages.len() => {
-                if let Ok(lane) = set.start(next) {
+                if let Ok(lane) = set.start_with_prefix(next, prefix) {
                     open.push((lane, next, 0));
                     next += 1;
                 }
@@ -696,6 +703,7 @@ proptest! {
         alg in prop::sample::select(ALGORITHMS.to_vec()),
         lengths in prop::collection::vec(length(), 1..40),
         max_chunk in prop::sample::select(vec![7usize, 64, 100, 128, 1000, 1 << 16]),
+        prefix_len in prop::sample::select(vec![0usize, 1, 63]),
         seed in any::<u64>(),
     ) {
         let messages: Vec<Vec<u8>> = lengths
@@ -703,11 +711,14 @@ proptest! {
             .enumerate()
             .map(|(i, &n)| bytes(seed ^ i as u64, n))
             .collect();
-        let expected: Vec<Digest> = messages.iter().map(|m| alg.hash(m)).collect();
+        let prefix = &bytes(!seed, prefix_len);
+        let expected: Vec<Digest> =
+            messages.iter().map(|m| alg.hash(&[prefix, m.as_slice()].concat())).collect();
         for kernel in Kernel::available(alg) {
-            prop_assert_eq!(&hash_randomly(kernel, &messages, max_chunk, seed), &expected, "{}", kernel);
+            let randomly = hash_randomly(kernel, prefix, &messages, max_chunk, seed);
+            prop_assert_eq!(&randomly, &expected, "{}", kernel);
             let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
-            prop_assert_eq!(&lanes::hash_many(kernel, b"", &slices), &expected, "{}", kernel);
+            prop_assert_eq!(&lanes::hash_many(kernel, prefix, &slices), &expected, "{}", kernel);
         }
     }
 }
