@@ -186,8 +186,13 @@ impl Chosen {
 }
 
 /// Whether this CPU has AVX-512 and runs its 512-bit instructions as two halves on 256-bit
-/// units ([`zen4`]).
-fn half_width_512() -> bool {
+/// units ([`zen4`]). Looked up once: the MD5 kernel asks on every call.
+pub(super) fn half_width_512() -> bool {
+    static HALF: OnceLock<bool> = OnceLock::new();
+    *HALF.get_or_init(half_width_512_uncached)
+}
+
+fn half_width_512_uncached() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::__cpuid;
