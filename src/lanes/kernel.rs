@@ -49,7 +49,9 @@ pub struct Kernel {
 enum Simd {
     /// MD5, two groups of sixteen 32-bit lanes in 512-bit registers, interleaved step by step:
     /// AVX-512's rotate and three-input logic make a step about half the instructions of
-    /// AVX2's (10.7 GB/s on one core, 14 × one OpenSSL stream, 1.5 × the AVX2 lanes).
+    /// AVX2's (10.7 GB/s on one core, 14 × one OpenSSL stream, 1.5 × the AVX2 lanes). On AMD
+    /// Zen 4 a call of 32 blocks or more runs the two groups one after the other instead
+    /// (`md5_avx512::SPLIT_BLOCKS`).
     #[cfg(target_arch = "x86_64")]
     Md5Avx512,
     /// MD5, one group of sixteen lanes: what the two-group kernel runs for up to sixteen busy

@@ -10,7 +10,8 @@
 //!
 //! `N` is 16 (one group of sixteen lanes) or 32 (two groups interleaved step by step, as the
 //! AVX2 kernel interleaves its two groups of eight, so that one group's chain of dependent
-//! steps fills the latency of the other's).
+//! steps fills the latency of the other's; on Zen 4, for long calls, one group after the
+//! other: [`SPLIT_BLOCKS`]).
 //!
 //! The message words arrive transposed: sixteen 64-byte rows, one per lane, loaded whole and
 //! turned into sixteen columns, one per message word, with 64 shuffles per block and group
@@ -74,18 +75,20 @@ pub(super) unsafe fn compress<const N: usize>(
 /// after the other, rather than interleaved, on a CPU that splits 512-bit instructions into
 /// two 256-bit halves (AMD Zen 4, [`half_width_512`]).
 ///
-/// Lanes of the same length usually sit a multiple of 4 KiB apart (the leaves of a chunk, the
+/// Lanes of one length usually sit a multiple of 4 KiB apart (the leaves of a chunk, the
 /// lanes' read buffers), so at each block every lane's row falls in the same two sets of the
 /// 8-way L1 cache: 32 lanes bring 64 lines into them per block, twice what 16 do, and every
-/// row is read again from L2 or beyond. In a loop over 16 MiB of such messages (one Zen 4
-/// core, thread CPU time, medians of 5) the interleaved groups gave 6.2 GB/s and the one
-/// group 6.6 on 4 KiB messages, 6.3 and 7.4 on 128 KiB; with one group loading a block ahead
-/// (see [`compress_groups`]) 7.3 and 8.0. `mtsum -p 1 -a md5 -t rfc6962`, hasher thread's CPU
-/// time on 2 GiB, medians of 5, before and after: 64 KiB leaves 377 → 313 ms, 1 MiB 364 →
-/// 300, the default layout (16 lanes) 310 → 293. On short messages, where each call costs
-/// more per block, the interleaved groups stay faster: 1 KiB leaves (15 blocks in place) 8.6
-/// against 7.1 GB/s in cache, and 2 KiB leaves (31 blocks) 311 against 336 ms of the hasher.
-/// On Zen 5, whose 512-bit units are whole, two groups beat one by 1.2–1.4 ×.
+/// row is read again from L2 or beyond. Measured on one Zen 4 core, messages cut from 16 MiB
+/// 4 KiB apart, thread CPU time, medians of 5: 4 KiB messages 6.2 GB/s interleaved against
+/// 6.6 one group at a time, 128 KiB ones 6.3 against 7.4; with each group's rows loaded a
+/// block early (see [`compress_groups`]) the one group gives 7.3 and 8.0. `mtsum -p 1 -a md5
+/// -t rfc6962` on a cached 2 GiB file, CPU time of the hashing thread, medians of 7 runs in
+/// turn with the kernel before: 4 KiB leaves 380 → 318 ms, 64 KiB 362 → 280, 1 MiB 356 →
+/// 280, 16 MiB 362 → 275 (and the default layout, sixteen lanes, 308 → 280 from the early
+/// loads alone). Short calls keep the interleaved groups, which cost less per block there:
+/// 1 KiB leaves (15 blocks in place) 8.6 against 7.1 GB/s in cache, 2 KiB leaves (31 blocks)
+/// 311 against 336 ms of the hashing thread. On Zen 5, whose 512-bit units are whole, the
+/// interleaved groups are 1.2–1.4 × one group.
 const SPLIT_BLOCKS: usize = 32;
 
 // The round functions of RFC 1321 (3.4), on words: what the truth tables below are made of,
@@ -158,12 +161,12 @@ unsafe fn compress_groups<const GROUPS: usize>(
         };
     }
     // One group loads each block's rows a block early, at the start of the block before:
-    // loaded where they are used, they wait on the cache at the head of every block (when the
-    // lanes are 4 KiB apart, see `SPLIT_BLOCKS`, every row comes from L2 or beyond), while
-    // the steps of the block before are still well ahead in the out-of-order window. On
-    // 16 MiB of 4 KiB messages 4 KiB apart, 6.6 → 7.3 GB/s; 128 KiB ones 7.4 → 8.0. Two
-    // groups have no registers to spare for it: 6.2 → 5.7 GB/s there, and 1 KiB leaves took
-    // 14 % more of the hasher's time.
+    // loaded where they are used, they wait on the cache at the head of every block (when
+    // the lanes are 4 KiB apart, see `SPLIT_BLOCKS`, every row comes from L2 or beyond, and
+    // no prefetch survives the other lanes' rows in those sets), while the steps of the
+    // block before are still in the out-of-order window. On 16 MiB of messages 4 KiB apart,
+    // 4 KiB each 6.6 → 7.3 GB/s, 128 KiB each 7.4 → 8.0. Two groups have no registers to
+    // spare for it: 6.2 → 5.7 GB/s, and 1 KiB leaves took 14 % more of the hashing thread.
     let mut next = [_mm512_setzero_si512(); 16];
     if GROUPS == 1 && blocks > 0 {
         load_rows!(next, &ptrs[0], 0);
