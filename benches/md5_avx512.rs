@@ -1,13 +1,18 @@
 //! The AVX-512 MD5 kernel on one core: 16 and 32 lanes against the AVX2 lane set (16 lanes)
 //! and one OpenSSL stream.
 //!
-//! `cargo bench --bench md5_avx512`. Every contender hashes 64 KiB per message, so the figures
+//! `cargo bench --bench md5_avx512`. The first group hashes 64 KiB per message in every contender, so the figures
 //! compare throughput per core directly; run `openssl speed -evp md5 -bytes 1048576` at the
 //! same time for a reference, since on a shared machine only figures measured together mean
 //! anything. The AVX-512 rows are the bare kernel; the AVX2 row goes through
 //! `lanes::hash_many`, which adds the padding block and the lane set's scheduling (about 0.1 %
 //! more blocks, and little time at this length). x86-64 only; on a CPU without AVX-512F it
 //! prints a note and measures nothing.
+//!
+//! The second group lays the messages out in one large buffer, 4 KiB apart (a chunk's leaves)
+//! or staggered by a cache line more per lane, to show what the set conflicts of L1 cost
+//! (see `SPLIT_BLOCKS` in the kernel). On AMD Zen 4 the 32-lane rows of both groups run as two
+//! passes of 16 lanes, as the kernel does there from 32 blocks on.
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -75,6 +80,51 @@ mod x86 {
         }
         group.finish();
     }
+
+    /// Bytes of the buffer the laid-out messages are cut from: more than L2, as the chunks a
+    /// reader has just written are.
+    const SPREAD: usize = 16 << 20;
+
+    /// `N` messages of `len` bytes cut from one buffer of [`SPREAD`] bytes, group after group
+    /// (one group per iteration, so the data comes from beyond L2): message `j` of a group
+    /// `len + skew * j` bytes after message `j - 1`, the first one byte into the group, as
+    /// the bodies of RFC 6962 leaves behind their prefix byte.
+    macro_rules! laid_out {
+        ($group:expr, $n:literal, $len:expr, $skew:expr, $name:expr) => {{
+            let (len, skew) = ($len, $skew);
+            let span = $n * len + skew * $n * $n + 4096;
+            let buf = vec![0x5au8; SPREAD];
+            let groups = SPREAD / span;
+            let mut g = 0;
+            $group.throughput(Throughput::Bytes(($n * len) as u64));
+            $group.bench_function(format!("avx512-x{} {}", $n, $name), |b| {
+                let mut states = [[0u32; 4]; $n];
+                b.iter(|| {
+                    g = (g + 1) % groups;
+                    let data: [&[u8]; $n] = std::array::from_fn(|j| {
+                        let at = g * span + 1 + j * (len + skew * j);
+                        &buf[at..at + len]
+                    });
+                    bench_compress_md5_avx512(&mut states, black_box(&data), len / 64)
+                });
+                black_box(states);
+            });
+        }};
+    }
+
+    /// Messages 4 KiB apart, as the leaves of a chunk and the lanes' read buffers are, so
+    /// that every lane's row of a block falls in the same sets of L1, against the same
+    /// messages a cache line or more apart from each other.
+    pub fn md5_aliasing(c: &mut Criterion) {
+        for len in [4 << 10, 64 << 10] {
+            let mut group = c.benchmark_group(format!("md5 {} KiB per lane, laid out", len >> 10));
+            laid_out!(group, 16, len, 0, "4 KiB apart");
+            laid_out!(group, 32, len, 0, "4 KiB apart");
+            laid_out!(group, 16, len, 64, "staggered");
+            laid_out!(group, 32, len, 64, "staggered");
+            group.finish();
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -85,6 +135,7 @@ fn main() {
     }
     let mut c = criterion::Criterion::default().configure_from_args();
     x86::md5(&mut c);
+    x86::md5_aliasing(&mut c);
     c.final_summary();
 }
 

@@ -49,7 +49,9 @@ pub struct Kernel {
 enum Simd {
     /// MD5, two groups of sixteen 32-bit lanes in 512-bit registers, interleaved step by step:
     /// AVX-512's rotate and three-input logic make a step about half the instructions of
-    /// AVX2's (10.7 GB/s on one core, 14 × one OpenSSL stream, 1.5 × the AVX2 lanes).
+    /// AVX2's (10.7 GB/s on one core, 14 × one OpenSSL stream, 1.5 × the AVX2 lanes). On AMD
+    /// Zen 4 a call of 32 blocks or more runs the two groups one after the other instead
+    /// (`md5_avx512::SPLIT_BLOCKS`).
     #[cfg(target_arch = "x86_64")]
     Md5Avx512,
     /// MD5, one group of sixteen lanes: what the two-group kernel runs for up to sixteen busy
@@ -186,8 +188,13 @@ impl Chosen {
 }
 
 /// Whether this CPU has AVX-512 and runs its 512-bit instructions as two halves on 256-bit
-/// units ([`zen4`]).
-fn half_width_512() -> bool {
+/// units ([`zen4`]). Looked up once: the MD5 kernel asks on every call.
+pub(super) fn half_width_512() -> bool {
+    static HALF: OnceLock<bool> = OnceLock::new();
+    *HALF.get_or_init(half_width_512_uncached)
+}
+
+fn half_width_512_uncached() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::__cpuid;
