@@ -33,7 +33,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// Why one input could not be hashed. The message is the part after `mtsum: NAME: `.
 #[derive(Debug, thiserror::Error)]
@@ -797,12 +797,44 @@ impl SizedFile {
     }
 }
 
+/// How many cache lines apart the buffered reads of successive buffers start past their page
+/// boundary, cycling over a page: 64 lines of 64 bytes, every set of an L1 cache of 32 KiB,
+/// 8 ways. Each lane of a multi-buffer kernel hashes one buffer's bytes; had they all started
+/// on a page boundary, every lane's row of a block would fall in the same sets of L1 (two:
+/// rows straddle two lines behind the leaf's prefix byte), 32 lanes bringing 64 lines into two
+/// sets of 8 ways at every block, each row coming again from L2 (see `docs/performance.md`,
+/// "MD5 lanes 4 KiB apart on Zen 4": the MD5 kernel alone on 4 KiB messages, 32 lanes, ran
+/// 6.2 GB/s 4 KiB apart, 7.2 a line more per lane). A worker's pool holds two rounds of the
+/// widest lane set, 64 buffers: made one after the other, they start at 64 different lines.
+/// `O_DIRECT` reads keep the page boundary (the memory alignment it requires), and mapped
+/// windows are the page cache's own pages.
+const STAGGER_LINES: usize = 64;
+
+/// The size of a cache line, the step of the stagger.
+const CACHE_LINE: usize = 64;
+
+/// The stagger of the next buffer made, in lines (see [`STAGGER_LINES`]).
+static NEXT_STAGGER: AtomicUsize = AtomicUsize::new(0);
+
 /// Memory to read into, handed from reader to hasher and back. It starts on a page boundary
 /// (as `O_DIRECT` requires) and is allocated, fallibly, when first needed: a worker that only
-/// maps windows, or only meets small files, never allocates its full share.
-#[derive(Default)]
+/// maps windows, or only meets small files, never allocates its full share. Buffered reads
+/// start [`Buffer::lead`] bytes past the boundary.
 pub struct Buffer {
     storage: Vec<u8>,
+    /// Where buffered reads start past the page boundary: a few cache lines, a different
+    /// number for each buffer of a pool (see [`STAGGER_LINES`]).
+    lead: usize,
+}
+
+impl Default for Buffer {
+    fn default() -> Buffer {
+        let line = NEXT_STAGGER.fetch_add(1, Ordering::Relaxed) % STAGGER_LINES;
+        Buffer {
+            storage: Vec::new(),
+            lead: line * CACHE_LINE,
+        }
+    }
 }
 
 impl Buffer {
@@ -813,6 +845,14 @@ impl Buffer {
 
     fn aligned_start(&self) -> usize {
         self.storage.as_ptr().align_offset(BUFFER_ALIGN)
+    }
+
+    /// Room for `len` bytes read without `O_DIRECT`, [`Buffer::lead`] bytes past the page
+    /// boundary, and where they start in the aligned memory.
+    fn get_staggered(&mut self, len: usize) -> io::Result<(usize, &mut [u8])> {
+        let lead = self.lead;
+        let buf = self.get_mut(lead + len)?;
+        Ok((lead, &mut buf[lead..]))
     }
 
     /// The first `len` bytes, page-aligned, growing the buffer if needed. A buffer grown for
@@ -949,7 +989,7 @@ impl RangeReader<'_> {
     fn read_next(&mut self, buffer: &mut Buffer, flags: libc::c_int) -> Result<Bytes, InputError> {
         let n = (self.end - self.pos).min(self.chunk as u64) as usize;
         let at_end = self.ends_file(self.pos + n as u64);
-        let buf = buffer.get_mut(n + usize::from(at_end))?;
+        let (lead, buf) = buffer.get_staggered(n + usize::from(at_end))?;
         let got = read_full(&self.file.file, buf, n, self.pos, flags, None)?;
         if got < n {
             return Err(self.file.ended_early());
@@ -958,7 +998,7 @@ impl RangeReader<'_> {
             self.file.saw_end(got > n);
         }
         self.pos += n as u64;
-        Ok(Bytes::Read(0..n))
+        Ok(Bytes::Read(lead..lead + n))
     }
 
     /// The next chunk by `O_DIRECT`: whole aligned blocks from the block holding `pos`, of
