@@ -1084,6 +1084,7 @@ pub fn open_path(path: &Path) -> Result<Input, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn mtimes_read_and_print_as_cshatag_writes_them() {
@@ -1185,6 +1186,46 @@ mod tests {
                     file.to_stream().unwrap().read_to_end(&mut all).unwrap();
                     assert_eq!(all, data, "{mode:?} {claimed} {chunk}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn staggered_reads_start_on_different_lines_of_a_page_and_deliver_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3 * 8192 + 100).map(|i| (i % 251) as u8).collect();
+        for mode in MODES {
+            let file = sized(dir.path(), &data, data.len() as u64, mode);
+            let mut starts = HashSet::new();
+            for chunk in [4096, 8192, 1 << 20] {
+                let mut reader = file.range_reader(0..file.len(), chunk).staggered();
+                let mut out = Vec::new();
+                // A fresh buffer per chunk, as a lane set's chunks each have their own.
+                while !reader.is_done() {
+                    let got = reader
+                        .next_chunk(Buffer::new())
+                        .map_err(|(_, e)| e)
+                        .unwrap();
+                    let start = got.bytes().as_ptr() as usize % BUFFER_ALIGN;
+                    out.extend_from_slice(got.bytes());
+                    got.finish().1.unwrap();
+                    match file.read_mode() {
+                        // The chunk starts on a block boundary of the file, so its start in
+                        // memory is the page boundary: what `O_DIRECT` requires.
+                        ReadMode::Direct => assert_eq!(start, 0, "{mode:?} {chunk}"),
+                        ReadMode::Mmap => {}
+                        ReadMode::Pread | ReadMode::DontCache => {
+                            assert_eq!(start % CACHE_LINE, 0, "{mode:?} {chunk}");
+                            starts.insert(start);
+                        }
+                    }
+                }
+                assert_eq!(out, data, "{mode:?} {chunk}");
+            }
+            // Twelve buffers made one after another: tests running beside this one may take
+            // lines in between, but not so that all twelve start on the same one.
+            if matches!(file.read_mode(), ReadMode::Pread | ReadMode::DontCache) {
+                assert!(starts.len() > 1, "{mode:?}: {starts:?}");
             }
         }
     }
