@@ -807,8 +807,8 @@ impl SizedFile {
 /// worker's pool holds two rounds of the widest lane set, 64 buffers: made one after the
 /// other, they start at 64 different lines, so the lanes' rows spread over every set.
 /// On Zen 4, `mtsum -p 2 -a md5`, cached file, process CPU, medians of 7 interleaved runs:
-/// 4 GiB (32 lanes) 1052 → 965 ms, with the AVX2 kernel 1254 → 943; 2 GiB (16 lanes)
-/// 599 → 530; SHA-256 and SHA-512 level.
+/// 4 GiB (32 lanes) 961 → 904 ms, with the AVX2 kernel 1300 → 985; 2 GiB (16 lanes)
+/// 580 → 528; `-p 1`, 4 GiB, 1052 → 945; SHA-256, SHA-512 and `-r` level.
 /// `O_DIRECT` reads keep the page boundary (the memory alignment it requires); mapped windows
 /// are the page cache's own pages.
 const STAGGER_LINES: usize = 64;
