@@ -822,7 +822,7 @@ static NEXT_STAGGER: AtomicUsize = AtomicUsize::new(0);
 /// Memory to read into, handed from reader to hasher and back. It starts on a page boundary
 /// (as `O_DIRECT` requires) and is allocated, fallibly, when first needed: a worker that only
 /// maps windows, or only meets small files, never allocates its full share. Buffered reads
-/// for a lane start [`Buffer::lead`] bytes past the boundary ([`RangeReader::staggered`]).
+/// for a lane start a few cache lines past the boundary ([`RangeReader::staggered`]).
 pub struct Buffer {
     storage: Vec<u8>,
     /// Where buffered reads for a lane start past the page boundary: a number of cache
@@ -946,7 +946,7 @@ pub struct RangeReader<'a> {
 
 impl RangeReader<'_> {
     /// Starts buffered reads a buffer's own number of cache lines past the page boundary (see
-    /// [`STAGGER_LINES`]): for the chunks of a message that has a lane to itself, so that the
+    /// `STAGGER_LINES`): for the chunks of a message that has a lane to itself, so that the
     /// lanes, each hashing from its own buffer, do not share L1 sets. Not for a chunk whose
     /// leaves fill the lanes: they sit a multiple of 4 KiB apart in the one buffer wherever
     /// it starts, so the lead buys nothing there, and leaves of 4 KiB would straddle two
