@@ -412,7 +412,11 @@ impl Reader {
                 return Some(Some(Err(e)));
             }
             let chunk = lane_chunk_size(kernel, self.chunk_size);
-            let mut reader = read.shared.file.range_reader(read.pos..read.end, chunk);
+            let mut reader = read
+                .shared
+                .file
+                .range_reader(read.pos..read.end, chunk)
+                .staggered();
             let buffer = self.next_buffer_within(2 * kernel.lanes())?;
             match reader.next_chunk(buffer) {
                 Ok(part) => {

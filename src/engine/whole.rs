@@ -156,7 +156,11 @@ impl Reader {
             job.error = Some(e);
         }
         if unread(job) {
-            let mut reader = job.shared.file.range_reader(job.pos..job.end, lanes.chunk);
+            let mut reader = job
+                .shared
+                .file
+                .range_reader(job.pos..job.end, lanes.chunk)
+                .staggered();
             match reader.next_chunk(self.next_buffer()?) {
                 Ok(chunk) => {
                     job.pos = reader.position();
