@@ -76,9 +76,9 @@ pub(super) unsafe fn compress<const N: usize>(
 /// two 256-bit halves (AMD Zen 4, [`half_width_512`]).
 ///
 /// Lanes of one length may sit a multiple of 4 KiB apart (the leaves of a chunk; no longer
-/// the lanes' read buffers, see `source::STAGGER_LINES`), so at each block every lane's row falls in the same two sets of the
-/// 8-way L1 cache: 32 lanes bring 64 lines into them per block, twice what 16 do, and every
-/// row is read again from L2 or beyond. Measured on one Zen 4 core, messages cut from 16 MiB
+/// the lanes' read buffers, see `source::STAGGER_LINES`), so at each block every lane's row
+/// falls in the same two sets of the 8-way L1 cache: 32 lanes bring 64 lines into them per
+/// block, twice what 16 do, and every row is read again from L2 or beyond. Measured on one Zen 4 core, messages cut from 16 MiB
 /// 4 KiB apart, thread CPU time, medians of 5: 4 KiB messages 6.2 GB/s interleaved against
 /// 6.6 one group at a time, 128 KiB ones 6.3 against 7.4; with each group's rows loaded a
 /// block early (see [`compress_groups`]) the one group gives 7.3 and 8.0. `mtsum -p 1 -a md5
