@@ -112,6 +112,41 @@ mod x86 {
         }};
     }
 
+    /// The AVX2 lane set (`md5-avx2-8x2`, 16 lanes) on messages laid out as [`laid_out!`]
+    /// lays them, behind a prefix byte as RFC 6962 leaves are, through `lanes::hash_many`
+    /// (the path of a chunk's leaves): what the set conflicts cost where there is no AVX-512.
+    fn laid_out_avx2(
+        group: &mut criterion::BenchmarkGroup<criterion::measurement::WallTime>,
+        len: usize,
+        skew: usize,
+        name: &str,
+    ) {
+        const N: usize = 16;
+        let Some(kernel) = Kernel::available(Algorithm::Md5)
+            .into_iter()
+            .find(|k| k.name() == "md5-avx2-8x2")
+        else {
+            return;
+        };
+        let span = N * len + skew * N * N + 4096;
+        let buf = vec![0x5au8; SPREAD];
+        let groups = SPREAD / span;
+        let mut g = 0;
+        group.throughput(Throughput::Bytes((N * len) as u64));
+        group.bench_function(format!("avx2-x{N} {name}"), |b| {
+            b.iter(|| {
+                g = (g + 1) % groups;
+                let data: Vec<&[u8]> = (0..N)
+                    .map(|j| {
+                        let at = g * span + 1 + j * (len + skew * j);
+                        &buf[at..at + len]
+                    })
+                    .collect();
+                lanes::hash_many(kernel, b"\0", black_box(&data))
+            });
+        });
+    }
+
     /// Messages 4 KiB apart, as the leaves of a chunk and the lanes' read buffers are, so
     /// that every lane's row of a block falls in the same sets of L1, against the same
     /// messages a cache line or more apart from each other.
@@ -122,6 +157,8 @@ mod x86 {
             laid_out!(group, 32, len, 0, "4 KiB apart");
             laid_out!(group, 16, len, 64, "staggered");
             laid_out!(group, 32, len, 64, "staggered");
+            laid_out_avx2(&mut group, len, 0, "4 KiB apart");
+            laid_out_avx2(&mut group, len, 64, "staggered");
             group.finish();
         }
     }
