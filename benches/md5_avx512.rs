@@ -11,8 +11,9 @@
 //!
 //! The second group lays the messages out in one large buffer, 4 KiB apart (a chunk's leaves)
 //! or staggered by a cache line more per lane, to show what the set conflicts of L1 cost
-//! (see `SPLIT_BLOCKS` in the kernel). On AMD Zen 4 the 32-lane rows of both groups run as two
-//! passes of 16 lanes, as the kernel does there from 32 blocks on.
+//! (see `SPLIT_BLOCKS` in the kernel), with the AVX2 lane set on the same layouts for
+//! comparison. On AMD Zen 4 the 32-lane rows of both groups run as two passes of 16 lanes, as
+//! the kernel does there from 32 blocks on.
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
