@@ -370,11 +370,8 @@ impl<F: Family, T, B: AsRef<[u8]>> Manager<F, T, B> {
         while let Some(front) = slot.queue.front() {
             let rest = &front.as_ref()[slot.offset..];
             if slot.part == 0 && rest.len() >= F::BLOCK {
-                let whole = rest.len() / F::BLOCK;
-                return match slot.gather_end::<F>(&mut self.events) {
-                    Some(n) => Input::Buffered(n),
-                    None => Input::Chunk(whole),
-                };
+                // A message's end near: `step` gathers it with the padding.
+                return Input::Chunk(rest.len() / F::BLOCK);
             }
             // Less than a block left in the chunk, or a block begun in `buf`: gather.
             let take = rest.len().min(F::BLOCK - slot.part);
