@@ -497,29 +497,45 @@ fn set_direct(file: &File, on: bool) -> io::Result<()> {
 /// Whether the file takes `RWF_DONTCACHE` reads: it is asked with a one-byte read.
 fn supports_dontcache(file: &File) -> Result<(), String> {
     let mut byte = [0u8];
-    match preadv2(file, &mut byte, 0, libc::RWF_DONTCACHE) {
+    match preadv2(
+        file,
+        &mut [io::IoSliceMut::new(&mut byte)],
+        0,
+        libc::RWF_DONTCACHE,
+    ) {
         Ok(_) => Ok(()),
         Err(e) => Err(os_message(&e)),
     }
 }
 
-/// One `preadv2` call; `flags` 0 is a plain `pread`.
-fn preadv2(file: &File, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io::Result<usize> {
-    if flags == 0 {
-        return file.read_at(buf, offset);
-    }
-    let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
+/// One `preadv2` call into `bufs`, filled in order; `flags` 0 is a plain `preadv`.
+fn preadv2(
+    file: &File,
+    bufs: &mut [io::IoSliceMut<'_>],
+    offset: u64,
+    flags: libc::c_int,
+) -> io::Result<usize> {
     let offset =
         libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: one iovec describing `buf`, which we borrow mutably for the call.
-    match unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, offset, flags) } {
+    let count = libc::c_int::try_from(bufs.len().min(IOV_MAX)).expect("IOV_MAX fits");
+    // SAFETY: `IoSliceMut` is ABI-compatible with `iovec` on Unix; the slices are borrowed
+    // mutably for the call, and `count` is at most their number.
+    let n = unsafe {
+        let iov = bufs.as_ptr().cast::<libc::iovec>();
+        if flags == 0 {
+            libc::preadv(file.as_raw_fd(), iov, count, offset)
+        } else {
+            libc::preadv2(file.as_raw_fd(), iov, count, offset, flags)
+        }
+    };
+    match n {
         n if n >= 0 => Ok(n as usize),
         _ => Err(io::Error::last_os_error()),
     }
 }
+
+/// The most iovecs one `preadv2` takes (Linux's `UIO_MAXIOV`).
+const IOV_MAX: usize = 1024;
 
 /// Reads into `buf` from `offset` until it holds at least `need` bytes or the file ends, and
 /// returns the bytes read, which may be up to `buf.len()`. With `direct`, a read that ends off
@@ -532,11 +548,33 @@ fn read_full(
     flags: libc::c_int,
     direct: Option<u64>,
 ) -> io::Result<usize> {
+    read_full_vectored(
+        file,
+        &mut [io::IoSliceMut::new(buf)],
+        need,
+        offset,
+        flags,
+        direct,
+    )
+}
+
+/// [`read_full`] into the buffers of `bufs`, the file's bytes filling one after another.
+fn read_full_vectored(
+    file: &File,
+    mut bufs: &mut [io::IoSliceMut<'_>],
+    need: usize,
+    offset: u64,
+    flags: libc::c_int,
+    direct: Option<u64>,
+) -> io::Result<usize> {
     let mut got = 0;
-    while got < need {
-        match preadv2(file, &mut buf[got..], offset + got as u64, flags) {
+    while got < need && !bufs.is_empty() {
+        match preadv2(file, bufs, offset + got as u64, flags) {
             Ok(0) => break,
-            Ok(n) => got += n,
+            Ok(n) => {
+                got += n;
+                io::IoSliceMut::advance_slices(&mut bufs, n);
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
@@ -993,23 +1031,95 @@ impl RangeReader<'_> {
         stop == self.end && stop == self.file.len()
     }
 
-    /// The next chunk by buffered reads (`pread`, or `preadv2` with `flags`). The file's last
-    /// chunk asks for one byte more, at no cost: a file system that misreports the size
-    /// gives it (see [`SizedFile::check_unchanged`]).
+    /// The next chunks of `readers`, ranges of one file of which each but the last ends with
+    /// this chunk where the next begins: the two halves of a small file, which the `mtsum`
+    /// layout makes two leaves. Buffered reads fill them all with one `preadv`, one system
+    /// call per file instead of one per leaf (a `pread` costs about 1.3 µs of CPU beside
+    /// its copy on a 2-core EPYC: `mtsum -r` over 20 000 small files reads them twice as
+    /// often as a loop of `open`, `pread`, `close`). Other read modes, readers that do not
+    /// follow one another, and a read that fails or falls short (each reader then reports it
+    /// as [`RangeReader::next_chunk`] does) read one reader after another. One result per
+    /// reader, in order, each with its buffer.
+    ///
+    /// # Panics
+    /// If there are not as many buffers as readers.
+    pub fn next_chunks(
+        readers: &mut [RangeReader<'_>],
+        mut buffers: Vec<Buffer>,
+    ) -> Vec<Result<Chunk, (Buffer, InputError)>> {
+        assert_eq!(readers.len(), buffers.len(), "a buffer per reader");
+        let flags = match readers.first().map(|r| r.file.read_mode()) {
+            Some(ReadMode::Pread) => Some(0),
+            Some(ReadMode::DontCache) => Some(libc::RWF_DONTCACHE),
+            _ => None,
+        };
+        let follow = readers.windows(2).all(|w| {
+            std::ptr::eq(w[0].file, w[1].file)
+                && w[0].pos + w[0].next_len() as u64 == w[0].end
+                && w[0].end == w[1].pos
+        });
+        if let Some(flags) = flags.filter(|_| follow && readers.len() <= IOV_MAX)
+            && let Ok(bytes) = RangeReader::read_together(readers, &mut buffers, flags)
+        {
+            let chunks = bytes.into_iter().zip(buffers);
+            return chunks
+                .map(|(bytes, buffer)| Ok(Chunk { buffer, bytes }))
+                .collect();
+        }
+        let chunks = readers.iter_mut().zip(buffers);
+        chunks.map(|(r, buffer)| r.next_chunk(buffer)).collect()
+    }
+
+    /// The bytes of the next buffered read.
+    fn next_len(&self) -> usize {
+        (self.end - self.pos).min(self.chunk as u64) as usize
+    }
+
+    /// The next chunk by buffered reads (`pread`, or `preadv2` with `flags`).
     fn read_next(&mut self, buffer: &mut Buffer, flags: libc::c_int) -> Result<Bytes, InputError> {
-        let n = (self.end - self.pos).min(self.chunk as u64) as usize;
-        let at_end = self.ends_file(self.pos + n as u64);
-        let lead = if self.staggered { buffer.lead } else { 0 };
-        let buf = &mut buffer.get_mut(lead + n + usize::from(at_end))?[lead..];
-        let got = read_full(&self.file.file, buf, n, self.pos, flags, None)?;
-        if got < n {
-            return Err(self.file.ended_early());
+        let mut bytes = RangeReader::read_together(
+            std::slice::from_mut(self),
+            std::slice::from_mut(buffer),
+            flags,
+        )?;
+        Ok(bytes.pop().expect("one chunk"))
+    }
+
+    /// The next chunk of each of `readers`, which follow one another in one file (see
+    /// [`RangeReader::next_chunks`]), into `buffers`, by buffered reads (`preadv`, or
+    /// `preadv2` with `flags`) that fill them in turn. The file's last chunk asks for one
+    /// byte more, at no cost: a file system that misreports the size gives it (see
+    /// [`SizedFile::check_unchanged`]). No reader moves unless every chunk is whole.
+    fn read_together(
+        readers: &mut [RangeReader<'_>],
+        buffers: &mut [Buffer],
+        flags: libc::c_int,
+    ) -> Result<Vec<Bytes>, InputError> {
+        let last = readers.last().expect("a reader");
+        let (file, start) = (last.file, readers[0].pos);
+        let at_end = last.ends_file(last.pos + last.next_len() as u64);
+        let (mut need, mut parts, mut slices) = (0, Vec::new(), Vec::new());
+        for (i, (reader, buffer)) in readers.iter().zip(buffers.iter_mut()).enumerate() {
+            let n = reader.next_len();
+            let lead = if reader.staggered { buffer.lead } else { 0 };
+            let extra = usize::from(at_end && i + 1 == readers.len());
+            slices.push(io::IoSliceMut::new(
+                &mut buffer.get_mut(lead + n + extra)?[lead..],
+            ));
+            parts.push(lead..lead + n);
+            need += n;
+        }
+        let got = read_full_vectored(&file.file, &mut slices, need, start, flags, None)?;
+        if got < need {
+            return Err(file.ended_early());
         }
         if at_end {
-            self.file.saw_end(got > n);
+            file.saw_end(got > need);
         }
-        self.pos += n as u64;
-        Ok(Bytes::Read(lead..lead + n))
+        for (reader, part) in readers.iter_mut().zip(&parts) {
+            reader.pos += part.len() as u64;
+        }
+        Ok(parts.into_iter().map(Bytes::Read).collect())
     }
 
     /// The next chunk by `O_DIRECT`: whole aligned blocks from the block holding `pos`, of
@@ -1226,6 +1336,67 @@ mod tests {
             // lines in between, but not so that all twelve start on the same one.
             if matches!(file.read_mode(), ReadMode::Pread | ReadMode::DontCache) {
                 assert!(starts.len() > 1, "{mode:?}: {starts:?}");
+            }
+        }
+    }
+
+    /// Readers of ranges that follow one another, read together: each gets its own bytes in
+    /// its own buffer, in every read mode and whether or not its range fits one chunk; the
+    /// last sees the end of the file (or the bytes past a misreported size), and a file
+    /// shorter than its size fails where its bytes run out.
+    #[test]
+    fn readers_that_follow_one_another_each_get_their_own_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [2usize, 3, 4097, 3 * 8192 + 100] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            // As the file system reports it: true, one byte short, ten bytes long.
+            for claimed in [len as u64, len as u64 - 1, len as u64 + 10] {
+                for mode in MODES {
+                    for (pieces, chunk) in [(2, 1 << 20), (3, 1 << 20), (2, 4096)] {
+                        let file = sized(dir.path(), &data, claimed, mode);
+                        let cuts: Vec<u64> = (0..=pieces).map(|i| i * claimed / pieces).collect();
+                        let mut readers: Vec<_> = cuts
+                            .windows(2)
+                            .map(|w| file.range_reader(w[0]..w[1], chunk).staggered())
+                            .collect();
+                        let buffers = (0..pieces).map(|_| Buffer::new()).collect();
+                        let chunks = RangeReader::next_chunks(&mut readers, buffers);
+                        let what = format!("{len} {claimed} {mode:?} {pieces} {chunk}");
+                        for ((result, reader), w) in
+                            chunks.into_iter().zip(&readers).zip(cuts.windows(2))
+                        {
+                            let (start, stop) = (w[0] as usize, w[1] as usize);
+                            // Buffered reads are a chunk long; O_DIRECT and mapped windows
+                            // end on a block or a page.
+                            let reach = stop.min(start + chunk);
+                            let exact = matches!(mode, ReadMode::Pread | ReadMode::DontCache);
+                            match result {
+                                Ok(got) => {
+                                    let end = start + got.bytes().len();
+                                    assert!(!exact || end == reach, "{what}");
+                                    assert_eq!(reader.position(), end as u64, "{what}");
+                                    // A mapped page holds zeros past the end; the stamp check
+                                    // after hashing finds the file changed.
+                                    if end <= len {
+                                        assert!(got.bytes() == &data[start..end], "{what}");
+                                    } else {
+                                        assert_eq!(mode, ReadMode::Mmap, "{what}");
+                                    }
+                                }
+                                Err((_, InputError::Changed)) => assert!(reach > len, "{what}"),
+                                Err((_, e)) => panic!("{e}: {what}"),
+                            }
+                        }
+                        let last_fits = claimed - cuts[pieces as usize - 1] <= chunk as u64;
+                        let buffered = matches!(mode, ReadMode::Pread | ReadMode::DontCache);
+                        if buffered && last_fits && claimed < len as u64 {
+                            assert_eq!(file.end(), End::Beyond, "{what}");
+                        }
+                        if buffered && last_fits && claimed == len as u64 {
+                            assert_eq!(file.end(), End::Seen, "{what}");
+                        }
+                    }
+                }
             }
         }
     }

@@ -17,6 +17,7 @@
 //! is a quarter to a third lower (see `docs/performance.md`).
 
 use std::collections::{HashSet, VecDeque};
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -27,7 +28,7 @@ use super::input::{Concluded, Fold, JobDigest, Opening, Planned, Unplanned};
 use super::reader::{Reader, lane_chunk_size};
 use super::{Engine, Job, JobKey, JobSource, Opened, SharedFile};
 use crate::lanes::{Event, Kernel, Lane, Lanes};
-use crate::source::InputError;
+use crate::source::{InputError, RangeReader};
 
 /// Inputs of at most this many bytes are hashed whole by the reader that opened them; the
 /// jobs of larger ones are shared among every worker.
@@ -74,16 +75,24 @@ impl Reader {
     }
 
     /// Hashes every job of the small input `input`: one-message jobs in the reader's lanes,
-    /// others here and now as one stream each.
+    /// others here and now as one stream each. Jobs that all go to lanes start together, so
+    /// that one read gives each its first chunk (see [`RangeReader::next_chunks`]).
     fn hash_whole(&mut self, whole: &mut Whole, input: usize, planned: Planned) -> Option<()> {
         let Planned { jobs, fold } = planned;
         if fold.is_complete() {
             return whole.conclude(input, fold);
         }
         whole.folds.push((input, fold));
-        for job in jobs {
-            match self.lane_kernel(&job) {
-                Some(kernel) => self.start_in_lanes(whole, kernel, job)?,
+        let kernels: Vec<_> = jobs.iter().map(|job| self.lane_kernel(job)).collect();
+        if let Some(Some(kernel)) = kernels.first()
+            && kernels.iter().all(|k| k == &Some(*kernel))
+            && jobs.len() <= kernel.lanes()
+        {
+            return self.start_in_lanes(whole, *kernel, jobs);
+        }
+        for (job, kernel) in jobs.into_iter().zip(kernels) {
+            match kernel {
+                Some(kernel) => self.start_in_lanes(whole, kernel, vec![job])?,
                 None => {
                     let JobSource::At(shared, len) = &job.source else {
                         unreachable!("a small input is a file")
@@ -98,8 +107,9 @@ impl Reader {
         Some(())
     }
 
-    /// Starts `job` in the reader's lanes for `kernel`, hashing until a lane is free.
-    fn start_in_lanes(&mut self, whole: &mut Whole, kernel: Kernel, job: Job) -> Option<()> {
+    /// Starts `jobs` (at most as many as `kernel` has lanes) in the reader's lanes for
+    /// `kernel`, hashing until enough lanes are free, and gives them their first chunks.
+    fn start_in_lanes(&mut self, whole: &mut Whole, kernel: Kernel, jobs: Vec<Job>) -> Option<()> {
         // One lane set at a time (inputs of other algorithms are rare: a sum file's lines),
         // so that the lanes never hold more buffers than one set has lanes.
         if whole
@@ -116,55 +126,78 @@ impl Reader {
             let chunk = lane_chunk_size(kernel, self.chunk_size);
             whole.lanes = Some(ReaderLanes::new(kernel, chunk));
         }
-        while whole.lanes.as_ref().is_some_and(|l| !l.set.has_free_lane()) {
+        let free = |l: &ReaderLanes| kernel.lanes() - l.set.busy_lanes();
+        while whole.lanes.as_ref().is_some_and(|l| free(l) < jobs.len()) {
             self.lane_event(whole)?;
         }
         let lanes = whole.lanes.as_mut().expect("the lane set");
-        let JobSource::At(shared, len) = job.source else {
-            unreachable!("lane jobs are ranges of files")
-        };
-        let prefix = job.layout.message_prefix(len).expect("a one-message job");
-        let key = (job.input, job.index);
-        let Ok(lane) = lanes.set.start_with_prefix(key, prefix) else {
-            unreachable!("a lane is free")
-        };
-        let lane_job = LaneJob {
-            key,
-            lane,
-            shared,
-            start: job.start,
-            pos: job.start,
-            end: job.start + len,
-            closed: false,
-            error: None,
-        };
-        lanes.jobs.push(lane_job);
-        self.feed(lanes, lanes.jobs.len() - 1)
+        let first = lanes.jobs.len();
+        for job in jobs {
+            let JobSource::At(shared, len) = job.source else {
+                unreachable!("lane jobs are ranges of files")
+            };
+            let prefix = job.layout.message_prefix(len).expect("a one-message job");
+            let key = (job.input, job.index);
+            let Ok(lane) = lanes.set.start_with_prefix(key, prefix) else {
+                unreachable!("a lane is free")
+            };
+            lanes.jobs.push(LaneJob {
+                key,
+                lane,
+                shared,
+                start: job.start,
+                pos: job.start,
+                end: job.start + len,
+                closed: false,
+                error: None,
+            });
+        }
+        self.feed(lanes, first..lanes.jobs.len())
     }
 
-    /// Gives job `at` of the lanes its next chunk, or ends its message once it has every
-    /// byte (or a read failed). `None` when the pipeline shut down.
-    fn feed(&mut self, lanes: &mut ReaderLanes, at: usize) -> Option<()> {
-        let job = &mut lanes.jobs[at];
-        let key = job.key;
+    /// Gives the jobs `at` of the lanes their next chunks, read together where they follow
+    /// one another in a file, or ends a job's message once it has every byte (or a read
+    /// failed). `None` when the pipeline shut down.
+    fn feed(&mut self, lanes: &mut ReaderLanes, at: Range<usize>) -> Option<()> {
         let unread = |job: &LaneJob| {
             job.pos < job.end && job.error.is_none() && !job.shared.failed.load(Ordering::Relaxed)
         };
-        if unread(job)
-            && let Err(e) = self.check_cancel()
-        {
-            job.error = Some(e);
+        let mut reading = Vec::with_capacity(at.len());
+        for i in at.clone() {
+            let job = &mut lanes.jobs[i];
+            if unread(job)
+                && let Err(e) = self.check_cancel()
+            {
+                job.error = Some(e);
+            }
+            if unread(job) {
+                reading.push((i, Arc::clone(&job.shared)));
+            }
         }
-        if unread(job) {
-            let mut reader = job
-                .shared
-                .file
-                .range_reader(job.pos..job.end, lanes.chunk)
-                .staggered();
-            match reader.next_chunk(self.next_buffer()?) {
+        let mut readers: Vec<_> = reading
+            .iter()
+            .map(|(i, shared)| {
+                let job = &lanes.jobs[*i];
+                let reader = shared.file.range_reader(job.pos..job.end, lanes.chunk);
+                reader.staggered()
+            })
+            .collect();
+        let buffers = (0..readers.len())
+            .map(|_| self.next_buffer())
+            .collect::<Option<Vec<_>>>()?;
+        let chunks = RangeReader::next_chunks(&mut readers, buffers);
+        for ((result, reader), (i, _)) in chunks.into_iter().zip(&readers).zip(&reading) {
+            let job = &mut lanes.jobs[*i];
+            match result {
                 Ok(chunk) => {
                     job.pos = reader.position();
-                    lanes.set.push(job.lane, Part { key, chunk });
+                    lanes.set.push(
+                        job.lane,
+                        Part {
+                            key: job.key,
+                            chunk,
+                        },
+                    );
                 }
                 Err((buf, e)) => {
                     self.spare.push(buf);
@@ -173,9 +206,11 @@ impl Reader {
             }
         }
         // The next chunk is read when this one is hashed: one chunk per lane in memory.
-        if !unread(job) {
-            job.closed = true;
-            lanes.set.finish(job.lane);
+        for job in &mut lanes.jobs[at] {
+            if !unread(job) {
+                job.closed = true;
+                lanes.set.finish(job.lane);
+            }
         }
         Some(())
     }
@@ -200,7 +235,7 @@ impl Reader {
                 if job.closed {
                     return Some(());
                 }
-                self.feed(lanes, at)
+                self.feed(lanes, at..at + 1)
             }
             Some(Event::Finished(key, digest)) => {
                 let at = lanes.position(key);
