@@ -508,13 +508,17 @@ fn supports_dontcache(file: &File) -> Result<(), String> {
     }
 }
 
-/// One `preadv2` call into `bufs`, filled in order; `flags` 0 is a plain `preadv`.
+/// One `preadv2` call into `bufs`, filled in order; `flags` 0 is a plain `preadv` (`pread`
+/// for one buffer).
 fn preadv2(
     file: &File,
     bufs: &mut [io::IoSliceMut<'_>],
     offset: u64,
     flags: libc::c_int,
 ) -> io::Result<usize> {
+    if let ([buf], 0) = (&mut *bufs, flags) {
+        return file.read_at(buf, offset);
+    }
     let offset =
         libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let count = libc::c_int::try_from(bufs.len().min(IOV_MAX)).expect("IOV_MAX fits");
