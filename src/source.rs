@@ -28,6 +28,7 @@ mod mmap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
+use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
@@ -532,9 +533,44 @@ fn read_full(
     flags: libc::c_int,
     direct: Option<u64>,
 ) -> io::Result<usize> {
+    let len = buf.len();
+    read_full_into(
+        file,
+        buf,
+        Spacing::contiguous(len),
+        len,
+        need,
+        offset,
+        flags,
+        direct,
+    )
+}
+
+/// [`read_full`] into places of `buf` laid out by `spacing`, `len` bytes in all: the `need`
+/// bytes in pieces of `spacing.piece` bytes, each `spacing.stride` after the one before, and
+/// the bytes past `need` (a file's last read asks for one more) after the last piece, in its
+/// iovec. Each call reads every piece still to fill, with one iovec per piece.
+#[allow(clippy::too_many_arguments)]
+fn read_full_into(
+    file: &File,
+    buf: &mut [u8],
+    spacing: Spacing,
+    len: usize,
+    need: usize,
+    offset: u64,
+    flags: libc::c_int,
+    direct: Option<u64>,
+) -> io::Result<usize> {
+    debug_assert!(spacing.span(need) + (len - need) <= buf.len());
     let mut got = 0;
     while got < need {
-        match preadv2(file, &mut buf[got..], offset + got as u64, flags) {
+        let at = offset + got as u64;
+        let read = if spacing.is_contiguous() {
+            preadv2(file, &mut buf[got..len], at, flags)
+        } else {
+            preadv2_spaced(file, buf, spacing, spacing.count(need), got..len, at, flags)
+        };
+        match read {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -545,6 +581,113 @@ fn read_full(
         }
     }
     Ok(got)
+}
+
+/// One `preadv2` call of the bytes `want` (counted as if contiguous) into their places in
+/// `buf`, laid out by `spacing` as `pieces` pieces, the last of which takes every byte to
+/// `want.end`: one iovec per piece, the first starting where a short read before it stopped.
+fn preadv2_spaced(
+    file: &File,
+    buf: &mut [u8],
+    spacing: Spacing,
+    pieces: usize,
+    want: Range<usize>,
+    offset: u64,
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    let Spacing { piece, stride } = spacing;
+    let last = pieces.saturating_sub(1);
+    if pieces > IOV_MAX {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut iovs = Vec::with_capacity(pieces);
+    let base = buf.as_mut_ptr();
+    let mut at = want.start;
+    while at < want.end {
+        let k = (at / piece).min(last);
+        let stop = if k == last { want.end } else { (k + 1) * piece };
+        let place = k * stride + (at - k * piece);
+        assert!(
+            place + (stop - at) <= buf.len(),
+            "a piece inside the buffer"
+        );
+        iovs.push(libc::iovec {
+            // SAFETY: `place + (stop - at)` is within `buf` (asserted above), so the pointer
+            // stays inside its allocation.
+            iov_base: unsafe { base.add(place) }.cast(),
+            iov_len: stop - at,
+        });
+        at = stop;
+    }
+    let offset =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: the iovecs describe disjoint places of `buf` (pieces `stride` ≥ `piece` bytes
+    // apart, each at most `piece` long but the last, which ends the list), which we borrow
+    // mutably for the call; there are at most `IOV_MAX` of them, which fits a `c_int`.
+    match unsafe {
+        libc::preadv2(
+            file.as_raw_fd(),
+            iovs.as_ptr(),
+            iovs.len() as libc::c_int,
+            offset,
+            flags,
+        )
+    } {
+        n if n >= 0 => Ok(n as usize),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// The most iovecs Linux takes in one vectored read (`UIO_MAXIOV`): a chunk of more pieces
+/// is read contiguous.
+const IOV_MAX: usize = 1024;
+
+/// How a read lays the file's bytes out in its buffer: pieces of `piece` bytes, each starting
+/// `stride` bytes after the one before. Contiguous when the two are equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Spacing {
+    piece: usize,
+    stride: usize,
+}
+
+impl Spacing {
+    /// `len` bytes side by side, as one piece.
+    fn contiguous(len: usize) -> Spacing {
+        let piece = len.max(1);
+        Spacing {
+            piece,
+            stride: piece,
+        }
+    }
+
+    fn is_contiguous(self) -> bool {
+        self.piece == self.stride
+    }
+
+    /// Pieces of `piece` bytes one cache line further apart than their length, rounded up to
+    /// a line: successive pieces start on successive lines of a page (see
+    /// [`RangeReader::spread`]).
+    fn spread(piece: NonZeroUsize) -> Spacing {
+        let piece = piece.get();
+        Spacing {
+            piece,
+            stride: piece.next_multiple_of(CACHE_LINE) + CACHE_LINE,
+        }
+    }
+
+    /// The pieces that `len` bytes make, the last one shorter if need be.
+    fn count(self, len: usize) -> usize {
+        len.div_ceil(self.piece)
+    }
+
+    /// The bytes of buffer that `len` bytes take: from the first piece's start to the last
+    /// one's end.
+    fn span(self, len: usize) -> usize {
+        match self.count(len) {
+            0 => 0,
+            n => (n - 1) * self.stride + (len - (n - 1) * self.piece),
+        }
+    }
 }
 
 /// The most bytes of a stream held in memory to hash it with a layout whose tree needs the
@@ -572,15 +715,16 @@ pub fn hold_stream(stream: &mut dyn Read, limit: u64) -> Result<Option<SizedFile
     let (mut held, mut buffer) = (0u64, Buffer::new());
     loop {
         let chunk = read_stream_chunk(stream, buffer, MAX_STREAM_READ).map_err(|(_, e)| e)?;
-        let bytes = chunk.bytes();
-        if bytes.is_empty() {
+        if chunk.is_empty() {
             break;
         }
-        held += bytes.len() as u64;
+        held += chunk.len() as u64;
         if held > limit {
             return Ok(None);
         }
-        io::Write::write_all(&mut file, bytes)?;
+        for piece in chunk.pieces().iter() {
+            io::Write::write_all(&mut file, piece)?;
+        }
         buffer = chunk.finish().0;
     }
     let stamp = Stamp::new(held, Mtime::of(&file.metadata()?));
@@ -693,7 +837,7 @@ impl SizedFile {
             pos: range.start,
             end: range.end,
             chunk: chunk_size.max(1),
-            staggered: false,
+            place: Place::Aligned,
         }
     }
 
@@ -874,21 +1018,61 @@ pub struct Chunk {
 }
 
 enum Bytes {
-    /// This range of the buffer's aligned memory.
-    Read(Range<usize>),
+    /// `len` bytes laid out by `spacing` from `start` in the buffer's aligned memory.
+    Read {
+        start: usize,
+        len: usize,
+        spacing: Spacing,
+    },
     Mapped(mmap::Window),
 }
 
-impl Chunk {
-    /// The bytes to hash.
-    pub fn bytes(&self) -> &[u8] {
-        match &self.bytes {
-            Bytes::Read(range) => {
-                let start = self.buffer.aligned_start();
-                &self.buffer.storage[start + range.start..start + range.end]
-            }
-            Bytes::Mapped(window) => window.bytes(),
+impl Bytes {
+    /// The bytes `range` of the buffer's aligned memory, side by side.
+    fn contiguous(range: Range<usize>) -> Bytes {
+        Bytes::Read {
+            start: range.start,
+            len: range.len(),
+            spacing: Spacing::contiguous(range.len()),
         }
+    }
+}
+
+impl Chunk {
+    /// The bytes to hash, where they lie: side by side (one piece), or the leaves of a
+    /// spread read ([`RangeReader::spread`]) a cache line further apart than their length.
+    pub fn pieces(&self) -> Pieces<'_> {
+        match &self.bytes {
+            &Bytes::Read {
+                start,
+                len,
+                spacing,
+            } => {
+                let at = self.buffer.aligned_start() + start;
+                Pieces {
+                    span: &self.buffer.storage[at..at + spacing.span(len)],
+                    len,
+                    spacing,
+                }
+            }
+            Bytes::Mapped(window) => Pieces::contiguous(window.bytes()),
+        }
+    }
+
+    /// The bytes to hash if they lie side by side, as those of every chunk do but a spread
+    /// read's.
+    pub fn contiguous(&self) -> Option<&[u8]> {
+        self.pieces().contiguous_bytes()
+    }
+
+    /// How many bytes of the input the chunk holds.
+    pub fn len(&self) -> usize {
+        self.pieces().len()
+    }
+
+    /// Whether the chunk holds no byte: a stream's end.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Gives the buffer back for the next read, with [`InputError::Changed`] if the bytes
@@ -899,6 +1083,74 @@ impl Chunk {
             _ => Ok(()),
         };
         (self.buffer, ok)
+    }
+}
+
+/// A chunk's bytes where they lie in memory: `len` bytes in pieces of
+/// [`Pieces::piece_len`] bytes, each starting [`Pieces::stride`] bytes after the one before,
+/// the last one shorter if need be. Bytes side by side are one piece. Whatever the layout,
+/// feeding [`Pieces::iter`] in order to a hasher hashes the chunk; only a hasher of equal
+/// messages (a chunk's leaves, in SIMD lanes) has a use for the stride.
+#[derive(Clone, Copy, Debug)]
+pub struct Pieces<'a> {
+    /// From the first piece's start to the last one's end.
+    span: &'a [u8],
+    len: usize,
+    spacing: Spacing,
+}
+
+impl<'a> Pieces<'a> {
+    /// `bytes`, as one piece.
+    pub fn contiguous(bytes: &'a [u8]) -> Pieces<'a> {
+        Pieces {
+            span: bytes,
+            len: bytes.len(),
+            spacing: Spacing::contiguous(bytes.len()),
+        }
+    }
+
+    /// The bytes of the input they hold.
+    pub fn len(self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// The length of every piece but the last, which may be shorter.
+    pub fn piece_len(self) -> usize {
+        self.spacing.piece
+    }
+
+    /// How far apart two successive pieces start, at least [`Pieces::piece_len`].
+    pub fn stride(self) -> usize {
+        self.spacing.stride
+    }
+
+    /// The pieces of [`Pieces::piece_len`] bytes: all of them, or all but a shorter last.
+    pub fn whole(self) -> usize {
+        self.len / self.spacing.piece
+    }
+
+    /// The memory from the first piece's start to the last one's end: piece `i` is its bytes
+    /// `i * stride ..`, of `piece_len` bytes (the last to the end).
+    pub fn span(self) -> &'a [u8] {
+        self.span
+    }
+
+    /// The bytes if they lie side by side (at most one piece).
+    pub fn contiguous_bytes(self) -> Option<&'a [u8]> {
+        (self.spacing.count(self.len) <= 1).then_some(self.span)
+    }
+
+    /// The pieces in order.
+    pub fn iter(self) -> impl Iterator<Item = &'a [u8]> {
+        let Spacing { piece, stride } = self.spacing;
+        (0..self.spacing.count(self.len)).map(move |i| {
+            let start = i * stride;
+            &self.span[start..start + piece.min(self.len - i * piece)]
+        })
     }
 }
 
@@ -927,7 +1179,7 @@ pub fn read_stream_chunk(
     match result {
         Ok(n) => Ok(Chunk {
             buffer,
-            bytes: Bytes::Read(0..n),
+            bytes: Bytes::contiguous(0..n),
         }),
         Err(e) => Err((buffer, e.into())),
     }
@@ -940,8 +1192,19 @@ pub struct RangeReader<'a> {
     pos: u64,
     end: u64,
     chunk: usize,
-    /// Whether buffered reads start [`Buffer::lead`] bytes past the page boundary.
-    staggered: bool,
+    /// Where buffered reads put the bytes in the buffer.
+    place: Place,
+}
+
+/// Where a [`RangeReader`]'s buffered reads put the bytes in the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// Side by side from the page boundary.
+    Aligned,
+    /// Side by side from [`Buffer::lead`] bytes past the page boundary.
+    Staggered,
+    /// In pieces of this many bytes, a cache line further apart than their length.
+    Spread(NonZeroUsize),
 }
 
 impl RangeReader<'_> {
@@ -952,9 +1215,26 @@ impl RangeReader<'_> {
     /// it starts, so the lead buys nothing there, and leaves of 4 KiB would straddle two
     /// pages (`mtsum -p 1 -a md5 -t rfc6962 -l 4K`, 2 GiB, hashing thread's CPU, medians of
     /// 7, every read staggered: 315 → 354 ms; runs of one binary against itself differ by
-    /// up to 5 % on this host).
+    /// up to 5 % on this host). Such a chunk's leaves are separated by
+    /// [`RangeReader::spread`] instead.
     pub fn staggered(mut self) -> Self {
-        self.staggered = true;
+        self.place = Place::Staggered;
+        self
+    }
+
+    /// Reads each chunk (by `pread` or `RWF_DONTCACHE`) in pieces of `piece` bytes that start
+    /// one cache line further apart than their length (rounded up to a line), with one
+    /// `preadv2` and an iovec per piece: for a chunk of whole leaves that a multi-buffer
+    /// kernel hashes side by side. Leaves a multiple of 4 KiB apart put every lane's row of a
+    /// block into the same sets of L1 (on Zen 4, 8 ways of 4 KiB), each row coming again from
+    /// L2; a line further apart each, they fall into successive sets. The same bytes are
+    /// copied by the same number of calls; only their places change (see
+    /// `docs/performance.md`, "Chunks of leaves read a line apart").
+    ///
+    /// A chunk of one piece, or of more pieces than a vectored read takes (1024), is read
+    /// side by side; `O_DIRECT` reads and mapped windows are always side by side.
+    pub fn spread(mut self, piece: NonZeroUsize) -> Self {
+        self.place = Place::Spread(piece);
         self
     }
 
@@ -999,9 +1279,18 @@ impl RangeReader<'_> {
     fn read_next(&mut self, buffer: &mut Buffer, flags: libc::c_int) -> Result<Bytes, InputError> {
         let n = (self.end - self.pos).min(self.chunk as u64) as usize;
         let at_end = self.ends_file(self.pos + n as u64);
-        let lead = if self.staggered { buffer.lead } else { 0 };
-        let buf = &mut buffer.get_mut(lead + n + usize::from(at_end))?[lead..];
-        let got = read_full(&self.file.file, buf, n, self.pos, flags, None)?;
+        let (lead, spacing) = match self.place {
+            Place::Aligned => (0, Spacing::contiguous(n)),
+            Place::Staggered => (buffer.lead, Spacing::contiguous(n)),
+            Place::Spread(piece) => match Spacing::spread(piece) {
+                spread if (2..=IOV_MAX).contains(&spread.count(n)) => (0, spread),
+                _ => (0, Spacing::contiguous(n)),
+            },
+        };
+        // The extra byte of the file's last read goes right after the last piece.
+        let len = n + usize::from(at_end);
+        let buf = &mut buffer.get_mut(lead + spacing.span(n) + (len - n))?[lead..];
+        let got = read_full_into(&self.file.file, buf, spacing, len, n, self.pos, flags, None)?;
         if got < n {
             return Err(self.file.ended_early());
         }
@@ -1009,7 +1298,11 @@ impl RangeReader<'_> {
             self.file.saw_end(got > n);
         }
         self.pos += n as u64;
-        Ok(Bytes::Read(lead..lead + n))
+        Ok(Bytes::Read {
+            start: lead,
+            len: n,
+            spacing,
+        })
     }
 
     /// The next chunk by `O_DIRECT`: whole aligned blocks from the block holding `pos`, of
@@ -1046,7 +1339,7 @@ impl RangeReader<'_> {
             self.file.saw_end(got > stop);
         }
         self.pos = base + stop as u64;
-        Ok(Bytes::Read(skew..stop))
+        Ok(Bytes::contiguous(skew..stop))
     }
 
     /// Maps the next window; `None` when every guard slot is taken (the chunk is then read).

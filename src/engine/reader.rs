@@ -2,6 +2,7 @@
 //! hasher, one job as a stream of chunks, or many one-message jobs in rounds for SIMD lanes.
 
 use std::io::Read;
+use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -194,7 +195,11 @@ impl Reader {
             JobSource::At(shared, len) => {
                 let range = job.start..job.start + len;
                 let chunk = self.file_chunk_size();
-                self.read_range(&shared, range, chunk)?
+                let spread = job
+                    .layout
+                    .lane_leaf(job.alg, job.kind)
+                    .and_then(|leaf| spread_piece(leaf.get(), chunk));
+                self.read_range(&shared, range, chunk, spread)?
             }
             JobSource::Stream(reader) => self.read_stream(reader)?,
         };
@@ -242,16 +247,21 @@ impl Reader {
         }
     }
 
-    /// Reads `range` of a file as chunks of `chunk` bytes to the hasher: the bytes read, or
-    /// why not; `None` when the pipeline shut down.
+    /// Reads `range` of a file as chunks of `chunk` bytes to the hasher, spread in pieces of
+    /// `spread` bytes if given ([`crate::source::RangeReader::spread`]): the bytes read, or why not; `None`
+    /// when the pipeline shut down.
     fn read_range(
         &mut self,
         shared: &SharedFile,
         range: Range<u64>,
         chunk: usize,
+        spread: Option<NonZeroUsize>,
     ) -> Option<Result<u64, InputError>> {
         let start = range.start;
         let mut reader = shared.file.range_reader(range, chunk);
+        if let Some(piece) = spread {
+            reader = reader.spread(piece);
+        }
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
             if let Err(e) = self.check_cancel() {
                 return Some(Err(e));
@@ -275,12 +285,12 @@ impl Reader {
                 return Some(Err(e));
             }
             match read_stream_chunk(&mut *reader, self.next_buffer()?, self.chunk_size) {
-                Ok(chunk) if chunk.bytes().is_empty() => {
+                Ok(chunk) if chunk.is_empty() => {
                     self.spare.push(chunk.finish().0);
                     return Some(Ok(done));
                 }
                 Ok(chunk) => {
-                    done += chunk.bytes().len() as u64;
+                    done += chunk.len() as u64;
                     self.out.send(Msg::Chunk(chunk)).ok()?;
                 }
                 Err((buf, e)) => {
@@ -513,6 +523,24 @@ struct LaneRead {
     /// The next byte to read.
     pos: u64,
     end: u64,
+}
+
+/// The smallest leaves read spread: below, a chunk's leaves are already less than a page apart,
+/// so fewer lanes share a set of L1 (see `docs/performance.md`, "Chunks of leaves read a line
+/// apart").
+const MIN_SPREAD_LEAF: usize = 1 << 10;
+
+/// The pieces to spread a chunk of `chunk` bytes of whole leaves of `leaf` bytes in, for a
+/// hasher that hashes them side by side in lanes ([`Layout::lane_leaf`]): the leaves, if they
+/// are at least [`MIN_SPREAD_LEAF`] and divide the chunk, so that every chunk of a job (whose
+/// jobs start on a leaf) starts on a leaf too.
+///
+/// [`Layout::lane_leaf`]: crate::layout::Layout::lane_leaf
+fn spread_piece(leaf: u64, chunk: usize) -> Option<NonZeroUsize> {
+    let leaf = usize::try_from(leaf).ok()?;
+    (leaf >= MIN_SPREAD_LEAF && chunk.is_multiple_of(leaf))
+        .then_some(leaf)
+        .and_then(NonZeroUsize::new)
 }
 
 /// Bytes per read for jobs in lanes: two rounds of every lane in flight stay within

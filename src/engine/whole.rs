@@ -188,7 +188,7 @@ impl Reader {
         match lanes.set.poll() {
             Some(Event::Consumed(part)) => {
                 if let Some(p) = &self.progress {
-                    p.fetch_add(part.chunk.bytes().len() as u64, Ordering::Relaxed);
+                    p.fetch_add(part.chunk.len() as u64, Ordering::Relaxed);
                 }
                 let (buf, ok) = part.chunk.finish();
                 self.spare.push(buf);
