@@ -1109,6 +1109,20 @@ impl<'a> Pieces<'a> {
         }
     }
 
+    /// `len` bytes in pieces of `piece` bytes laid out in `span`, piece `i` at
+    /// `span[i * stride ..]` (the last one shorter if need be, ending `span`): what a caller
+    /// that reads leaves into places of its own hands to
+    /// [`JobHasher::update_pieces`](crate::layout::JobHasher::update_pieces). `None` if
+    /// `piece` is 0, `stride` less than `piece`, or `span` not the length the pieces take.
+    pub fn spread(span: &'a [u8], len: usize, piece: usize, stride: usize) -> Option<Pieces<'a>> {
+        let spacing = Spacing { piece, stride };
+        (piece > 0 && stride >= piece && span.len() == spacing.span(len)).then_some(Pieces {
+            span,
+            len,
+            spacing,
+        })
+    }
+
     /// The bytes of the input they hold.
     pub fn len(self) -> usize {
         self.len
@@ -1438,7 +1452,7 @@ mod tests {
         let (mut out, mut buffer) = (Vec::new(), Buffer::new());
         while !reader.is_done() {
             let chunk = reader.next_chunk(buffer).map_err(|(_, e)| e).unwrap();
-            out.extend_from_slice(chunk.bytes());
+            out.extend_from_slice(chunk.contiguous().unwrap());
             let (back, ok) = chunk.finish();
             ok.unwrap();
             buffer = back;
@@ -1499,8 +1513,9 @@ mod tests {
                         .next_chunk(Buffer::new())
                         .map_err(|(_, e)| e)
                         .unwrap();
-                    let start = got.bytes().as_ptr() as usize % BUFFER_ALIGN;
-                    out.extend_from_slice(got.bytes());
+                    let bytes = got.contiguous().unwrap();
+                    let start = bytes.as_ptr() as usize % BUFFER_ALIGN;
+                    out.extend_from_slice(bytes);
                     got.finish().1.unwrap();
                     match file.read_mode() {
                         // The chunk starts on a block boundary of the file, so its start in
@@ -1519,6 +1534,131 @@ mod tests {
             // lines in between, but not so that all twelve start on the same one.
             if matches!(file.read_mode(), ReadMode::Pread | ReadMode::DontCache) {
                 assert!(starts.len() > 1, "{mode:?}: {starts:?}");
+            }
+        }
+    }
+
+    /// The bytes of `0..file.len()` as a reader spread in pieces of `piece` bytes delivers
+    /// them, `chunk` at a time, checking where each chunk's pieces lie.
+    fn read_spread(file: &SizedFile, chunk: usize, piece: usize) -> Result<Vec<u8>, InputError> {
+        let piece_size = NonZeroUsize::new(piece).unwrap();
+        let mut reader = file.range_reader(0..file.len(), chunk).spread(piece_size);
+        let (mut out, mut buffer) = (Vec::new(), Buffer::new());
+        while !reader.is_done() {
+            let got = reader.next_chunk(buffer).map_err(|(_, e)| e)?;
+            let pieces = got.pieces();
+            let count = pieces.iter().count();
+            let spread = match file.read_mode() {
+                ReadMode::Pread | ReadMode::DontCache => (2..=IOV_MAX).contains(&count),
+                ReadMode::Direct | ReadMode::Mmap => false,
+            };
+            let mode = file.read_mode();
+            if spread {
+                // A line more than the piece, rounded up to a line: successive lines.
+                let stride = piece.next_multiple_of(64) + 64;
+                assert_eq!((pieces.piece_len(), pieces.stride()), (piece, stride));
+                assert!(got.contiguous().is_none(), "{mode:?} {chunk} {piece}");
+                let base = pieces.span().as_ptr() as usize;
+                for (i, p) in pieces.iter().enumerate() {
+                    assert_eq!(p.as_ptr() as usize - base, i * stride, "{mode:?} {i}");
+                    assert!(p.len() == piece || i == count - 1 && p.len() < piece);
+                }
+                assert_eq!(pieces.whole(), got.len() / piece);
+            } else {
+                assert!(count <= 1, "{mode:?} {chunk} {piece}: {count} pieces");
+                assert!(got.contiguous().is_some());
+            }
+            assert_eq!(pieces.iter().map(<[u8]>::len).sum::<usize>(), got.len());
+            for p in pieces.iter() {
+                out.extend_from_slice(p);
+            }
+            let (back, ok) = got.finish();
+            ok?;
+            buffer = back;
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn spread_reads_deliver_the_bytes_in_pieces_a_line_further_apart_than_their_length() {
+        let dir = tempfile::tempdir().unwrap();
+        for mode in MODES {
+            for piece in [64usize, 1000, 4096] {
+                // Chunks of 1, 2 and 5 pieces; files of a piece or less, a last piece shorter
+                // than the others, and a last chunk at the file's end, shorter or whole.
+                for per_chunk in [1, 2, 5] {
+                    let chunk = per_chunk * piece;
+                    let lens = [
+                        1,
+                        piece - 1,
+                        piece,
+                        piece + 1,
+                        chunk - 1,
+                        chunk,
+                        chunk + 1,
+                        2 * chunk + piece / 2,
+                        3 * chunk,
+                    ];
+                    for len in lens {
+                        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+                        let file = sized(dir.path(), &data, len as u64, mode);
+                        let got = read_spread(&file, chunk, piece).unwrap();
+                        assert!(got == data, "{mode:?} {piece} {chunk} {len}");
+                        // The last read asked for a byte more, and found none.
+                        if matches!(file.read_mode(), ReadMode::Pread | ReadMode::DontCache) {
+                            assert_eq!(file.end(), End::Seen, "{mode:?} {piece} {chunk} {len}");
+                        }
+                        file.check_unchanged().unwrap();
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn spread_reads_find_bytes_past_the_size_and_a_file_that_ends_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..5 * 4096 + 100).map(|i| (i % 251) as u8).collect();
+        for mode in MODES {
+            // More bytes than claimed: the last read's extra byte, after the last piece.
+            for claimed in [4096u64, 4097, 3 * 4096, 5 * 4096 - 1] {
+                let file = sized(dir.path(), &data, claimed, mode);
+                let got = read_spread(&file, 4 * 4096, 4096).unwrap();
+                assert_eq!(got, data[..claimed as usize], "{mode:?} {claimed}");
+                if file.end() == End::Unknown {
+                    file.look_past_end().unwrap();
+                }
+                assert!(
+                    matches!(
+                        file.check_end(),
+                        Err(InputError::SizeMisreported { more: true, .. })
+                    ),
+                    "{mode:?} {claimed}"
+                );
+            }
+            // Fewer: a read that ends early. (The file's real size is not the stamp's here,
+            // so it reads as changed.)
+            let claimed = data.len() as u64 + 5000;
+            let file = sized(dir.path(), &data, claimed, mode);
+            assert!(
+                matches!(
+                    read_spread(&file, 4 * 4096, 4096),
+                    Err(InputError::Changed)
+                ),
+                "{mode:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_chunk_of_more_pieces_than_a_vectored_read_takes_is_read_side_by_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..(IOV_MAX + 1) * 64 * 2).map(|i| (i % 251) as u8).collect();
+        for mode in [ReadMode::Pread, ReadMode::DontCache] {
+            let file = sized(dir.path(), &data, data.len() as u64, mode);
+            // `read_spread` checks that chunks of more than `IOV_MAX` pieces are one.
+            for chunk in [IOV_MAX * 64, (IOV_MAX + 1) * 64] {
+                assert_eq!(read_spread(&file, chunk, 64).unwrap(), data, "{mode:?}");
             }
         }
     }
