@@ -1641,10 +1641,7 @@ mod tests {
             let claimed = data.len() as u64 + 5000;
             let file = sized(dir.path(), &data, claimed, mode);
             assert!(
-                matches!(
-                    read_spread(&file, 4 * 4096, 4096),
-                    Err(InputError::Changed)
-                ),
+                matches!(read_spread(&file, 4 * 4096, 4096), Err(InputError::Changed)),
                 "{mode:?}"
             );
         }
@@ -1653,7 +1650,9 @@ mod tests {
     #[test]
     fn a_chunk_of_more_pieces_than_a_vectored_read_takes_is_read_side_by_side() {
         let dir = tempfile::tempdir().unwrap();
-        let data: Vec<u8> = (0..(IOV_MAX + 1) * 64 * 2).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..(IOV_MAX + 1) * 64 * 2)
+            .map(|i| (i % 251) as u8)
+            .collect();
         for mode in [ReadMode::Pread, ReadMode::DontCache] {
             let file = sized(dir.path(), &data, data.len() as u64, mode);
             // `read_spread` checks that chunks of more than `IOV_MAX` pieces are one.

@@ -319,12 +319,29 @@ fn engine_matches_reference_around_chunk_and_job_boundaries() {
 fn leaves_read_a_line_apart_hash_like_the_reference() {
     let data = pattern(job_bytes(4096) as usize * 2 + 70_000, 11);
     let dir = TempDir::new().unwrap();
-    let algorithms = [Algorithm::Md5, Algorithm::Sha1, Algorithm::Sha256, Algorithm::Sha512];
+    let algorithms = [
+        Algorithm::Md5,
+        Algorithm::Sha1,
+        Algorithm::Sha256,
+        Algorithm::Sha512,
+    ];
     let mut case = 0;
-    for (l, per_chunk) in [(1024u64, 64), (3000, 7), (4096, 2), (4096, 256), (65_536, 4)] {
+    for (l, per_chunk) in [
+        (1024u64, 64),
+        (3000, 7),
+        (4096, 2),
+        (4096, 256),
+        (65_536, 4),
+    ] {
         let chunk = l as usize * per_chunk;
         let job = job_bytes(l) as usize;
-        for n in [chunk + 1, 3 * chunk - 1, job, job + l as usize / 2, 2 * job + 1] {
+        for n in [
+            chunk + 1,
+            3 * chunk - 1,
+            job,
+            job + l as usize / 2,
+            2 * job + 1,
+        ] {
             let n = n.min(data.len());
             case += 1;
             let alg = algorithms[case % algorithms.len()];

@@ -213,9 +213,11 @@ fn messages_cut_from_one_buffer_any_stride_apart_hash_as_one_at_a_time_and_appen
                         let mut out = vec![earlier];
                         lanes::hash_each_into(kernel, &[0], &data, len, stride, &mut out);
                         let mut want = vec![earlier];
-                        want.extend((0..count).map(|i| {
-                            alg.hash_parts(&[&[0], &data[i * stride..i * stride + len]])
-                        }));
+                        want.extend(
+                            (0..count).map(|i| {
+                                alg.hash_parts(&[&[0], &data[i * stride..i * stride + len]])
+                            }),
+                        );
                         assert_eq!(out, want, "{kernel} {count} × {len}, {stride} apart");
                     }
                 }
