@@ -247,9 +247,9 @@ impl Reader {
         }
     }
 
-    /// Reads `range` of a file as chunks of `chunk` bytes to the hasher, spread in pieces of
-    /// `spread` bytes if given ([`crate::source::RangeReader::spread`]): the bytes read, or why not; `None`
-    /// when the pipeline shut down.
+    /// Reads `range` of a file as chunks of `chunk` bytes to the hasher, laid out in pieces
+    /// of `spread` bytes if given ([`crate::source::RangeReader::spread`]): the bytes read, or
+    /// why not; `None` when the pipeline shut down.
     fn read_range(
         &mut self,
         shared: &SharedFile,
