@@ -525,10 +525,12 @@ struct LaneRead {
     end: u64,
 }
 
-/// The smallest leaves read spread: below, a chunk's leaves are already less than a page apart,
-/// so fewer lanes share a set of L1 (see `docs/performance.md`, "Chunks of leaves read a line
-/// apart").
-const MIN_SPREAD_LEAF: usize = 1 << 10;
+/// The smallest leaves read spread. Smaller ones split every page the kernel copies into
+/// several iovecs, which costs the reader more than the lanes gain: `-p 2 -a md5 -t rfc6962`,
+/// 2 GiB, medians of 5, hasher/reader CPU ms, 1 KiB leaves 400/278 → 406/376, 2 KiB
+/// 332/280 → 304/314, 4 KiB 351/272 → 305/278 (see `docs/performance.md`, "Chunks of leaves
+/// read a line apart").
+const MIN_SPREAD_LEAF: usize = 4 << 10;
 
 /// The pieces to spread a chunk of `chunk` bytes of whole leaves of `leaf` bytes in, for a
 /// hasher that hashes them side by side in lanes ([`Layout::lane_leaf`]): the leaves, if they

@@ -270,7 +270,10 @@ pub fn hash_each_into(
     stride: usize,
     out: &mut Vec<Digest>,
 ) {
-    assert!(len > 0 && stride >= len, "messages of {len} bytes, {stride} apart");
+    assert!(
+        len > 0 && stride >= len,
+        "messages of {len} bytes, {stride} apart"
+    );
     let count = match data.len().checked_sub(len) {
         _ if data.is_empty() => 0,
         Some(rest) if rest.is_multiple_of(stride) => rest / stride + 1,
