@@ -310,12 +310,11 @@ fn engine_matches_reference_around_chunk_and_job_boundaries() {
     }
 }
 
-/// Jobs of fixed leaves of 4 KiB and more whose algorithm has lanes are read spread when the
-/// chunk is whole leaves (each leaf a cache line further apart than its length, see
+/// Jobs of fixed leaves of whole pages (4 KiB) whose algorithm has lanes are read spread when
+/// the chunk is whole leaves (each leaf a cache line further apart than its length, see
 /// `RangeReader::spread`): in both buffered read modes, with one or two workers, around chunk,
-/// job and file ends and for leaves that are not a multiple of a line, the root is the
-/// reference's and the progress counter counts the file's bytes, not the gaps. (Smaller
-/// leaves, read side by side, hash so too.)
+/// job and file ends, the root is the reference's and the progress counter counts the file's
+/// bytes, not the gaps. (Other leaves, read side by side, hash so too.)
 #[test]
 fn leaves_read_a_line_apart_hash_like_the_reference() {
     let data = pattern(job_bytes(4096) as usize * 2 + 70_000, 11);
@@ -332,6 +331,7 @@ fn leaves_read_a_line_apart_hash_like_the_reference() {
         (4096, 2),
         (4096, 256),
         (4100, 7),
+        (8192, 3),
         (65_536, 4),
         (1 << 20, 2),
     ] {

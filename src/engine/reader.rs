@@ -525,22 +525,22 @@ struct LaneRead {
     end: u64,
 }
 
-/// The smallest leaves read spread. Smaller ones split every page the kernel copies into
-/// several iovecs, which costs the reader more than the lanes gain: `-p 2 -a md5 -t rfc6962`,
-/// 2 GiB, medians of 5, hasher/reader CPU ms, 1 KiB leaves 400/278 → 406/376, 2 KiB
-/// 332/280 → 304/314, 4 KiB 351/272 → 305/278 (see `docs/performance.md`, "Chunks of leaves
-/// read a line apart").
-const MIN_SPREAD_LEAF: usize = 4 << 10;
+/// Leaves are read spread only if they are whole pages: then the kernel copies each page of
+/// the file into one iovec. Smaller leaves split every page into several, which cost the
+/// reader more than the lanes gained: `-p 2 -a md5 -t rfc6962`, 2 GiB, medians of 5,
+/// hasher/reader CPU ms, 1 KiB leaves 400/278 → 406/376, 2 KiB 332/280 → 304/314, 4 KiB
+/// 351/272 → 305/278 (see `docs/performance.md`, "Chunks of leaves read a line apart").
+const SPREAD_LEAF_UNIT: usize = 4 << 10;
 
 /// The pieces to spread a chunk of `chunk` bytes of whole leaves of `leaf` bytes in, for a
 /// hasher that hashes them side by side in lanes ([`Layout::lane_leaf`]): the leaves, if they
-/// are at least [`MIN_SPREAD_LEAF`] and divide the chunk, so that every chunk of a job (whose
-/// jobs start on a leaf) starts on a leaf too.
+/// are whole pages ([`SPREAD_LEAF_UNIT`]) and divide the chunk, so that every chunk of a job
+/// (whose jobs start on a leaf) starts on a leaf too.
 ///
 /// [`Layout::lane_leaf`]: crate::layout::Layout::lane_leaf
 fn spread_piece(leaf: u64, chunk: usize) -> Option<NonZeroUsize> {
     let leaf = usize::try_from(leaf).ok()?;
-    (leaf >= MIN_SPREAD_LEAF && chunk.is_multiple_of(leaf))
+    (leaf.is_multiple_of(SPREAD_LEAF_UNIT) && chunk.is_multiple_of(leaf))
         .then_some(leaf)
         .and_then(NonZeroUsize::new)
 }
