@@ -1128,6 +1128,7 @@ impl<'a> Pieces<'a> {
         self.len
     }
 
+    /// Whether they hold no byte.
     pub fn is_empty(self) -> bool {
         self.len == 0
     }
@@ -1225,12 +1226,12 @@ impl RangeReader<'_> {
     /// Starts buffered reads a buffer's own number of cache lines past the page boundary (see
     /// `STAGGER_LINES`): for the chunks of a message that has a lane to itself, so that the
     /// lanes, each hashing from its own buffer, do not share L1 sets. Not for a chunk whose
-    /// leaves fill the lanes: they sit a multiple of 4 KiB apart in the one buffer wherever
-    /// it starts, so the lead buys nothing there, and leaves of 4 KiB would straddle two
+    /// leaves fill the lanes: moving the whole chunk leaves them as far apart from each other
+    /// as they were, so the lead buys nothing there, and leaves of 4 KiB would straddle two
     /// pages (`mtsum -p 1 -a md5 -t rfc6962 -l 4K`, 2 GiB, hashing thread's CPU, medians of
     /// 7, every read staggered: 315 → 354 ms; runs of one binary against itself differ by
-    /// up to 5 % on this host). Such a chunk's leaves are separated by
-    /// [`RangeReader::spread`] instead.
+    /// up to 5 % on this host). Such a chunk's leaves are separated from each other by
+    /// [`RangeReader::spread`].
     pub fn staggered(mut self) -> Self {
         self.place = Place::Staggered;
         self
