@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::{HashVector, hash_vectors};
+use common::{HashVector, hash_vectors, job_in_spread_chunks, line_gap};
 use mtsum::lanes::{self, Event, Kernel, Lane, Lanes};
-use mtsum::source::Pieces;
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 
@@ -568,41 +567,6 @@ fn job_in_chunks(
         rest = tail;
     }
     h.finalize()
-}
-
-/// [`job_in_chunks`] with every chunk laid out as a spread read lays it
-/// ([`mtsum::source::RangeReader::spread`]): in pieces of `piece` bytes, `gap` bytes apart,
-/// with other bytes in the gaps.
-fn job_in_spread_chunks(
-    layout: Layout,
-    alg: Algorithm,
-    lanes: Option<Kernel>,
-    data: &[u8],
-    chunks: &[usize],
-    (piece, gap): (usize, usize),
-) -> Digest {
-    let mut h = layout.job_hasher_with_lanes(alg, lanes);
-    let mut rest = data;
-    for &size in chunks.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (chunk, tail) = rest.split_at(size.clamp(1, rest.len()));
-        let stride = piece + gap;
-        let count = chunk.len().div_ceil(piece);
-        let mut span = vec![0xa5; (count - 1) * stride + (chunk.len() - (count - 1) * piece)];
-        for (i, p) in chunk.chunks(piece).enumerate() {
-            span[i * stride..i * stride + p.len()].copy_from_slice(p);
-        }
-        h.update_pieces(Pieces::spread(&span, chunk.len(), piece, stride).unwrap());
-        rest = tail;
-    }
-    h.finalize()
-}
-
-/// The gap a spread read leaves between pieces of `piece` bytes: to the next line, and a line.
-fn line_gap(piece: usize) -> usize {
-    piece.next_multiple_of(64) + 64 - piece
 }
 
 #[test]
