@@ -313,8 +313,9 @@ fn engine_matches_reference_around_chunk_and_job_boundaries() {
 /// Jobs of fixed leaves of whole pages (4 KiB) whose algorithm has lanes are read spread when
 /// the chunk is whole leaves (each leaf a cache line further apart than its length, see
 /// `RangeReader::spread`): in both buffered read modes, with one or two workers, around chunk,
-/// job and file ends, the root is the reference's and the progress counter counts the file's
-/// bytes, not the gaps. (Other leaves, read side by side, hash so too.)
+/// job and file ends (a file of one chunk is hashed by the reader itself), the root is the
+/// reference's and the progress counter counts the file's bytes, not the gaps. (Other leaves,
+/// read side by side, hash so too.)
 #[test]
 fn leaves_read_a_line_apart_hash_like_the_reference() {
     let data = pattern(job_bytes(4096) as usize * 2 + 70_000, 11);
@@ -338,6 +339,8 @@ fn leaves_read_a_line_apart_hash_like_the_reference() {
         let chunk = l as usize * per_chunk;
         let job = job_bytes(l) as usize;
         for n in [
+            chunk - 1,
+            chunk,
             chunk + 1,
             3 * chunk - 1,
             job,

@@ -177,7 +177,8 @@ impl Reader {
         {
             let range = job.start..job.start + len;
             let hasher = job.layout.hasher_for(job.alg, job.kind);
-            let result = self.hash_small(shared, range, hasher)?;
+            let spread = spread_for(&job, self.chunk_size);
+            let result = self.hash_small(shared, range, hasher, spread)?;
             let (input, index) = (job.input, job.index);
             return self
                 .done
@@ -191,14 +192,11 @@ impl Reader {
         self.out
             .send(Msg::Begin(job.layout, job.alg, job.kind))
             .ok()?;
+        let chunk = self.file_chunk_size();
+        let spread = spread_for(&job, chunk);
         let result = match job.source {
             JobSource::At(shared, len) => {
                 let range = job.start..job.start + len;
-                let chunk = self.file_chunk_size();
-                let spread = job
-                    .layout
-                    .lane_leaf(job.alg, job.kind)
-                    .and_then(|leaf| spread_piece(leaf.get(), chunk));
                 self.read_range(&shared, range, chunk, spread)?
             }
             JobSource::Stream(reader) => self.read_stream(reader)?,
@@ -212,16 +210,21 @@ impl Reader {
         self.out.send(end).ok()
     }
 
-    /// Reads `range` into `hasher`: the job's range and digest, or why not; `None` when the
-    /// pipeline shut down.
+    /// Reads `range` into `hasher`, laid out in pieces of `spread` bytes if given (see
+    /// [`spread_for`]): the job's range and digest, or why not; `None` when the pipeline shut
+    /// down.
     pub(super) fn hash_small(
         &mut self,
         shared: &SharedFile,
         range: Range<u64>,
         mut hasher: JobHasher,
+        spread: Option<NonZeroUsize>,
     ) -> Option<Result<(Range<u64>, Digest), InputError>> {
         let start = range.start;
         let mut reader = shared.file.range_reader(range, self.chunk_size);
+        if let Some(piece) = spread {
+            reader = reader.spread(piece);
+        }
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
             if let Err(e) = self.check_cancel() {
                 return Some(Err(e));
@@ -532,13 +535,15 @@ struct LaneRead {
 /// 351/272 → 305/278 (see `docs/performance.md`, "Chunks of leaves read a line apart").
 const SPREAD_LEAF_UNIT: usize = 4 << 10;
 
-/// The pieces to spread a chunk of `chunk` bytes of whole leaves of `leaf` bytes in, for a
-/// hasher that hashes them side by side in lanes ([`Layout::lane_leaf`]): the leaves, if they
-/// are whole pages ([`SPREAD_LEAF_UNIT`]) and divide the chunk, so that every chunk of a job
-/// (whose jobs start on a leaf) starts on a leaf too.
+/// The pieces to spread the chunks of `chunk` bytes of `job` in
+/// ([`crate::source::RangeReader::spread`]), if its hasher hashes whole leaves side by side
+/// in lanes ([`Layout::lane_leaf`]): its leaves, if they are whole pages
+/// ([`SPREAD_LEAF_UNIT`]) and divide the chunk, so that every chunk of the job (which starts
+/// on a leaf) starts on a leaf too.
 ///
 /// [`Layout::lane_leaf`]: crate::layout::Layout::lane_leaf
-fn spread_piece(leaf: u64, chunk: usize) -> Option<NonZeroUsize> {
+pub(super) fn spread_for(job: &Job, chunk: usize) -> Option<NonZeroUsize> {
+    let leaf = job.layout.lane_leaf(job.alg, job.kind)?.get();
     let leaf = usize::try_from(leaf).ok()?;
     (leaf.is_multiple_of(SPREAD_LEAF_UNIT) && chunk.is_multiple_of(leaf))
         .then_some(leaf)
