@@ -28,6 +28,7 @@ mod mmap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
+use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
@@ -538,9 +539,6 @@ fn preadv2(
     }
 }
 
-/// The most iovecs one `preadv2` takes (Linux's `UIO_MAXIOV`).
-const IOV_MAX: usize = 1024;
-
 /// Reads into `buf` from `offset` until it holds at least `need` bytes or the file ends, and
 /// returns the bytes read, which may be up to `buf.len()`. With `direct`, a read that ends off
 /// a block boundary is the end of the file: the next read would start unaligned.
@@ -562,7 +560,8 @@ fn read_full(
     )
 }
 
-/// [`read_full`] into the buffers of `bufs`, the file's bytes filling one after another.
+/// [`read_full`] into the places of `bufs`, the file's bytes filling one after another: the
+/// pieces of a spread chunk, the chunks of readers that follow one another.
 fn read_full_vectored(
     file: &File,
     mut bufs: &mut [io::IoSliceMut<'_>],
@@ -587,6 +586,75 @@ fn read_full_vectored(
         }
     }
     Ok(got)
+}
+
+/// The most iovecs Linux takes in one vectored read (`UIO_MAXIOV`): a chunk of more pieces
+/// is read contiguous.
+const IOV_MAX: usize = 1024;
+
+/// How a read lays the file's bytes out in its buffer: pieces of `piece` bytes, each starting
+/// `stride` bytes after the one before. Contiguous when the two are equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Spacing {
+    piece: usize,
+    stride: usize,
+}
+
+impl Spacing {
+    /// `len` bytes side by side, as one piece.
+    fn contiguous(len: usize) -> Spacing {
+        let piece = len.max(1);
+        Spacing {
+            piece,
+            stride: piece,
+        }
+    }
+
+    /// Pieces of `piece` bytes one cache line further apart than their length, rounded up to
+    /// a line: successive pieces start on successive lines of a page (see
+    /// [`RangeReader::spread`]).
+    fn spread(piece: NonZeroUsize) -> Spacing {
+        let piece = piece.get();
+        Spacing {
+            piece,
+            stride: piece.next_multiple_of(CACHE_LINE) + CACHE_LINE,
+        }
+    }
+
+    /// The pieces that `len` bytes make, the last one shorter if need be.
+    fn count(self, len: usize) -> usize {
+        len.div_ceil(self.piece)
+    }
+
+    /// The bytes of buffer that `len` bytes take: from the first piece's start to the last
+    /// one's end.
+    fn span(self, len: usize) -> usize {
+        match self.count(len) {
+            0 => 0,
+            n => (n - 1) * self.stride + (len - (n - 1) * self.piece),
+        }
+    }
+
+    /// The places in `buf` of `need` bytes laid out in pieces, and of `extra` bytes more
+    /// right after the last piece (a file's last read asks for one more): one slice per
+    /// piece, to read into with one vectored read.
+    fn slices(self, buf: &mut [u8], need: usize, extra: usize) -> Vec<io::IoSliceMut<'_>> {
+        let count = self.count(need).max(1);
+        let mut slices = Vec::with_capacity(count);
+        let mut rest = buf;
+        for k in 0..count {
+            if k + 1 == count {
+                slices.push(io::IoSliceMut::new(
+                    &mut rest[..need + extra - k * self.piece],
+                ));
+                break;
+            }
+            let (place, after) = std::mem::take(&mut rest).split_at_mut(self.stride);
+            slices.push(io::IoSliceMut::new(&mut place[..self.piece]));
+            rest = after;
+        }
+        slices
+    }
 }
 
 /// The most bytes of a stream held in memory to hash it with a layout whose tree needs the
@@ -614,15 +682,16 @@ pub fn hold_stream(stream: &mut dyn Read, limit: u64) -> Result<Option<SizedFile
     let (mut held, mut buffer) = (0u64, Buffer::new());
     loop {
         let chunk = read_stream_chunk(stream, buffer, MAX_STREAM_READ).map_err(|(_, e)| e)?;
-        let bytes = chunk.bytes();
-        if bytes.is_empty() {
+        if chunk.is_empty() {
             break;
         }
-        held += bytes.len() as u64;
+        held += chunk.len() as u64;
         if held > limit {
             return Ok(None);
         }
-        io::Write::write_all(&mut file, bytes)?;
+        for piece in chunk.pieces().iter() {
+            io::Write::write_all(&mut file, piece)?;
+        }
         buffer = chunk.finish().0;
     }
     let stamp = Stamp::new(held, Mtime::of(&file.metadata()?));
@@ -735,7 +804,7 @@ impl SizedFile {
             pos: range.start,
             end: range.end,
             chunk: chunk_size.max(1),
-            staggered: false,
+            place: Place::Aligned,
         }
     }
 
@@ -916,21 +985,61 @@ pub struct Chunk {
 }
 
 enum Bytes {
-    /// This range of the buffer's aligned memory.
-    Read(Range<usize>),
+    /// `len` bytes laid out by `spacing` from `start` in the buffer's aligned memory.
+    Read {
+        start: usize,
+        len: usize,
+        spacing: Spacing,
+    },
     Mapped(mmap::Window),
 }
 
-impl Chunk {
-    /// The bytes to hash.
-    pub fn bytes(&self) -> &[u8] {
-        match &self.bytes {
-            Bytes::Read(range) => {
-                let start = self.buffer.aligned_start();
-                &self.buffer.storage[start + range.start..start + range.end]
-            }
-            Bytes::Mapped(window) => window.bytes(),
+impl Bytes {
+    /// The bytes `range` of the buffer's aligned memory, side by side.
+    fn contiguous(range: Range<usize>) -> Bytes {
+        Bytes::Read {
+            start: range.start,
+            len: range.len(),
+            spacing: Spacing::contiguous(range.len()),
         }
+    }
+}
+
+impl Chunk {
+    /// The bytes to hash, where they lie: side by side (one piece), or the leaves of a
+    /// spread read ([`RangeReader::spread`]) a cache line further apart than their length.
+    pub fn pieces(&self) -> Pieces<'_> {
+        match &self.bytes {
+            &Bytes::Read {
+                start,
+                len,
+                spacing,
+            } => {
+                let at = self.buffer.aligned_start() + start;
+                Pieces {
+                    span: &self.buffer.storage[at..at + spacing.span(len)],
+                    len,
+                    spacing,
+                }
+            }
+            Bytes::Mapped(window) => Pieces::contiguous(window.bytes()),
+        }
+    }
+
+    /// The bytes to hash if they lie side by side, as those of every chunk do but a spread
+    /// read's.
+    pub fn contiguous(&self) -> Option<&[u8]> {
+        self.pieces().contiguous_bytes()
+    }
+
+    /// How many bytes of the input the chunk holds.
+    pub fn len(&self) -> usize {
+        self.pieces().len()
+    }
+
+    /// Whether the chunk holds no byte: a stream's end.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Gives the buffer back for the next read, with [`InputError::Changed`] if the bytes
@@ -941,6 +1050,89 @@ impl Chunk {
             _ => Ok(()),
         };
         (self.buffer, ok)
+    }
+}
+
+/// A chunk's bytes where they lie in memory: `len` bytes in pieces of
+/// [`Pieces::piece_len`] bytes, each starting [`Pieces::stride`] bytes after the one before,
+/// the last one shorter if need be. Bytes side by side are one piece. Whatever the layout,
+/// feeding [`Pieces::iter`] in order to a hasher hashes the chunk; only a hasher of equal
+/// messages (a chunk's leaves, in SIMD lanes) has a use for the stride.
+#[derive(Clone, Copy, Debug)]
+pub struct Pieces<'a> {
+    /// From the first piece's start to the last one's end.
+    span: &'a [u8],
+    len: usize,
+    spacing: Spacing,
+}
+
+impl<'a> Pieces<'a> {
+    /// `bytes`, as one piece.
+    pub fn contiguous(bytes: &'a [u8]) -> Pieces<'a> {
+        Pieces {
+            span: bytes,
+            len: bytes.len(),
+            spacing: Spacing::contiguous(bytes.len()),
+        }
+    }
+
+    /// `len` bytes in pieces of `piece` bytes laid out in `span`, piece `i` at
+    /// `span[i * stride ..]` (the last one shorter if need be, ending `span`): what a caller
+    /// that reads leaves into places of its own hands to
+    /// [`JobHasher::update_pieces`](crate::layout::JobHasher::update_pieces). `None` if
+    /// `piece` is 0, `stride` less than `piece`, or `span` not the length the pieces take.
+    pub fn spread(span: &'a [u8], len: usize, piece: usize, stride: usize) -> Option<Pieces<'a>> {
+        let spacing = Spacing { piece, stride };
+        (piece > 0 && stride >= piece && span.len() == spacing.span(len)).then_some(Pieces {
+            span,
+            len,
+            spacing,
+        })
+    }
+
+    /// The bytes of the input they hold.
+    pub fn len(self) -> usize {
+        self.len
+    }
+
+    /// Whether they hold no byte.
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// The length of every piece but the last, which may be shorter.
+    pub fn piece_len(self) -> usize {
+        self.spacing.piece
+    }
+
+    /// How far apart two successive pieces start, at least [`Pieces::piece_len`].
+    pub fn stride(self) -> usize {
+        self.spacing.stride
+    }
+
+    /// The pieces of [`Pieces::piece_len`] bytes: all of them, or all but a shorter last.
+    pub fn whole(self) -> usize {
+        self.len / self.spacing.piece
+    }
+
+    /// The memory from the first piece's start to the last one's end: piece `i` is its bytes
+    /// `i * stride ..`, of `piece_len` bytes (the last to the end).
+    pub fn span(self) -> &'a [u8] {
+        self.span
+    }
+
+    /// The bytes if they lie side by side (at most one piece).
+    pub fn contiguous_bytes(self) -> Option<&'a [u8]> {
+        (self.spacing.count(self.len) <= 1).then_some(self.span)
+    }
+
+    /// The pieces in order.
+    pub fn iter(self) -> impl Iterator<Item = &'a [u8]> {
+        let Spacing { piece, stride } = self.spacing;
+        (0..self.spacing.count(self.len)).map(move |i| {
+            let start = i * stride;
+            &self.span[start..start + piece.min(self.len - i * piece)]
+        })
     }
 }
 
@@ -969,7 +1161,7 @@ pub fn read_stream_chunk(
     match result {
         Ok(n) => Ok(Chunk {
             buffer,
-            bytes: Bytes::Read(0..n),
+            bytes: Bytes::contiguous(0..n),
         }),
         Err(e) => Err((buffer, e.into())),
     }
@@ -982,21 +1174,49 @@ pub struct RangeReader<'a> {
     pos: u64,
     end: u64,
     chunk: usize,
-    /// Whether buffered reads start [`Buffer::lead`] bytes past the page boundary.
-    staggered: bool,
+    /// Where buffered reads put the bytes in the buffer.
+    place: Place,
+}
+
+/// Where a [`RangeReader`]'s buffered reads put the bytes in the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// Side by side from the page boundary.
+    Aligned,
+    /// Side by side from [`Buffer::lead`] bytes past the page boundary.
+    Staggered,
+    /// In pieces of this many bytes, a cache line further apart than their length.
+    Spread(NonZeroUsize),
 }
 
 impl RangeReader<'_> {
     /// Starts buffered reads a buffer's own number of cache lines past the page boundary (see
     /// `STAGGER_LINES`): for the chunks of a message that has a lane to itself, so that the
     /// lanes, each hashing from its own buffer, do not share L1 sets. Not for a chunk whose
-    /// leaves fill the lanes: they sit a multiple of 4 KiB apart in the one buffer wherever
-    /// it starts, so the lead buys nothing there, and leaves of 4 KiB would straddle two
+    /// leaves fill the lanes: moving the whole chunk leaves them as far apart from each other
+    /// as they were, so the lead buys nothing there, and leaves of 4 KiB would straddle two
     /// pages (`mtsum -p 1 -a md5 -t rfc6962 -l 4K`, 2 GiB, hashing thread's CPU, medians of
     /// 7, every read staggered: 315 → 354 ms; runs of one binary against itself differ by
-    /// up to 5 % on this host).
+    /// up to 5 % on this host). Such a chunk's leaves are separated from each other by
+    /// [`RangeReader::spread`].
     pub fn staggered(mut self) -> Self {
-        self.staggered = true;
+        self.place = Place::Staggered;
+        self
+    }
+
+    /// Reads each chunk (by `pread` or `RWF_DONTCACHE`) in pieces of `piece` bytes that start
+    /// one cache line further apart than their length (rounded up to a line), with one
+    /// `preadv2` and an iovec per piece: for a chunk of whole leaves that a multi-buffer
+    /// kernel hashes side by side. Leaves a multiple of 4 KiB apart put every lane's row of a
+    /// block into the same sets of L1 (on Zen 4, 8 ways of 4 KiB), each row coming again from
+    /// L2; a line further apart each, they fall into successive sets. The same bytes are
+    /// copied by the same number of calls; only their places change (see
+    /// `docs/performance.md`, "Chunks of leaves read a line apart").
+    ///
+    /// A chunk of one piece, or of more pieces than a vectored read takes (1024), is read
+    /// side by side; `O_DIRECT` reads and mapped windows are always side by side.
+    pub fn spread(mut self, piece: NonZeroUsize) -> Self {
+        self.place = Place::Spread(piece);
         self
     }
 
@@ -1089,11 +1309,25 @@ impl RangeReader<'_> {
         Ok(bytes.pop().expect("one chunk"))
     }
 
+    /// Where the next buffered read of `n` bytes goes in `buffer`: how far past its page
+    /// boundary, and in what pieces.
+    fn place_of(&self, buffer: &Buffer, n: usize) -> (usize, Spacing) {
+        match self.place {
+            Place::Aligned => (0, Spacing::contiguous(n)),
+            Place::Staggered => (buffer.lead, Spacing::contiguous(n)),
+            Place::Spread(piece) => match Spacing::spread(piece) {
+                spread if (2..=IOV_MAX).contains(&spread.count(n)) => (0, spread),
+                _ => (0, Spacing::contiguous(n)),
+            },
+        }
+    }
+
     /// The next chunk of each of `readers`, which follow one another in one file (see
     /// [`RangeReader::next_chunks`]), into `buffers`, by buffered reads (`preadv`, or
-    /// `preadv2` with `flags`) that fill them in turn. The file's last chunk asks for one
-    /// byte more, at no cost: a file system that misreports the size gives it (see
-    /// [`SizedFile::check_unchanged`]). No reader moves unless every chunk is whole.
+    /// `preadv2` with `flags`) that fill them in turn, each laid out as its reader's place
+    /// says. The file's last chunk asks for one byte more, at no cost: a file system that
+    /// misreports the size gives it (see [`SizedFile::check_unchanged`]). No reader moves
+    /// unless every chunk is whole.
     fn read_together(
         readers: &mut [RangeReader<'_>],
         buffers: &mut [Buffer],
@@ -1105,12 +1339,16 @@ impl RangeReader<'_> {
         let (mut need, mut parts, mut slices) = (0, Vec::new(), Vec::new());
         for (i, (reader, buffer)) in readers.iter().zip(buffers.iter_mut()).enumerate() {
             let n = reader.next_len();
-            let lead = if reader.staggered { buffer.lead } else { 0 };
+            let (lead, spacing) = reader.place_of(buffer, n);
+            // The extra byte of the file's last read goes right after the last piece.
             let extra = usize::from(at_end && i + 1 == readers.len());
-            slices.push(io::IoSliceMut::new(
-                &mut buffer.get_mut(lead + n + extra)?[lead..],
-            ));
-            parts.push(lead..lead + n);
+            let buf = &mut buffer.get_mut(lead + spacing.span(n) + extra)?[lead..];
+            slices.extend(spacing.slices(buf, n, extra));
+            parts.push(Bytes::Read {
+                start: lead,
+                len: n,
+                spacing,
+            });
             need += n;
         }
         let got = read_full_vectored(&file.file, &mut slices, need, start, flags, None)?;
@@ -1120,10 +1358,10 @@ impl RangeReader<'_> {
         if at_end {
             file.saw_end(got > need);
         }
-        for (reader, part) in readers.iter_mut().zip(&parts) {
-            reader.pos += part.len() as u64;
+        for reader in readers.iter_mut() {
+            reader.pos += reader.next_len() as u64;
         }
-        Ok(parts.into_iter().map(Bytes::Read).collect())
+        Ok(parts)
     }
 
     /// The next chunk by `O_DIRECT`: whole aligned blocks from the block holding `pos`, of
@@ -1160,7 +1398,7 @@ impl RangeReader<'_> {
             self.file.saw_end(got > stop);
         }
         self.pos = base + stop as u64;
-        Ok(Bytes::Read(skew..stop))
+        Ok(Bytes::contiguous(skew..stop))
     }
 
     /// Maps the next window; `None` when every guard slot is taken (the chunk is then read).
@@ -1259,7 +1497,7 @@ mod tests {
         let (mut out, mut buffer) = (Vec::new(), Buffer::new());
         while !reader.is_done() {
             let chunk = reader.next_chunk(buffer).map_err(|(_, e)| e).unwrap();
-            out.extend_from_slice(chunk.bytes());
+            out.extend_from_slice(chunk.contiguous().unwrap());
             let (back, ok) = chunk.finish();
             ok.unwrap();
             buffer = back;
@@ -1320,8 +1558,9 @@ mod tests {
                         .next_chunk(Buffer::new())
                         .map_err(|(_, e)| e)
                         .unwrap();
-                    let start = got.bytes().as_ptr() as usize % BUFFER_ALIGN;
-                    out.extend_from_slice(got.bytes());
+                    let bytes = got.contiguous().unwrap();
+                    let start = bytes.as_ptr() as usize % BUFFER_ALIGN;
+                    out.extend_from_slice(bytes);
                     got.finish().1.unwrap();
                     match file.read_mode() {
                         // The chunk starts on a block boundary of the file, so its start in
@@ -1376,13 +1615,16 @@ mod tests {
                             let exact = matches!(mode, ReadMode::Pread | ReadMode::DontCache);
                             match result {
                                 Ok(got) => {
-                                    let end = start + got.bytes().len();
+                                    let bytes = got
+                                        .contiguous()
+                                        .expect("a staggered chunk is side by side");
+                                    let end = start + bytes.len();
                                     assert!(!exact || end == reach, "{what}");
                                     assert_eq!(reader.position(), end as u64, "{what}");
                                     // A mapped page holds zeros past the end; the stamp check
                                     // after hashing finds the file changed.
                                     if end <= len {
-                                        assert!(got.bytes() == &data[start..end], "{what}");
+                                        assert!(bytes == &data[start..end], "{what}");
                                     } else {
                                         assert_eq!(mode, ReadMode::Mmap, "{what}");
                                     }
@@ -1401,6 +1643,133 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The bytes of `0..file.len()` as a reader spread in pieces of `piece` bytes delivers
+    /// them, `chunk` at a time, checking where each chunk's pieces lie.
+    fn read_spread(file: &SizedFile, chunk: usize, piece: usize) -> Result<Vec<u8>, InputError> {
+        let piece_size = NonZeroUsize::new(piece).unwrap();
+        let mut reader = file.range_reader(0..file.len(), chunk).spread(piece_size);
+        let (mut out, mut buffer) = (Vec::new(), Buffer::new());
+        while !reader.is_done() {
+            let got = reader.next_chunk(buffer).map_err(|(_, e)| e)?;
+            let pieces = got.pieces();
+            let count = pieces.iter().count();
+            let mode = file.read_mode();
+            let spread = match mode {
+                ReadMode::Pread | ReadMode::DontCache => (2..=IOV_MAX).contains(&count),
+                ReadMode::Direct => false,
+                // A window is side by side; a chunk read because every guard slot was taken
+                // (by tests running beside this one) is a buffered read, spread.
+                ReadMode::Mmap => pieces.stride() != pieces.piece_len(),
+            };
+            if spread {
+                // A line more than the piece, rounded up to a line: successive lines.
+                let stride = piece.next_multiple_of(64) + 64;
+                assert_eq!((pieces.piece_len(), pieces.stride()), (piece, stride));
+                assert!(got.contiguous().is_none(), "{mode:?} {chunk} {piece}");
+                let base = pieces.span().as_ptr() as usize;
+                for (i, p) in pieces.iter().enumerate() {
+                    assert_eq!(p.as_ptr() as usize - base, i * stride, "{mode:?} {i}");
+                    assert!(p.len() == piece || i == count - 1 && p.len() < piece);
+                }
+                assert_eq!(pieces.whole(), got.len() / piece);
+            } else {
+                assert!(count <= 1, "{mode:?} {chunk} {piece}: {count} pieces");
+                assert!(got.contiguous().is_some());
+            }
+            assert_eq!(pieces.iter().map(<[u8]>::len).sum::<usize>(), got.len());
+            for p in pieces.iter() {
+                out.extend_from_slice(p);
+            }
+            let (back, ok) = got.finish();
+            ok?;
+            buffer = back;
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn spread_reads_deliver_the_bytes_in_pieces_a_line_further_apart_than_their_length() {
+        let dir = tempfile::tempdir().unwrap();
+        for mode in MODES {
+            for piece in [64usize, 1000, 4096] {
+                // Chunks of 1, 2 and 5 pieces; files of a piece or less, a last piece shorter
+                // than the others, and a last chunk at the file's end, shorter or whole.
+                for per_chunk in [1, 2, 5] {
+                    let chunk = per_chunk * piece;
+                    let lens = [
+                        1,
+                        piece - 1,
+                        piece,
+                        piece + 1,
+                        chunk - 1,
+                        chunk,
+                        chunk + 1,
+                        2 * chunk + piece / 2,
+                        3 * chunk,
+                    ];
+                    for len in lens {
+                        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+                        let file = sized(dir.path(), &data, len as u64, mode);
+                        let got = read_spread(&file, chunk, piece).unwrap();
+                        assert!(got == data, "{mode:?} {piece} {chunk} {len}");
+                        // The last read asked for a byte more, and found none.
+                        if matches!(file.read_mode(), ReadMode::Pread | ReadMode::DontCache) {
+                            assert_eq!(file.end(), End::Seen, "{mode:?} {piece} {chunk} {len}");
+                        }
+                        file.check_unchanged().unwrap();
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn spread_reads_find_bytes_past_the_size_and_a_file_that_ends_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..5 * 4096 + 100).map(|i| (i % 251) as u8).collect();
+        for mode in MODES {
+            // More bytes than claimed: the last read's extra byte, after the last piece.
+            for claimed in [4096u64, 4097, 3 * 4096, 5 * 4096 - 1] {
+                let file = sized(dir.path(), &data, claimed, mode);
+                let got = read_spread(&file, 4 * 4096, 4096).unwrap();
+                assert_eq!(got, data[..claimed as usize], "{mode:?} {claimed}");
+                if file.end() == End::Unknown {
+                    file.look_past_end().unwrap();
+                }
+                assert!(
+                    matches!(
+                        file.check_end(),
+                        Err(InputError::SizeMisreported { more: true, .. })
+                    ),
+                    "{mode:?} {claimed}"
+                );
+            }
+            // Fewer: a read that ends early. (The file's real size is not the stamp's here,
+            // so it reads as changed.)
+            let claimed = data.len() as u64 + 5000;
+            let file = sized(dir.path(), &data, claimed, mode);
+            assert!(
+                matches!(read_spread(&file, 4 * 4096, 4096), Err(InputError::Changed)),
+                "{mode:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_chunk_of_more_pieces_than_a_vectored_read_takes_is_read_side_by_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..(IOV_MAX + 1) * 64 * 2)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        for mode in [ReadMode::Pread, ReadMode::DontCache] {
+            let file = sized(dir.path(), &data, data.len() as u64, mode);
+            // `read_spread` checks that chunks of more than `IOV_MAX` pieces are one.
+            for chunk in [IOV_MAX * 64, (IOV_MAX + 1) * 64] {
+                assert_eq!(read_spread(&file, chunk, 64).unwrap(), data, "{mode:?}");
             }
         }
     }

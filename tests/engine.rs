@@ -310,6 +310,70 @@ fn engine_matches_reference_around_chunk_and_job_boundaries() {
     }
 }
 
+/// Jobs of fixed leaves of whole pages (4 KiB) whose algorithm has lanes are read spread when
+/// the chunk is whole leaves (each leaf a cache line further apart than its length, see
+/// `RangeReader::spread`): in both buffered read modes, with one or two workers, around chunk,
+/// job and file ends (a file of one chunk is hashed by the reader itself), the root is the
+/// reference's and the progress counter counts the file's bytes, not the gaps. (Other leaves,
+/// read side by side, hash so too.)
+#[test]
+fn leaves_read_a_line_apart_hash_like_the_reference() {
+    let data = pattern(job_bytes(4096) as usize * 2 + 70_000, 11);
+    let dir = TempDir::new().unwrap();
+    let algorithms = [
+        Algorithm::Md5,
+        Algorithm::Sha1,
+        Algorithm::Sha256,
+        Algorithm::Sha512,
+    ];
+    let mut case = 0;
+    for (l, per_chunk) in [
+        (1024u64, 64),
+        (4096, 2),
+        (4096, 256),
+        (4100, 7),
+        (8192, 3),
+        (65_536, 4),
+        (1 << 20, 2),
+    ] {
+        let chunk = l as usize * per_chunk;
+        let job = job_bytes(l) as usize;
+        for n in [
+            chunk - 1,
+            chunk,
+            chunk + 1,
+            3 * chunk - 1,
+            job,
+            job + l as usize / 2,
+            2 * job + 1,
+        ] {
+            let n = n.min(data.len());
+            case += 1;
+            let alg = algorithms[case % algorithms.len()];
+            let layout = match case % 2 {
+                0 => Layout::Rfc6962(leaf(l)),
+                _ => Layout::Merkle(leaf(l)),
+            };
+            let bytes = &data[..n];
+            let path = write_file(dir.path(), &format!("f{case}"), bytes);
+            let want = reference::root(layout, alg, bytes);
+            for (threads, mode) in [(1, ReadMode::Pread), (2, ReadMode::DontCache)] {
+                let progress = Arc::new(AtomicU64::new(0));
+                let engine = Engine::new(NonZeroUsize::new(threads).unwrap())
+                    .with_chunk_size(chunk)
+                    .with_read_mode(mode)
+                    .with_progress(progress.clone());
+                let target = Target::Path(path.clone());
+                let got = engine.hash(&Request::new(layout, alg), target).unwrap();
+                let what = format!("{layout} {alg} {mode:?} chunk {chunk} n={n}");
+                assert_eq!(got.root, want, "{what}");
+                assert_eq!(progress.load(Ordering::Relaxed), n as u64, "{what}");
+            }
+            fs::remove_file(path).unwrap();
+        }
+    }
+}
+
 #[test]
 fn engine_defaults_match_reference_around_their_read_sizes() {
     // No chunk size given: a reader alone reads chunks of SOLO_CHUNK_SIZE, readers side by side

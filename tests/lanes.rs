@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{HashVector, hash_vectors};
+use common::{HashVector, hash_vectors, job_in_spread_chunks, line_gap};
 use mtsum::lanes::{self, Event, Kernel, Lane, Lanes};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
@@ -188,7 +188,7 @@ fn lengths_ending_at_every_position_of_a_block_match_one_stream() {
 }
 
 #[test]
-fn messages_cut_from_one_buffer_hash_as_one_at_a_time_and_append_to_the_output() {
+fn messages_cut_from_one_buffer_any_stride_apart_hash_as_one_at_a_time_and_append_to_the_output() {
     for alg in ALGORITHMS {
         let b = block(alg);
         for kernel in kernels(alg) {
@@ -200,13 +200,25 @@ fn messages_cut_from_one_buffer_hash_as_one_at_a_time_and_append_to_the_output()
                     kernel.lanes(),
                     2 * kernel.lanes() + 1,
                 ] {
-                    let data = bytes((len * 31 + count) as u64, len * count);
-                    let earlier = alg.hash(b"earlier");
-                    let mut out = vec![earlier];
-                    lanes::hash_each_into(kernel, &[0], &data, len, &mut out);
-                    let mut want = vec![earlier];
-                    want.extend(data.chunks(len).map(|m| alg.hash_parts(&[&[0], m])));
-                    assert_eq!(out, want, "{kernel} {count} × {len}");
+                    // Side by side, a byte apart, and a line further apart than their
+                    // length as a spread read lays leaves out.
+                    for stride in [len, len + 1, len.next_multiple_of(64) + 64] {
+                        let span = match count {
+                            0 => 0,
+                            c => (c - 1) * stride + len,
+                        };
+                        let data = bytes((len * 31 + count) as u64, span);
+                        let earlier = alg.hash(b"earlier");
+                        let mut out = vec![earlier];
+                        lanes::hash_each_into(kernel, &[0], &data, len, stride, &mut out);
+                        let mut want = vec![earlier];
+                        want.extend(
+                            (0..count).map(|i| {
+                                alg.hash_parts(&[&[0], &data[i * stride..i * stride + len]])
+                            }),
+                        );
+                        assert_eq!(out, want, "{kernel} {count} × {len}, {stride} apart");
+                    }
                 }
             }
         }
@@ -557,6 +569,52 @@ fn job_in_chunks(
     h.finalize()
 }
 
+#[test]
+fn leaves_laid_out_apart_give_the_roots_of_leaves_side_by_side_around_every_boundary() {
+    for alg in ALGORITHMS {
+        for leaf in [64usize, 100, 1000, 1024, 4096] {
+            let size = LeafSize::new(leaf as u64).unwrap();
+            for per_chunk in [1, 4, 17, 40] {
+                let chunk = per_chunk * leaf;
+                let layout = match per_chunk % 2 {
+                    0 => Layout::Rfc6962(size),
+                    _ => Layout::Merkle(size),
+                };
+                for n in [
+                    0,
+                    1,
+                    leaf - 1,
+                    leaf,
+                    leaf + 1,
+                    chunk - 1,
+                    chunk,
+                    chunk + 1,
+                    3 * chunk + leaf / 2,
+                ] {
+                    let data = bytes((leaf * n) as u64, n);
+                    let expected = reference::root(layout, alg, &data);
+                    for lanes in lane_choices(alg) {
+                        for gap in [line_gap(leaf), 1] {
+                            assert_eq!(
+                                job_in_spread_chunks(
+                                    layout,
+                                    alg,
+                                    lanes,
+                                    &data,
+                                    &[chunk],
+                                    (leaf, gap)
+                                ),
+                                expected,
+                                "{alg} {layout} {lanes:?} {n} bytes in chunks of {chunk}, gap {gap}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// How many inner nodes a level has, against a kernel's lanes.
 #[derive(Clone, Copy, Debug)]
 enum Width {
@@ -651,14 +709,30 @@ proptest! {
         rfc6962: bool,
         n in 0usize..50_000,
         chunks in prop::collection::vec(1usize..70_000, 1..5),
+        piece_len in 1usize..5000,
+        gap in 0usize..200,
         seed: u64,
     ) {
-        let leaf = LeafSize::new(leaf).unwrap();
-        let layout = if rfc6962 { Layout::Rfc6962(leaf) } else { Layout::Merkle(leaf) };
+        let size = LeafSize::new(leaf).unwrap();
+        let layout = if rfc6962 { Layout::Rfc6962(size) } else { Layout::Merkle(size) };
         let data = bytes(seed, n);
         let expected = reference::root(layout, alg, &data);
+        // Chunks of whole leaves too, which spread reads deliver.
+        let leaf = leaf as usize;
+        let whole: Vec<usize> = chunks.iter().map(|&c| c.next_multiple_of(leaf)).collect();
         for lanes in lane_choices(alg) {
             prop_assert_eq!(job_in_chunks(layout, alg, lanes, &data, &chunks), expected, "{:?}", lanes);
+            // The pieces of a spread read, and pieces off the leaves (on chunks not of
+            // whole leaves, or of another length), which go piece by piece.
+            for (chunks, piece) in [(&whole, leaf), (&chunks, leaf), (&whole, piece_len)] {
+                for gap in [line_gap(piece), gap] {
+                    prop_assert_eq!(
+                        job_in_spread_chunks(layout, alg, lanes, &data, chunks, (piece, gap)),
+                        expected,
+                        "{:?} chunks {:?} pieces of {} {} apart", lanes, chunks, piece, gap
+                    );
+                }
+            }
         }
     }
 

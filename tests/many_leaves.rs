@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{MTSUM, config, pattern, tempdir};
+use common::{MTSUM, config, job_in_spread_chunks, line_gap, pattern, tempdir};
 use mtsum::{Algorithm, Layout, LeafSize, batch, reference};
 use proptest::prelude::*;
 
@@ -24,6 +24,37 @@ const COUNTS: [usize; 8] = [0, 1, 2, 3, 4, 5, 8, 17];
 
 /// The prefixes of `merkle` (none) and `rfc6962` (a byte).
 const PREFIXES: [&[u8]; 2] = [&[], &[0]];
+
+/// A job of leaves laid out apart, as a spread read lays them out (the engine asks for such reads
+/// only where a lane kernel hashes the leaves, which these algorithms have not), hashes one
+/// leaf per batch call: the reference root still, around leaf and chunk boundaries.
+#[test]
+fn leaves_laid_out_apart_give_the_reference_root() {
+    for alg in FAST {
+        for leaf in [100usize, 1024, 4096] {
+            let size = LeafSize::new(leaf as u64).unwrap();
+            for layout in [Layout::Merkle(size), Layout::Rfc6962(size)] {
+                let chunk = 8 * leaf;
+                for n in [0, 1, leaf - 1, leaf + 1, chunk, 3 * chunk + leaf / 2] {
+                    let data = pattern(n, (leaf + n) as u64);
+                    let got = job_in_spread_chunks(
+                        layout,
+                        alg,
+                        None,
+                        &data,
+                        &[chunk],
+                        (leaf, line_gap(leaf)),
+                    );
+                    assert_eq!(
+                        got,
+                        reference::root(layout, alg, &data),
+                        "{alg} {layout} {n}"
+                    );
+                }
+            }
+        }
+    }
+}
 
 /// `batch::hash_each` against one `hash_parts` per message (and, for BLAKE3, the crate's own
 /// one-shot hash).

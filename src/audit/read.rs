@@ -347,7 +347,7 @@ fn hash_stream(
         .collect();
     let size = feed(&mut sinks, io, limiter, |buffer| {
         let chunk = read_stream_chunk(&mut *reader, buffer, CHUNK).map_err(|(_, e)| e)?;
-        Ok((!chunk.bytes().is_empty()).then_some(chunk))
+        Ok((!chunk.is_empty()).then_some(chunk))
     })?;
     Ok(Hashed {
         digests: roots(sinks, size)?,
@@ -368,15 +368,17 @@ fn feed(
     let mut buffer = Buffer::new();
     let mut fed = 0;
     while let Some(chunk) = next(buffer)? {
-        let bytes = chunk.bytes();
+        let len = chunk.len() as u64;
         if let Some(limiter) = limiter {
-            limiter.take(bytes.len() as u64);
+            limiter.take(len);
         }
-        update_all(sinks, bytes);
+        for piece in chunk.pieces().iter() {
+            update_all(sinks, piece);
+        }
         if let Some(progress) = &io.progress {
-            progress.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            progress.fetch_add(len, Ordering::Relaxed);
         }
-        fed += bytes.len() as u64;
+        fed += len;
         let (back, ok) = chunk.finish();
         ok?;
         buffer = back;

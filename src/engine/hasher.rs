@@ -19,9 +19,9 @@ pub(super) fn absorb(
     chunk: Chunk,
     progress: Option<&AtomicU64>,
 ) -> (Buffer, Result<(), InputError>) {
-    hasher.update(chunk.bytes());
+    hasher.update_pieces(chunk.pieces());
     if let Some(p) = progress {
-        p.fetch_add(chunk.bytes().len() as u64, Ordering::Relaxed);
+        p.fetch_add(chunk.len() as u64, Ordering::Relaxed);
     }
     chunk.finish()
 }
@@ -103,7 +103,10 @@ pub(super) struct Part {
 
 impl AsRef<[u8]> for Part {
     fn as_ref(&self) -> &[u8] {
-        self.chunk.bytes()
+        // Lane reads are staggered, never spread: their bytes lie side by side.
+        self.chunk
+            .contiguous()
+            .expect("a lane's chunk is read side by side")
     }
 }
 
@@ -195,7 +198,7 @@ impl LaneHasher {
         match event {
             Event::Consumed(part) => {
                 if let Some(p) = progress {
-                    p.fetch_add(part.chunk.bytes().len() as u64, Ordering::Relaxed);
+                    p.fetch_add(part.chunk.len() as u64, Ordering::Relaxed);
                 }
                 let (buf, ok) = part.chunk.finish();
                 self.emptied.push(buf);

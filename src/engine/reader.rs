@@ -2,6 +2,7 @@
 //! hasher, one job as a stream of chunks, or many one-message jobs in rounds for SIMD lanes.
 
 use std::io::Read;
+use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -176,7 +177,8 @@ impl Reader {
         {
             let range = job.start..job.start + len;
             let hasher = job.layout.hasher_for(job.alg, job.kind);
-            let result = self.hash_small(shared, range, hasher)?;
+            let spread = spread_for(&job, self.chunk_size);
+            let result = self.hash_small(shared, range, hasher, spread)?;
             let (input, index) = (job.input, job.index);
             return self
                 .done
@@ -190,11 +192,12 @@ impl Reader {
         self.out
             .send(Msg::Begin(job.layout, job.alg, job.kind))
             .ok()?;
+        let chunk = self.file_chunk_size();
+        let spread = spread_for(&job, chunk);
         let result = match job.source {
             JobSource::At(shared, len) => {
                 let range = job.start..job.start + len;
-                let chunk = self.file_chunk_size();
-                self.read_range(&shared, range, chunk)?
+                self.read_range(&shared, range, chunk, spread)?
             }
             JobSource::Stream(reader) => self.read_stream(reader)?,
         };
@@ -207,16 +210,21 @@ impl Reader {
         self.out.send(end).ok()
     }
 
-    /// Reads `range` into `hasher`: the job's range and digest, or why not; `None` when the
-    /// pipeline shut down.
+    /// Reads `range` into `hasher`, laid out in pieces of `spread` bytes if given (see
+    /// [`spread_for`]): the job's range and digest, or why not; `None` when the pipeline shut
+    /// down.
     pub(super) fn hash_small(
         &mut self,
         shared: &SharedFile,
         range: Range<u64>,
         mut hasher: JobHasher,
+        spread: Option<NonZeroUsize>,
     ) -> Option<Result<(Range<u64>, Digest), InputError>> {
         let start = range.start;
         let mut reader = shared.file.range_reader(range, self.chunk_size);
+        if let Some(piece) = spread {
+            reader = reader.spread(piece);
+        }
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
             if let Err(e) = self.check_cancel() {
                 return Some(Err(e));
@@ -242,16 +250,21 @@ impl Reader {
         }
     }
 
-    /// Reads `range` of a file as chunks of `chunk` bytes to the hasher: the bytes read, or
+    /// Reads `range` of a file as chunks of `chunk` bytes to the hasher, laid out in pieces
+    /// of `spread` bytes if given ([`crate::source::RangeReader::spread`]): the bytes read, or
     /// why not; `None` when the pipeline shut down.
     fn read_range(
         &mut self,
         shared: &SharedFile,
         range: Range<u64>,
         chunk: usize,
+        spread: Option<NonZeroUsize>,
     ) -> Option<Result<u64, InputError>> {
         let start = range.start;
         let mut reader = shared.file.range_reader(range, chunk);
+        if let Some(piece) = spread {
+            reader = reader.spread(piece);
+        }
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
             if let Err(e) = self.check_cancel() {
                 return Some(Err(e));
@@ -275,12 +288,12 @@ impl Reader {
                 return Some(Err(e));
             }
             match read_stream_chunk(&mut *reader, self.next_buffer()?, self.chunk_size) {
-                Ok(chunk) if chunk.bytes().is_empty() => {
+                Ok(chunk) if chunk.is_empty() => {
                     self.spare.push(chunk.finish().0);
                     return Some(Ok(done));
                 }
                 Ok(chunk) => {
-                    done += chunk.bytes().len() as u64;
+                    done += chunk.len() as u64;
                     self.out.send(Msg::Chunk(chunk)).ok()?;
                 }
                 Err((buf, e)) => {
@@ -513,6 +526,28 @@ struct LaneRead {
     /// The next byte to read.
     pos: u64,
     end: u64,
+}
+
+/// Leaves are read spread only if they are whole pages: then the kernel copies each page of
+/// the file into one iovec. Smaller leaves split every page into several, which cost the
+/// reader more than the lanes gained: `-p 2 -a md5 -t rfc6962`, 2 GiB, medians of 5,
+/// hasher/reader CPU ms, 1 KiB leaves 400/278 → 406/376, 2 KiB 332/280 → 304/314, 4 KiB
+/// 351/272 → 305/278 (see `docs/performance.md`, "Chunks of leaves read a line apart").
+const SPREAD_LEAF_UNIT: usize = 4 << 10;
+
+/// The pieces to spread the chunks of `chunk` bytes of `job` in
+/// ([`crate::source::RangeReader::spread`]), if its hasher hashes whole leaves side by side
+/// in lanes ([`Layout::lane_leaf`]): its leaves, if they are whole pages
+/// ([`SPREAD_LEAF_UNIT`]) and divide the chunk, so that every chunk of the job (which starts
+/// on a leaf) starts on a leaf too.
+///
+/// [`Layout::lane_leaf`]: crate::layout::Layout::lane_leaf
+pub(super) fn spread_for(job: &Job, chunk: usize) -> Option<NonZeroUsize> {
+    let leaf = job.layout.lane_leaf(job.alg, job.kind)?.get();
+    let leaf = usize::try_from(leaf).ok()?;
+    (leaf.is_multiple_of(SPREAD_LEAF_UNIT) && chunk.is_multiple_of(leaf))
+        .then_some(leaf)
+        .and_then(NonZeroUsize::new)
 }
 
 /// Bytes per read for jobs in lanes: two rounds of every lane in flight stay within

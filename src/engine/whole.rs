@@ -25,7 +25,7 @@ use crossbeam_channel::Sender;
 
 use super::hasher::Part;
 use super::input::{Concluded, Fold, JobDigest, Opening, Planned, Unplanned};
-use super::reader::{Reader, lane_chunk_size};
+use super::reader::{Reader, lane_chunk_size, spread_for};
 use super::{Engine, Job, JobKey, JobSource, Opened, SharedFile};
 use crate::lanes::{Event, Kernel, Lane, Lanes};
 use crate::source::{InputError, RangeReader};
@@ -99,7 +99,8 @@ impl Reader {
                     };
                     let range = job.start..job.start + len;
                     let hasher = job.layout.hasher_for(job.alg, job.kind);
-                    let result = self.hash_small(shared, range, hasher)?;
+                    let spread = spread_for(&job, self.chunk_size);
+                    let result = self.hash_small(shared, range, hasher, spread)?;
                     whole.job_done(job.input, job.index, result)?;
                 }
             }
@@ -223,7 +224,7 @@ impl Reader {
         match lanes.set.poll() {
             Some(Event::Consumed(part)) => {
                 if let Some(p) = &self.progress {
-                    p.fetch_add(part.chunk.bytes().len() as u64, Ordering::Relaxed);
+                    p.fetch_add(part.chunk.len() as u64, Ordering::Relaxed);
                 }
                 let (buf, ok) = part.chunk.finish();
                 self.spare.push(buf);

@@ -254,23 +254,32 @@ pub fn hash_many(kernel: Kernel, prefix: &[u8], messages: &[&[u8]]) -> Vec<Diges
 
 /// The digests of `prefix || m` for every message `m` of `len` bytes that `data` holds, in
 /// order, appended to `out`: [`hash_many`] of `data` cut into messages, without a vector of
-/// their slices, into a vector the caller keeps from chunk to chunk.
+/// their slices, into a vector the caller keeps from chunk to chunk. Message `i` is
+/// `data[i * stride ..][.. len]`: side by side with `stride == len`, or a cache line or more
+/// apart, where messages a multiple of 4 KiB apart would put every lane's rows into the same
+/// sets of L1 (the leaves of a spread read, [`crate::source::RangeReader::spread`]).
 ///
 /// # Panics
-/// If `len` is 0 or `data` is not a whole number of messages, or as [`hash_many`].
+/// If `len` is 0, `stride` is less than `len`, or `data` is not whole messages (empty, or
+/// `(count − 1) × stride + len` bytes), or as [`hash_many`].
 pub fn hash_each_into(
     kernel: Kernel,
     prefix: &[u8],
     data: &[u8],
     len: usize,
+    stride: usize,
     out: &mut Vec<Digest>,
 ) {
     assert!(
-        len > 0 && data.len().is_multiple_of(len),
-        "whole messages of {len} bytes"
+        len > 0 && stride >= len,
+        "messages of {len} bytes, {stride} apart"
     );
-    let count = data.len() / len;
-    let message = |i: usize| &data[i * len..(i + 1) * len];
+    let count = match data.len().checked_sub(len) {
+        _ if data.is_empty() => 0,
+        Some(rest) if rest.is_multiple_of(stride) => rest / stride + 1,
+        _ => panic!("whole messages of {len} bytes, {stride} apart"),
+    };
+    let message = |i: usize| &data[i * stride..i * stride + len];
     with_family!(kernel.algorithm(), F => {
         check_prefix::<F>(prefix);
         hash_same_length::<F>(kernel, prefix, len, count, message, out)

@@ -14,6 +14,7 @@ use super::{JobKind, MIN_LANE_LEAVES, TARGET_JOB_BYTES, TreeBuilder, padded, pre
 use crate::algorithm::{Algorithm, Digest, Hasher};
 use crate::batch;
 use crate::lanes::{self, Kernel};
+use crate::source::Pieces;
 
 /// Parameters of the fixed-leaf shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +77,7 @@ impl Fixed {
             lanes,
             self.node_prefix,
             pairs,
+            2 * alg.digest_len(),
             2 * alg.digest_len(),
             level,
         );
@@ -141,19 +143,30 @@ fn at_once(alg: Algorithm, lanes: Option<Kernel>) -> bool {
     lanes.is_some() || batch::pays(alg)
 }
 
-/// The digests of `prefix ‖ m` for every message `m` of `len` bytes in `data`, appended to
-/// `out`, at once ([`at_once`]): in the lanes of `lanes`, or through [`batch`].
+/// The digests of `prefix ‖ m` for every message `m` of `len` bytes in `data`, message `i`
+/// at `data[i * stride ..]` (see [`lanes::hash_each_into`]), appended to `out`, at once
+/// ([`at_once`]): in the lanes of `lanes`, or through [`batch`].
 fn hash_each_into(
     alg: Algorithm,
     lanes: Option<Kernel>,
     prefix: &[u8],
     data: &[u8],
     len: usize,
+    stride: usize,
     out: &mut Vec<Digest>,
 ) {
     match lanes {
-        Some(kernel) => lanes::hash_each_into(kernel, prefix, data, len, out),
-        None => batch::hash_each_into(alg, prefix, data, len, out),
+        Some(kernel) => lanes::hash_each_into(kernel, prefix, data, len, stride, out),
+        None if stride == len => batch::hash_each_into(alg, prefix, data, len, out),
+        // Spread reads are asked for only where a lane kernel hashes the leaves, and the
+        // batch backends read messages side by side: one message per call is correct, and
+        // not a path that needs to be fast.
+        None => {
+            for i in 0..data.len().div_ceil(stride) {
+                let start = i * stride;
+                batch::hash_each_into(alg, prefix, &data[start..start + len], len, out);
+            }
+        }
     }
 }
 
@@ -314,11 +327,12 @@ impl LeafRun {
     pub fn update(&mut self, mut data: &[u8]) {
         let leaf = self.shape.leaf;
         while !data.is_empty() {
-            if self.filled == leaf {
-                self.finish_leaf();
-            }
+            self.finish_full_leaf();
             if self.filled == 0 {
-                data = self.hash_whole_leaves(data);
+                // `whole * leaf` is at most `data.len()`, so the leaf size fits in a `usize`.
+                let whole = (data.len() as u64 / leaf) as usize;
+                let done = self.hash_whole_leaves(data, whole, leaf as usize);
+                data = &data[(done as u64 * leaf) as usize..];
                 if data.is_empty() {
                     break;
                 }
@@ -330,26 +344,53 @@ impl LeafRun {
         }
     }
 
-    /// Hashes the whole leaves at the start of `data` in lanes, if there are enough of them
-    /// to fill the lanes better than one stream does, or in one [`batch::hash_each`] where
-    /// that pays; returns the rest of `data`.
-    fn hash_whole_leaves<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
-        let leaf = self.shape.leaf;
-        let whole = data.len() as u64 / leaf;
-        let lanes = self.lanes.filter(|_| whole >= MIN_LANE_LEAVES);
-        if whole == 0 || !at_once(self.alg, lanes) {
-            return data;
+    /// [`LeafRun::update`] with the bytes of `pieces`, in order. Pieces of exactly a leaf,
+    /// on a leaf boundary, are hashed where they lie, however far apart (a spread read's);
+    /// any others piece by piece.
+    pub fn update_pieces(&mut self, pieces: Pieces<'_>) {
+        self.finish_full_leaf();
+        let mut done = 0;
+        if self.filled == 0 && pieces.piece_len() as u64 == self.shape.leaf {
+            done = self.hash_whole_leaves(pieces.span(), pieces.whole(), pieces.stride());
         }
-        // `whole * leaf` is at most `data.len()`, so the leaf size fits in a `usize`.
-        let (leaves, rest) = data.split_at((whole * leaf) as usize);
-        let (prefix, len) = (self.shape.leaf_prefix, leaf as usize);
+        for piece in pieces.iter().skip(done) {
+            self.update(piece);
+        }
+    }
+
+    /// Starts the next leaf if the current one is full. A leaf is finished only once bytes
+    /// come after it, so that the run's last leaf is finished by [`LeafRun::finalize`].
+    fn finish_full_leaf(&mut self) {
+        if self.filled == self.shape.leaf {
+            self.finish_leaf();
+        }
+    }
+
+    /// Hashes the `whole` leaves that `data` holds, leaf `i` at `data[i * stride ..]`, in
+    /// lanes, if there are enough of them to fill the lanes better than one stream does, or
+    /// in one [`batch::hash_each`] where that pays; returns how many it hashed (all or none).
+    fn hash_whole_leaves(&mut self, data: &[u8], whole: usize, stride: usize) -> usize {
+        let lanes = self.lanes.filter(|_| whole as u64 >= MIN_LANE_LEAVES);
+        if whole == 0 || !at_once(self.alg, lanes) {
+            return 0;
+        }
+        let (prefix, len) = (self.shape.leaf_prefix, self.shape.leaf as usize);
+        let leaves = &data[..(whole - 1) * stride + len];
         SCRATCH.with_borrow_mut(|scratch| {
             scratch.level.clear();
-            hash_each_into(self.alg, lanes, prefix, leaves, len, &mut scratch.level);
+            hash_each_into(
+                self.alg,
+                lanes,
+                prefix,
+                leaves,
+                len,
+                stride,
+                &mut scratch.level,
+            );
             self.stack
                 .push_many(&self.shape, self.alg, 1, scratch, self.lanes);
         });
-        rest
+        whole
     }
 
     fn finish_leaf(&mut self) {

@@ -41,6 +41,7 @@ use std::str::FromStr;
 
 use crate::algorithm::{Algorithm, Digest, Hasher};
 use crate::lanes::Kernel;
+use crate::source::Pieces;
 
 mod btv2;
 mod dropbox;
@@ -502,6 +503,19 @@ impl Layout {
         }
     }
 
+    /// The leaf size of the job hasher [`Layout::hasher_for`] gives for `alg` and `kind` if
+    /// it hashes a chunk's whole leaves side by side in SIMD lanes: the fixed-leaf layouts,
+    /// where [`Kernel::multi_buffer`] has a kernel for `alg`. A reader can then lay a chunk's
+    /// leaves out for the lanes ([`crate::source::RangeReader::spread`]).
+    pub fn lane_leaf(self, alg: Algorithm, kind: JobKind) -> Option<LeafSize> {
+        match (self.shape(), kind) {
+            (Shape::Fixed(f), JobKind::Layout) => {
+                Kernel::multi_buffer(alg).and_then(|_| LeafSize::new(f.leaf))
+            }
+            _ => None,
+        }
+    }
+
     /// A hasher for one job of [`Layout::jobs`], or for a whole stream of unknown length
     /// (where the layout allows it).
     ///
@@ -659,6 +673,16 @@ impl JobHasher {
             JobState::Message(h) => h.update(data),
             JobState::Leaves(run) => run.update(data),
             JobState::Parts(run) => run.update(data),
+        }
+    }
+
+    /// Absorbs the next bytes of the job where a read left them: side by side, or in pieces
+    /// (a spread read's, [`crate::source::RangeReader::spread`]), whose leaves the fixed-leaf
+    /// layouts hash where they lie.
+    pub fn update_pieces(&mut self, pieces: Pieces<'_>) {
+        match &mut self.0 {
+            JobState::Leaves(run) => run.update_pieces(pieces),
+            _ => pieces.iter().for_each(|piece| self.update(piece)),
         }
     }
 

@@ -12,6 +12,8 @@ use std::process::Command as StdCommand;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use mtsum::lanes::Kernel;
+use mtsum::source::Pieces;
 use mtsum::{Algorithm, Digest, Layout, LeafSize};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -371,4 +373,40 @@ pub fn unhex(s: &str) -> Vec<u8> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
         .collect()
+}
+
+/// The digest of one job of `layout` fed in chunks whose sizes cycle through `chunks`, every
+/// chunk laid out as a spread read lays it ([`mtsum::source::RangeReader::spread`]): in pieces
+/// of `piece` bytes, `gap` bytes apart, with other bytes in the gaps. `lanes` as
+/// [`Layout::job_hasher_with_lanes`] takes it.
+pub fn job_in_spread_chunks(
+    layout: Layout,
+    alg: Algorithm,
+    lanes: Option<Kernel>,
+    data: &[u8],
+    chunks: &[usize],
+    (piece, gap): (usize, usize),
+) -> Digest {
+    let mut h = layout.job_hasher_with_lanes(alg, lanes);
+    let mut rest = data;
+    for &size in chunks.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (chunk, tail) = rest.split_at(size.clamp(1, rest.len()));
+        let stride = piece + gap;
+        let count = chunk.len().div_ceil(piece);
+        let mut span = vec![0xa5; (count - 1) * stride + (chunk.len() - (count - 1) * piece)];
+        for (i, p) in chunk.chunks(piece).enumerate() {
+            span[i * stride..i * stride + p.len()].copy_from_slice(p);
+        }
+        h.update_pieces(Pieces::spread(&span, chunk.len(), piece, stride).unwrap());
+        rest = tail;
+    }
+    h.finalize()
+}
+
+/// The gap a spread read leaves between pieces of `piece` bytes: to the next line, and a line.
+pub fn line_gap(piece: usize) -> usize {
+    piece.next_multiple_of(64) + 64 - piece
 }
