@@ -15,11 +15,18 @@ use std::arch::x86_64::*;
 
 use super::kernel::checked_pointers;
 
+super::kernel::bench_entry!(bench_compress_md5_avx2, [u32; 4]);
+
+/// Whether the CPU runs the kernel.
+pub(super) fn supported() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
 /// Lanes per 256-bit register.
 const WIDTH: usize = 8;
 
 /// Runs `blocks` 64-byte blocks of every lane's data through its MD5 state (A, B, C, D), for
-/// `N` = 8 lanes (one group) or 16 (two groups of eight interleaved).
+/// `N` = 8, 16, 24 or 32 lanes: one to four groups of eight, interleaved.
 ///
 /// # Panics
 /// If a lane has less than `blocks * 64` bytes of data. Other `N` do not compile.
@@ -31,15 +38,16 @@ pub(super) unsafe fn compress<const N: usize>(
     data: &[&[u8]; N],
     blocks: usize,
 ) {
-    const { assert!(N == WIDTH || N == 2 * WIDTH, "8 or 16 lanes") };
+    const { assert!(N % WIDTH == 0 && N / WIDTH >= 1 && N / WIDTH <= 4, "8 to 32 lanes") };
     let ptrs = checked_pointers(data, blocks, 64);
     // SAFETY: the caller guarantees AVX2; every pointer has `blocks * 64` readable bytes
     // (checked by `checked_pointers`) and `data` outlives the calls.
     unsafe {
-        if N == WIDTH {
-            compress_groups::<1>(states, &ptrs, blocks);
-        } else {
-            compress_groups::<2>(states, &ptrs, blocks);
+        match N / WIDTH {
+            1 => compress_groups::<1>(states, &ptrs, blocks),
+            2 => compress_groups::<2>(states, &ptrs, blocks),
+            3 => compress_groups::<3>(states, &ptrs, blocks),
+            _ => compress_groups::<4>(states, &ptrs, blocks),
         }
     }
 }

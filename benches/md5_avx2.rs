@@ -1,0 +1,156 @@
+//! The AVX2 MD5 kernel alone with one to four groups of eight lanes interleaved
+//! (`md5-avx2-8x1` … `md5-avx2-8x4`), on the same messages: how many groups fill the vector
+//! ALUs of this core.
+//!
+//! `cargo bench --bench md5_avx2` measures every width, passes interleaved, and prints the
+//! median rate of each in GB/s of the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, so that
+//! other processes on a shared machine do not count). `-- LANES` runs only the kernel of
+//! `LANES` lanes for a few seconds, to be counted with `perf stat -e cycles,instructions`.
+//!
+//! The messages are 96 (a multiple of every width) of 64 KiB and of 4 KiB, cut from one
+//! buffer a cache line apart from one another (message `j` starts `j * (len + 64)` bytes in),
+//! so that the rows of a block do not all fall in the same sets of L1. Every width hashes
+//! all of them on each pass. x86-64 only; on a CPU without AVX2 it prints a note.
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::hint::black_box;
+    use std::time::Duration;
+
+    use mtsum::lanes::bench_compress_md5_avx2;
+
+    /// Messages per pass: a multiple of 8, 16, 24 and 32.
+    const COUNT: usize = 96;
+    /// Passes per width, alternating between the widths.
+    const PASSES: usize = 15;
+
+    /// The calling thread's CPU time.
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write; the clock id is a constant of the platform.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// A buffer of pseudo-random bytes holding [`COUNT`] messages of `len` bytes, a cache line
+    /// apart.
+    struct Messages {
+        buf: Vec<u8>,
+        len: usize,
+    }
+
+    impl Messages {
+        fn new(len: usize) -> Messages {
+            let size = COUNT * (len + 64);
+            let buf = (0..size as u64)
+                .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8)
+                .collect();
+            Messages { buf, len }
+        }
+
+        fn get(&self, j: usize) -> &[u8] {
+            let at = j * (self.len + 64);
+            &self.buf[at..at + self.len]
+        }
+
+        /// Every message through the kernel of `N` lanes, `N` at a time.
+        fn pass<const N: usize>(&self) {
+            let mut states = [[0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476]; N];
+            for first in (0..COUNT).step_by(N) {
+                let data: [&[u8]; N] = std::array::from_fn(|i| self.get(first + i));
+                bench_compress_md5_avx2(&mut states, black_box(&data), self.len / 64);
+            }
+            black_box(states);
+        }
+
+        fn pass_of(&self, lanes: usize) {
+            match lanes {
+                8 => self.pass::<8>(),
+                16 => self.pass::<16>(),
+                24 => self.pass::<24>(),
+                32 => self.pass::<32>(),
+                _ => panic!("no kernel of {lanes} lanes"),
+            }
+        }
+    }
+
+    const WIDTHS: [usize; 4] = [8, 16, 24, 32];
+
+    /// The median rate of every width, passes interleaved.
+    pub fn all() {
+        for len in [64 << 10, 4 << 10] {
+            let messages = Messages::new(len);
+            // Enough repeats per pass for a few tens of milliseconds.
+            let repeats = (256 << 20) / (COUNT * len);
+            let mut times = [const { Vec::new() }; WIDTHS.len()];
+            for _ in 0..PASSES {
+                for (w, &lanes) in WIDTHS.iter().enumerate() {
+                    let start = thread_cpu();
+                    for _ in 0..repeats {
+                        messages.pass_of(lanes);
+                    }
+                    times[w].push(thread_cpu() - start);
+                }
+            }
+            let bytes = (repeats * COUNT * len) as f64;
+            for (w, &lanes) in WIDTHS.iter().enumerate() {
+                times[w].sort();
+                let median = times[w][PASSES / 2].as_secs_f64();
+                let best = times[w][0].as_secs_f64();
+                println!(
+                    "md5-avx2-8x{} {:>2} KiB: {:.2} GB/s cpu (median of {PASSES}), best {:.2}",
+                    lanes / 8,
+                    len >> 10,
+                    bytes / median / 1e9,
+                    bytes / best / 1e9,
+                );
+            }
+        }
+    }
+
+    /// The kernel of `lanes` lanes alone for about `seconds` seconds at `len` bytes a message.
+    pub fn one(lanes: usize, len: usize) {
+        let messages = Messages::new(len);
+        let repeats = (8 << 30) / (COUNT * len);
+        let start = thread_cpu();
+        for _ in 0..repeats {
+            messages.pass_of(lanes);
+        }
+        let time = (thread_cpu() - start).as_secs_f64();
+        let bytes = (repeats * COUNT * len) as f64;
+        println!(
+            "md5-avx2-8x{} {} KiB: {:.2} GB/s cpu",
+            lanes / 8,
+            len >> 10,
+            bytes / time / 1e9
+        );
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn main() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        eprintln!("skipped: this CPU lacks AVX2");
+        return;
+    }
+    // Criterion's flags (`--bench`) are ignored; a number is the lane count of one kernel,
+    // a second one the message length in KiB.
+    let numbers: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    match numbers[..] {
+        [] => x86::all(),
+        [lanes] => x86::one(lanes, 64 << 10),
+        [lanes, kib, ..] => x86::one(lanes, kib << 10),
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn main() {
+    eprintln!("skipped: the AVX2 kernel is x86-64 only");
+}
