@@ -3,7 +3,8 @@
 //! MD5 is a chain of 64 dependent steps per block, so one stream is bound by latency, not by
 //! the ALUs. Eight lanes in a register give 8× the work per instruction; interleaving two
 //! independent groups of eight (16 messages) gives the out-of-order core a second chain to
-//! fill the latency of the first, as Intel's isa-l_crypto `md5_mb_x8x2_avx2` does. The caller
+//! fill the latency of the first, as Intel's isa-l_crypto `md5_mb_x8x2_avx2` does, and a
+//! third fills the fourth vector pipe of AMD's cores (`Simd::Md5Avx2Triple`). The caller
 //! (the job manager) supplies the same number of blocks for every lane; idle lanes point at
 //! another lane's data and their result is thrown away.
 //!
@@ -26,7 +27,7 @@ pub(super) fn supported() -> bool {
 const WIDTH: usize = 8;
 
 /// Runs `blocks` 64-byte blocks of every lane's data through its MD5 state (A, B, C, D), for
-/// `N` = 8, 16, 24 or 32 lanes: one to four groups of eight, interleaved.
+/// `N` = 8, 16 or 24 lanes: one, two or three groups of eight interleaved.
 ///
 /// # Panics
 /// If a lane has less than `blocks * 64` bytes of data. Other `N` do not compile.
@@ -38,7 +39,7 @@ pub(super) unsafe fn compress<const N: usize>(
     data: &[&[u8]; N],
     blocks: usize,
 ) {
-    const { assert!(N % WIDTH == 0 && N / WIDTH >= 1 && N / WIDTH <= 4, "8 to 32 lanes") };
+    const { assert!(matches!(N, 8 | 16 | 24), "8, 16 or 24 lanes") };
     let ptrs = checked_pointers(data, blocks, 64);
     // SAFETY: the caller guarantees AVX2; every pointer has `blocks * 64` readable bytes
     // (checked by `checked_pointers`) and `data` outlives the calls.
@@ -46,8 +47,7 @@ pub(super) unsafe fn compress<const N: usize>(
         match N / WIDTH {
             1 => compress_groups::<1>(states, &ptrs, blocks),
             2 => compress_groups::<2>(states, &ptrs, blocks),
-            3 => compress_groups::<3>(states, &ptrs, blocks),
-            _ => compress_groups::<4>(states, &ptrs, blocks),
+            _ => compress_groups::<3>(states, &ptrs, blocks),
         }
     }
 }
