@@ -42,19 +42,21 @@ mod x86 {
     struct Messages {
         buf: Vec<u8>,
         len: usize,
+        /// Bytes between one message's end and the next one's start.
+        gap: usize,
     }
 
     impl Messages {
-        fn new(len: usize) -> Messages {
-            let size = COUNT * (len + 64);
+        fn new(len: usize, gap: usize) -> Messages {
+            let size = COUNT * (len + gap);
             let buf = (0..size as u64)
                 .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8)
                 .collect();
-            Messages { buf, len }
+            Messages { buf, len, gap }
         }
 
         fn get(&self, j: usize) -> &[u8] {
-            let at = j * (self.len + 64);
+            let at = j * (self.len + self.gap);
             &self.buf[at..at + self.len]
         }
 
@@ -82,8 +84,8 @@ mod x86 {
 
     /// The median rate of every width, passes interleaved.
     pub fn all() {
-        for len in [64 << 10, 4 << 10] {
-            let messages = Messages::new(len);
+        for (len, gap) in [(64 << 10, 64), (4 << 10, 64), (4 << 10, 0)] {
+            let messages = Messages::new(len, gap);
             // Enough repeats per pass for a few tens of milliseconds.
             let repeats = (256 << 20) / (COUNT * len);
             let mut times = [const { Vec::new() }; WIDTHS.len()];
@@ -102,9 +104,10 @@ mod x86 {
                 let median = times[w][PASSES / 2].as_secs_f64();
                 let best = times[w][0].as_secs_f64();
                 println!(
-                    "md5-avx2-8x{} {:>2} KiB: {:.2} GB/s cpu (median of {PASSES}), best {:.2}",
+                    "md5-avx2-8x{} {:>2} KiB, {:>2} B apart: {:.2} GB/s cpu (median of {PASSES}), best {:.2}",
                     lanes / 8,
                     len >> 10,
+                    gap,
                     bytes / median / 1e9,
                     bytes / best / 1e9,
                 );
@@ -113,8 +116,8 @@ mod x86 {
     }
 
     /// The kernel of `lanes` lanes alone on 8 GiB, `len` bytes a message.
-    pub fn one(lanes: usize, len: usize) {
-        let messages = Messages::new(len);
+    pub fn one(lanes: usize, len: usize, gap: usize) {
+        let messages = Messages::new(len, gap);
         let repeats = (8 << 30) / (COUNT * len);
         let start = thread_cpu();
         for _ in 0..repeats {
@@ -145,8 +148,9 @@ fn main() {
         .collect();
     match numbers[..] {
         [] => x86::all(),
-        [lanes] => x86::one(lanes, 64 << 10),
-        [lanes, kib, ..] => x86::one(lanes, kib << 10),
+        [lanes] => x86::one(lanes, 64 << 10, 64),
+        [lanes, kib] => x86::one(lanes, kib << 10, 64),
+        [lanes, kib, gap, ..] => x86::one(lanes, kib << 10, gap),
     }
 }
 
