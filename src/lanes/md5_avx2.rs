@@ -112,15 +112,17 @@ unsafe fn compress_groups<const G: usize>(
         let mut w = [[_mm256_setzero_si256(); 16]; G];
         for (g, w) in w.iter_mut().enumerate() {
             let lanes = &ptrs[WIDTH * g..WIDTH * (g + 1)];
-            let rows = |half: usize| -> [__m256i; WIDTH] {
-                std::array::from_fn(|j| {
+            let mut rows = [[_mm256_setzero_si256(); WIDTH]; 2];
+            for j in 0..WIDTH {
+                for (half, rows) in rows.iter_mut().enumerate() {
                     // SAFETY: `block < blocks` and the lane has `blocks * 64` bytes, so the
                     // 32 bytes at `block * 64 + half * 32` are readable; unaligned load.
-                    unsafe { _mm256_loadu_si256(lanes[j].add(block * 64 + half * 32).cast()) }
-                })
-            };
-            w[..WIDTH].copy_from_slice(&transpose(rows(0)));
-            w[WIDTH..].copy_from_slice(&transpose(rows(1)));
+                    rows[j] =
+                        unsafe { _mm256_loadu_si256(lanes[j].add(block * 64 + half * 32).cast()) };
+                }
+            }
+            w[..WIDTH].copy_from_slice(&transpose(rows[0]));
+            w[WIDTH..].copy_from_slice(&transpose(rows[1]));
         }
         let (a0, b0, c0, d0) = (a, b, c, d);
 
