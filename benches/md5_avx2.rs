@@ -1,17 +1,20 @@
-//! The AVX2 MD5 kernel alone with one, two or three groups of eight lanes interleaved
-//! (`md5-avx2-8x1`, `8x2`, `8x3`), on the same messages: how many groups fill the vector
-//! ALUs of this core.
+//! The AVX2 MD5 kernel alone with one or two groups of eight lanes interleaved
+//! (`md5-avx2-8x1`, `md5-avx2-8x2`), on the same messages laid out as a chunk's leaves are
+//! and staggered: what the vector ALUs of this core give, and what the L1 set conflicts of
+//! messages 4 KiB apart take from it ("MD5 in AVX2: how many groups of eight" in
+//! `docs/performance.md`, where three and four groups were measured too).
 //!
 //! `cargo bench --bench md5_avx2` measures every width, passes interleaved, and prints the
 //! median rate of each in GB/s of the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, so that
 //! other processes on a shared machine do not count). `-- LANES` runs only the kernel of
 //! `LANES` lanes for a few seconds, to be counted with `perf stat -e cycles,instructions`.
 //!
-//! The messages are 96 (a multiple of every width, and of the 32 lanes four groups had when
-//! they were measured) of 64 KiB and of 4 KiB, cut from one
-//! buffer a cache line apart from one another (message `j` starts `j * (len + 64)` bytes in),
-//! so that the rows of a block do not all fall in the same sets of L1. Every width hashes
-//! all of them on each pass. x86-64 only; on a CPU without AVX2 it prints a note.
+//! The messages are 96 (a multiple of 8, 16, 24 and 32 lanes) of 64 KiB and of 4 KiB, cut
+//! from one buffer a cache line apart from one another (message `j` starts `j * (len + 64)`
+//! bytes in), so that the rows of a block do not all fall in the same sets of L1, and 4 KiB
+//! messages next to each other, as `-l 4K` hashes a chunk's leaves. Every width hashes all
+//! of them on each pass. `-- LANES KIB GAP` sets the length and the bytes between messages.
+//! x86-64 only; on a CPU without AVX2 it prints a note.
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -74,13 +77,12 @@ mod x86 {
             match lanes {
                 8 => self.pass::<8>(),
                 16 => self.pass::<16>(),
-                24 => self.pass::<24>(),
                 _ => panic!("no kernel of {lanes} lanes"),
             }
         }
     }
 
-    const WIDTHS: [usize; 3] = [8, 16, 24];
+    const WIDTHS: [usize; 2] = [8, 16];
 
     /// The median rate of every width, passes interleaved.
     pub fn all() {

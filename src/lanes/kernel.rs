@@ -59,16 +59,7 @@ enum Simd {
     /// its 10.7).
     #[cfg(target_arch = "x86_64")]
     Md5Avx512Half,
-    /// MD5, three groups of eight 32-bit lanes interleaved step by step, for AMD's cores of
-    /// four vector ALU pipes: a step of one group is about ten operations on a chain of six
-    /// cycles, so two groups leave a pipe idle where a third fills it (on Zen 4 under the
-    /// AVX2 cap, 8.0 against 7.6 GB/s on 64 KiB messages, 8.6 against 7.8 on 4 KiB). Four
-    /// groups do not fit the sixteen ymm registers: their states alone take all of them
-    /// (5.8 and 6.8 GB/s). With up to sixteen busy lanes it hands them to [`Simd::Md5Avx2`].
-    #[cfg(target_arch = "x86_64")]
-    Md5Avx2Triple,
-    /// MD5, two groups of eight 32-bit lanes interleaved step by step: where the vector ALUs
-    /// have three pipes (Intel's cores), two groups already fill them.
+    /// MD5, two groups of eight 32-bit lanes interleaved step by step.
     #[cfg(target_arch = "x86_64")]
     Md5Avx2,
     /// MD5, one group of eight lanes: what [`Simd::Md5Avx2`] runs for up to eight busy lanes
@@ -183,9 +174,6 @@ enum Chosen {
     /// leaves, 598 against 574 at 4 KiB, 704 against 556 at 64 KiB, the default layout
     /// level. On Zen 5 the AVX-512 kernel is 1.85 × the SHA-NI pair ([`Simd::Sha256Avx512`]).
     UnlessHalfWidth512,
-    /// Only on AMD's cores from Zen 2 on ([`amd_four_vector_pipes`]), whose four vector ALU
-    /// pipes a third group of MD5 steps fills ([`Simd::Md5Avx2Triple`]); measured on Zen 4.
-    OnFourVectorPipes,
 }
 
 impl Chosen {
@@ -195,7 +183,6 @@ impl Chosen {
             Chosen::Yes => true,
             Chosen::No => false,
             Chosen::UnlessHalfWidth512 => !half_width_512(),
-            Chosen::OnFourVectorPipes => amd_four_vector_pipes(),
         }
     }
 }
@@ -210,64 +197,29 @@ pub(super) fn half_width_512() -> bool {
 fn half_width_512_uncached() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        cpu_signature().is_some_and(|(vendor, signature)| zen4(vendor, signature))
-            && std::arch::is_x86_feature_detected!("avx512f")
+        use std::arch::x86_64::__cpuid;
+        #[allow(unused_unsafe, reason = "newer toolchains declare `__cpuid` safe")]
+        // SAFETY: every x86-64 CPU has CPUID, and leaves 0 and 1 always exist.
+        let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1).eax) };
+        let vendor = [vendor.ebx, vendor.edx, vendor.ecx];
+        zen4(vendor, signature) && std::arch::is_x86_feature_detected!("avx512f")
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
 
-/// Whether this CPU is one of AMD's cores with four 256-bit vector ALU pipes ([`zen2_on`]).
-fn amd_four_vector_pipes() -> bool {
-    cpu_signature().is_some_and(|(vendor, signature)| zen2_on(vendor, signature))
-}
-
-/// CPUID's vendor (leaf 0: EBX, EDX, ECX) and signature (leaf 1: EAX); `None` off x86-64.
-fn cpu_signature() -> Option<([u32; 3], u32)> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::__cpuid;
-        #[allow(unused_unsafe, reason = "newer toolchains declare `__cpuid` safe")]
-        // SAFETY: every x86-64 CPU has CPUID, and leaves 0 and 1 always exist.
-        let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1).eax) };
-        Some(([vendor.ebx, vendor.edx, vendor.ecx], signature))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    None
-}
-
-/// The family and model of an AMD CPU from CPUID's vendor and signature, read as AMD and
-/// Intel define them (the extended fields added to a base family of 0xF); `None` for
-/// other vendors.
-fn amd_family_model(vendor: [u32; 3], signature: u32) -> Option<(u32, u32)> {
+/// Whether CPUID's vendor (leaf 0: EBX, EDX, ECX) and signature (leaf 1: EAX) are AMD's
+/// family 0x19: Zen 3, which has no AVX-512, or Zen 4, which runs it on 256-bit units. Zen 5
+/// (family 0x1A) and Intel's cores with AVX-512 have 512-bit units.
+fn zen4(vendor: [u32; 3], signature: u32) -> bool {
     let amd = vendor == [0x6874_7541, 0x6974_6e65, 0x444d_4163]; // "AuthenticAMD"
     let base = (signature >> 8) & 0xF;
-    let model = (signature >> 4) & 0xF;
-    let (family, model) = if base == 0xF {
-        let extended_model = (signature >> 16) & 0xF;
-        (
-            base + ((signature >> 20) & 0xFF),
-            extended_model << 4 | model,
-        )
+    let family = if base == 0xF {
+        base + ((signature >> 20) & 0xFF)
     } else {
-        (base, model)
+        base
     };
-    amd.then_some((family, model))
-}
-
-/// Whether CPUID's vendor and signature are AMD's family 0x19: Zen 3, which has no AVX-512,
-/// or Zen 4, which runs it on 256-bit units. Zen 5 (family 0x1A) and Intel's cores with
-/// AVX-512 have 512-bit units.
-fn zen4(vendor: [u32; 3], signature: u32) -> bool {
-    amd_family_model(vendor, signature).is_some_and(|(family, _)| family == 0x19)
-}
-
-/// Whether CPUID's vendor and signature are AMD's Zen 2 (family 0x17 from model 0x30) or a
-/// later family: four vector ALU pipes 256 bits wide. Zen 1 (family 0x17 below model 0x30)
-/// splits a 256-bit operation over two 128-bit pipes, so two groups of MD5 already fill them.
-fn zen2_on(vendor: [u32; 3], signature: u32) -> bool {
-    amd_family_model(vendor, signature)
-        .is_some_and(|(family, model)| family > 0x17 || family == 0x17 && model >= 0x30)
+    amd && family == 0x19
 }
 
 /// When a kernel hands its busy lanes to a narrower one ([`Spec::fewer`]).
@@ -363,19 +315,6 @@ pub(super) const SIMD: &[Spec] = &[
         run: run!(Md5, md5_avx512::compress::<16>),
         chosen: Chosen::No,
         fewer: None,
-    },
-    Spec {
-        simd: Simd::Md5Avx2Triple,
-        needs: Isa::AVX2,
-        names: &[(Algorithm::Md5, "md5-avx2-8x3")],
-        lanes: 24,
-        runs: md5_avx2::supported,
-        run: run!(Md5, md5_avx2::compress::<24>),
-        chosen: Chosen::OnFourVectorPipes,
-        fewer: Some(Fewer {
-            kernel: Simd::Md5Avx2,
-            at_most: 16,
-        }),
     },
     Spec {
         simd: Simd::Md5Avx2,
@@ -655,27 +594,6 @@ impl Spec {
         self.names.iter().find(|(a, _)| *a == alg).map(|(_, n)| *n)
     }
 
-    /// The kernel that runs `busy` busy lanes handed to this one: itself, or its
-    /// [`Spec::fewer`] where that takes them and the CPU runs it, and so on down (MD5's three
-    /// groups of eight hand sixteen busy lanes to two groups, which hand eight to one). A
-    /// kernel's narrower kernels need no instruction set it does not (a test checks), so the
-    /// cap that allowed the first allows them.
-    fn narrowest(&'static self, busy: usize) -> &'static Spec {
-        match self.fewer {
-            Some(f) if busy <= f.at_most && (Spec::of(f.kernel).runs)() => {
-                Spec::of(f.kernel).narrowest(busy)
-            }
-            _ => self,
-        }
-    }
-
-    /// The [`Fewer::at_most`] of the last link of this kernel's chain of narrower kernels
-    /// that [`Spec::narrowest`] follows; `None` if it has none.
-    fn last_at_most(&self) -> Option<usize> {
-        let f = self.fewer.filter(|f| (Spec::of(f.kernel).runs)())?;
-        Some(Spec::of(f.kernel).last_at_most().unwrap_or(f.at_most))
-    }
-
     /// Whether this CPU runs the kernel and the cap allows it.
     fn usable(&self, cap: Isa) -> bool {
         self.needs.within(cap) && (self.runs)()
@@ -764,11 +682,9 @@ impl Kernel {
         let Some(spec) = self.simd.map(Spec::of) else {
             return 1;
         };
-        match self.fewer {
-            // The last of a chain (MD5's three groups of eight hand sixteen lanes to two
-            // groups, which hand eight to one): every multiple of it fills a kernel.
-            Some(_) => spec.last_at_most().unwrap_or(spec.lanes),
-            None => spec.lanes,
+        match (self.fewer, spec.fewer) {
+            (Some(_), Some(fewer)) => fewer.at_most,
+            _ => spec.lanes,
         }
     }
 
@@ -841,7 +757,7 @@ impl Kernel {
         if let Some(fewer) = self.fewer.map(Spec::of)
             && spec.fewer.is_some_and(|f| busy <= f.at_most)
         {
-            return packed::<F>(fewer.narrowest(busy), states, data, blocks);
+            return packed::<F>(fewer, states, data, blocks);
         }
         // A SIMD kernel hashes every lane: idle lanes compute on a busy lane's data (never out
         // of bounds, never a branch in the kernel) and get their state back afterwards.
@@ -996,22 +912,6 @@ mod tests {
         );
     }
 
-    /// Zen 2 is family 0x17 from model 0x30 on (the extended model 0x3 above the base
-    /// model): Zen 1 and Zen+ are the same family with lower models.
-    #[test]
-    fn four_vector_pipes_are_amd_from_zen_2_on() {
-        let amd = [0x6874_7541, 0x6974_6e65, 0x444d_4163];
-        let intel = [0x756e_6547, 0x4965_6e69, 0x6c65_746e];
-        assert!(zen2_on(amd, 0x0083_0F10), "EPYC 7002 (Rome, Zen 2)");
-        assert!(zen2_on(amd, 0x00A0_0F11), "EPYC 7003 (Milan, Zen 3)");
-        assert!(zen2_on(amd, 0x00A1_0F11), "EPYC 9004 (Genoa, Zen 4)");
-        assert!(zen2_on(amd, 0x00B0_0F21), "EPYC 9005 (Turin, Zen 5)");
-        assert!(!zen2_on(amd, 0x0080_0F12), "EPYC 7001 (Naples, Zen 1)");
-        assert!(!zen2_on(amd, 0x0080_0F82), "Ryzen 2000 (Zen+)");
-        assert!(!zen2_on(intel, 0x0008_06F8), "Xeon 4th gen");
-        assert!(!zen2_on(intel, 0x0083_0F10), "another vendor");
-    }
-
     #[test]
     fn the_portable_cap_leaves_no_multi_buffer_kernel() {
         for alg in Algorithm::ALL {
@@ -1054,13 +954,8 @@ mod tests {
         } else {
             "sha512-avx2-4x2"
         };
-        let md5 = if amd_four_vector_pipes() {
-            "md5-avx2-8x3"
-        } else {
-            "md5-avx2-8x2"
-        };
         for (alg, name) in [
-            (Algorithm::Md5, md5),
+            (Algorithm::Md5, "md5-avx2-8x2"),
             (Algorithm::Sha1, "sha1-avx2-8"),
             (Algorithm::Sha256, "sha256-avx2-8"),
             (Algorithm::Sha512, sha512),
@@ -1119,32 +1014,9 @@ mod tests {
                 let fewer = k.simd.and_then(|s| Spec::of(s).fewer);
                 match (k.simd, k.fewer, fewer) {
                     (None, ..) => assert_eq!(min, 1, "{k}"),
-                    (Some(_), Some(narrow), Some(fewer)) => {
-                        // The last `at_most` of the chain of narrower kernels.
-                        let next = Spec::of(narrow).fewer.map_or(fewer.at_most, |f| f.at_most);
-                        assert_eq!(min, next, "{k}");
-                    }
+                    (Some(_), Some(_), Some(fewer)) => assert_eq!(min, fewer.at_most, "{k}"),
                     (Some(_), ..) => assert_eq!(min, k.lanes(), "{k}"),
                 }
-            }
-        }
-    }
-
-    /// What makes [`Spec::narrowest`] keep to the cap: the cap is checked for a kernel's
-    /// narrower kernel ([`Kernel::fewer`]), and a narrower kernel's own narrower kernels need
-    /// no instruction set it does not. Every link is narrower and hashes the same algorithms.
-    #[test]
-    fn a_chain_of_narrower_kernels_needs_no_more_than_its_first_link() {
-        for spec in SIMD {
-            let Some(fewer) = spec.fewer else { continue };
-            let narrow = Spec::of(fewer.kernel);
-            assert!(fewer.at_most < spec.lanes && narrow.lanes <= fewer.at_most);
-            for &(alg, _) in spec.names {
-                assert!(narrow.name(alg).is_some(), "{:?} {alg}", spec.simd);
-            }
-            if let Some(next) = narrow.fewer {
-                let next = Spec::of(next.kernel);
-                assert!(next.needs.within(narrow.needs), "{:?}", narrow.simd);
             }
         }
     }
@@ -1162,12 +1034,12 @@ mod tests {
         }
         assert!(Kernel::available(Algorithm::Blake3).is_empty());
         // The portable kernels have as many lanes as the widest kernel `multi_buffer` may
-        // choose, and every other choice no more (AVX2's 16 or 24 MD5 lanes where AVX-512
-        // has 32), so that tests on any CPU exercise at least the widest scheduling.
+        // choose, and every other choice a whole fraction of them (AVX2's 16 MD5 lanes where
+        // AVX-512 has 32), so that tests on any CPU exercise at least the widest scheduling.
         for spec in SIMD.iter().filter(|s| s.chosen != Chosen::No) {
             for &(alg, _) in spec.names {
                 let portable = Kernel::portable(alg).unwrap().lanes();
-                assert!(spec.lanes <= portable, "{alg}: {}", spec.lanes);
+                assert!(portable.is_multiple_of(spec.lanes), "{alg}: {}", spec.lanes);
             }
         }
         for alg in Algorithm::ALL

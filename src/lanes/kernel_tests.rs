@@ -395,8 +395,8 @@ where
 /// Busy lanes at random places among the kernel's lanes, as many as each count of
 /// [`BUSY_COUNTS`] that fits, with random states and 1 to 3 random blocks each: each busy
 /// lane's state is the block function's, each idle lane's is untouched. The counts are either
-/// side of every multiple of eight, where a kernel of groups of eight hands its busy lanes
-/// to a narrower one (MD5's three groups: up to 16 to two groups, up to 8 to one).
+/// side of every multiple of eight, where a kernel of groups of eight or sixteen hands its
+/// busy lanes to a narrower one (MD5 in AVX2: up to 8 of 16 to one group).
 fn partly_busy_lanes_hash_as_the_block_function<F: Family>(kernel: Kernel, rng: &mut Rng)
 where
     F::State: PartialEq + Debug,

@@ -3,8 +3,7 @@
 //! MD5 is a chain of 64 dependent steps per block, so one stream is bound by latency, not by
 //! the ALUs. Eight lanes in a register give 8× the work per instruction; interleaving two
 //! independent groups of eight (16 messages) gives the out-of-order core a second chain to
-//! fill the latency of the first, as Intel's isa-l_crypto `md5_mb_x8x2_avx2` does, and a
-//! third fills the fourth vector pipe of AMD's cores (`Simd::Md5Avx2Triple`). The caller
+//! fill the latency of the first, as Intel's isa-l_crypto `md5_mb_x8x2_avx2` does. The caller
 //! (the job manager) supplies the same number of blocks for every lane; idle lanes point at
 //! another lane's data and their result is thrown away.
 //!
@@ -27,7 +26,7 @@ pub(super) fn supported() -> bool {
 const WIDTH: usize = 8;
 
 /// Runs `blocks` 64-byte blocks of every lane's data through its MD5 state (A, B, C, D), for
-/// `N` = 8, 16 or 24 lanes: one, two or three groups of eight interleaved.
+/// `N` = 8 lanes (one group) or 16 (two groups of eight interleaved).
 ///
 /// # Panics
 /// If a lane has less than `blocks * 64` bytes of data. Other `N` do not compile.
@@ -39,15 +38,15 @@ pub(super) unsafe fn compress<const N: usize>(
     data: &[&[u8]; N],
     blocks: usize,
 ) {
-    const { assert!(matches!(N, 8 | 16 | 24), "8, 16 or 24 lanes") };
+    const { assert!(N == WIDTH || N == 2 * WIDTH, "8 or 16 lanes") };
     let ptrs = checked_pointers(data, blocks, 64);
     // SAFETY: the caller guarantees AVX2; every pointer has `blocks * 64` readable bytes
     // (checked by `checked_pointers`) and `data` outlives the calls.
     unsafe {
-        match N / WIDTH {
-            1 => compress_groups::<1>(states, &ptrs, blocks),
-            2 => compress_groups::<2>(states, &ptrs, blocks),
-            _ => compress_groups::<3>(states, &ptrs, blocks),
+        if N == WIDTH {
+            compress_groups::<1>(states, &ptrs, blocks);
+        } else {
+            compress_groups::<2>(states, &ptrs, blocks);
         }
     }
 }
@@ -112,17 +111,15 @@ unsafe fn compress_groups<const G: usize>(
         let mut w = [[_mm256_setzero_si256(); 16]; G];
         for (g, w) in w.iter_mut().enumerate() {
             let lanes = &ptrs[WIDTH * g..WIDTH * (g + 1)];
-            let mut rows = [[_mm256_setzero_si256(); WIDTH]; 2];
-            for j in 0..WIDTH {
-                for (half, rows) in rows.iter_mut().enumerate() {
+            let rows = |half: usize| -> [__m256i; WIDTH] {
+                std::array::from_fn(|j| {
                     // SAFETY: `block < blocks` and the lane has `blocks * 64` bytes, so the
                     // 32 bytes at `block * 64 + half * 32` are readable; unaligned load.
-                    rows[j] =
-                        unsafe { _mm256_loadu_si256(lanes[j].add(block * 64 + half * 32).cast()) };
-                }
-            }
-            w[..WIDTH].copy_from_slice(&transpose(rows[0]));
-            w[WIDTH..].copy_from_slice(&transpose(rows[1]));
+                    unsafe { _mm256_loadu_si256(lanes[j].add(block * 64 + half * 32).cast()) }
+                })
+            };
+            w[..WIDTH].copy_from_slice(&transpose(rows(0)));
+            w[WIDTH..].copy_from_slice(&transpose(rows(1)));
         }
         let (a0, b0, c0, d0) = (a, b, c, d);
 
