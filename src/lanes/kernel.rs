@@ -321,7 +321,7 @@ pub(super) const SIMD: &[Spec] = &[
         needs: Isa::AVX2,
         names: &[(Algorithm::Md5, "md5-avx2-8x2")],
         lanes: 16,
-        runs: || std::arch::is_x86_feature_detected!("avx2"),
+        runs: md5_avx2::supported,
         run: run!(Md5, md5_avx2::compress::<16>),
         chosen: Chosen::Yes,
         fewer: Some(Fewer {
@@ -334,7 +334,7 @@ pub(super) const SIMD: &[Spec] = &[
         needs: Isa::AVX2,
         names: &[(Algorithm::Md5, "md5-avx2-8x1")],
         lanes: 8,
-        runs: || std::arch::is_x86_feature_detected!("avx2"),
+        runs: md5_avx2::supported,
         run: run!(Md5, md5_avx2::compress::<8>),
         chosen: Chosen::No,
         fewer: None,

@@ -392,6 +392,52 @@ where
     }
 }
 
+/// Busy lanes at random places among the kernel's lanes, as many as each count of
+/// [`BUSY_COUNTS`] that fits, with random states and 1 to 3 random blocks each: each busy
+/// lane's state is the block function's, each idle lane's is untouched. The counts are either
+/// side of every multiple of eight, where a kernel of groups of eight or sixteen hands its
+/// busy lanes to a narrower one (MD5 in AVX2: up to 8 of 16 to one group).
+fn partly_busy_lanes_hash_as_the_block_function<F: Family>(kernel: Kernel, rng: &mut Rng)
+where
+    F::State: PartialEq + Debug,
+{
+    let n = kernel.lanes();
+    for &count in BUSY_COUNTS.iter().filter(|&&c| c <= n) {
+        let mut lanes: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            lanes.swap(i, rng.below(i + 1));
+        }
+        let busy = &lanes[..count];
+        let blocks = 1 + rng.below(3);
+        let buffers: Vec<Vec<u8>> = (0..n).map(|_| rng.bytes(blocks * F::BLOCK)).collect();
+        let initial: [F::State; MAX_LANES] =
+            std::array::from_fn(|_| rng.state::<F>(kernel.algorithm()));
+        let mut states = initial;
+        let data = std::array::from_fn(|l| busy.contains(&l).then(|| &buffers[l][..]));
+        kernel.compress::<F>(&mut states, &data, blocks);
+        for (lane, got) in states.iter().enumerate() {
+            let mut expected = initial[lane];
+            if busy.contains(&lane) {
+                F::compress_portable(&mut expected, &buffers[lane]);
+            }
+            assert_eq!(*got, expected, "{kernel}: lane {lane}, {count} busy");
+        }
+    }
+}
+
+/// The counts of busy lanes [`partly_busy_lanes_hash_as_the_block_function`] tries.
+const BUSY_COUNTS: [usize; 10] = [1, 8, 9, 16, 17, 23, 24, 25, 31, 32];
+
+#[test]
+fn partly_busy_lane_sets_hash_each_busy_lane_in_every_kernel() {
+    let mut rng = Rng(0xb05e);
+    for alg in Algorithm::ALL {
+        for kernel in kernels_under_every_cap(alg) {
+            with_family!(alg, F => partly_busy_lanes_hash_as_the_block_function::<F>(kernel, &mut rng));
+        }
+    }
+}
+
 #[test]
 fn idle_lanes_keep_their_state_in_every_kernel() {
     let mut rng = Rng(0x1d1e);

@@ -15,6 +15,13 @@ use std::arch::x86_64::*;
 
 use super::kernel::checked_pointers;
 
+super::kernel::bench_entry!(bench_compress_md5_avx2, [u32; 4]);
+
+/// Whether the CPU runs the kernel.
+pub(super) fn supported() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
 /// Lanes per 256-bit register.
 const WIDTH: usize = 8;
 

@@ -71,10 +71,10 @@ mod sha512_avx512;
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
 pub use self::{
-    md5_avx512::bench_compress_md5_avx512, sha1_avx2::bench_compress_sha1_avx2,
-    sha1_ni::bench_compress_sha1, sha256_avx2::bench_compress_sha256_avx2,
-    sha256_ni::bench_compress_sha256, sha512_avx2::bench_compress_sha512,
-    sha512_avx512::bench_compress_sha512_avx512,
+    md5_avx2::bench_compress_md5_avx2, md5_avx512::bench_compress_md5_avx512,
+    sha1_avx2::bench_compress_sha1_avx2, sha1_ni::bench_compress_sha1,
+    sha256_avx2::bench_compress_sha256_avx2, sha256_ni::bench_compress_sha256,
+    sha512_avx2::bench_compress_sha512, sha512_avx512::bench_compress_sha512_avx512,
 };
 
 pub use isa::{Isa, IsaError, Vector};
