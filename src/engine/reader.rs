@@ -321,14 +321,28 @@ impl Reader {
         let mut round = Vec::new();
         let mut other = None;
         // The jobs of `first`'s file are shared with the readers waiting for work where that
-        // is faster: this reader takes no more than its share while they wait.
+        // is faster: this reader takes no more than its share while they wait. But where the
+        // busy workers already fill the cores, a kernel whose whole round costs less CPU per
+        // lane than its narrower kernel's keeps the jobs and fills every lane: a second
+        // reader would add its copy and a slower kernel on the same cores
+        // (`MTSUM_SIMD=avx2 mtsum -p 2 -a md5`, 2 GiB, 2 cores, medians of 11 runs in turn:
+        // 0.405 → 0.330 s, 783 → 614 ms of CPU; 4 GiB, whose 32 leaves fill both readers'
+        // lanes, level).
+        let keep =
+            kernel.keeps_lanes() && !dealer.cores_to_spare(self.busy.load(Ordering::Relaxed));
         let hand = match first.later {
             0 => slots.len(),
+            _ if keep => slots.len(),
             later => kernel.share((later + 1).min(slots.len()), dealer.idle() + 1),
+        };
+        let unit = if keep {
+            slots.len()
+        } else {
+            kernel.min_lanes()
         };
         match turn {
             Some(_turn) => {
-                other = self.take_jobs(kernel, &mut slots, &mut round, Some(first), hand)
+                other = self.take_jobs(kernel, &mut slots, &mut round, Some(first), (unit, hand))
             }
             None => open_lane(&mut slots, 0, first, &mut round),
         }
@@ -338,7 +352,7 @@ impl Reader {
             if other.is_none()
                 && let Some(_turn) = dealer.try_turn()
             {
-                other = self.take_jobs(kernel, &mut slots, &mut round, None, hand);
+                other = self.take_jobs(kernel, &mut slots, &mut round, None, (unit, hand));
             }
             if slots.iter().all(Option::is_none) {
                 return Some(other);
@@ -375,9 +389,8 @@ impl Reader {
         slots: &mut [Option<LaneRead>],
         round: &mut Vec<LaneOp>,
         first: Option<Job>,
-        hand: usize,
+        (unit, hand): (usize, usize),
     ) -> Option<Job> {
-        let unit = kernel.min_lanes();
         let awaited_input = first.as_ref().map(|job| job.input);
         let mut awaited = first
             .as_ref()
@@ -468,15 +481,32 @@ fn open_lane(slots: &mut [Option<LaneRead>], slot: usize, job: Job, round: &mut 
 }
 
 /// What the readers of one run share to deal jobs for lanes among themselves.
-#[derive(Default)]
 pub(super) struct Dealer {
     /// Held by the reader that takes jobs for lanes, and by one waiting for a job.
     turn: Mutex<()>,
     /// Readers waiting for a job: the others leave jobs to them rather than begin more lanes.
     idle: AtomicUsize,
+    /// The cores this process may run on.
+    cores: usize,
+}
+
+impl Default for Dealer {
+    fn default() -> Dealer {
+        Dealer {
+            turn: Mutex::default(),
+            idle: AtomicUsize::default(),
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
+        }
+    }
 }
 
 impl Dealer {
+    /// Whether one more busy worker (a reader and its hasher) than `busy` finds cores of its
+    /// own.
+    fn cores_to_spare(&self, busy: usize) -> bool {
+        2 * (busy + 1) <= self.cores
+    }
+
     /// Counts a reader about to start, idle until it takes its first job.
     pub(super) fn enlist(&self) {
         self.idle.fetch_add(1, Ordering::Relaxed);
