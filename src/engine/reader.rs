@@ -371,9 +371,10 @@ impl Reader {
     }
 
     /// Opens jobs in the free lane slots, in the dealer's turn: `first`, if given, then jobs
-    /// of the queue, while they are for `kernel`. Lanes fill in units of
-    /// [`Kernel::min_lanes`] (16 for MD5's 32 AVX-512 lanes, 8 for SHA-256's and SHA-512's
-    /// 16): a unit begun is filled, but a new one is begun only while no other reader
+    /// of the queue, while they are for `kernel`. Lanes fill in units of `unit` lanes
+    /// ([`Kernel::min_lanes`]: 16 for MD5's 32 AVX-512 lanes, 8 for SHA-256's and SHA-512's
+    /// 16; every lane where the kernel keeps them, see [`Reader::read_lanes`]), with `hand`
+    /// the most to take while others wait: a unit begun is filled, but a new one is begun only while no other reader
     /// waits for work, so that the 16 leaves of a 2 GiB `mtsum` file fill one reader's 16
     /// MD5 lanes rather than half of two readers' each, which cost twice the CPU, while the
     /// 32 of a 4 GiB file still spread 16 and 16. While others wait, no more than `hand`
