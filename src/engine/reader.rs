@@ -321,14 +321,28 @@ impl Reader {
         let mut round = Vec::new();
         let mut other = None;
         // The jobs of `first`'s file are shared with the readers waiting for work where that
-        // is faster: this reader takes no more than its share while they wait.
+        // is faster: this reader takes no more than its share while they wait. But where the
+        // busy workers already fill the cores, a kernel whose whole round costs less CPU per
+        // lane than its narrower kernel's keeps the jobs and fills every lane: a second
+        // reader would add its copy and a slower kernel on the same cores
+        // (`MTSUM_SIMD=avx2 mtsum -p 2 -a md5`, 2 GiB, 2 cores, medians of 11 runs in turn:
+        // 0.405 → 0.330 s, 783 → 614 ms of CPU; 4 GiB, whose 32 leaves fill both readers'
+        // lanes, level).
+        let keep =
+            kernel.keeps_lanes() && !dealer.cores_to_spare(self.busy.load(Ordering::Relaxed));
         let hand = match first.later {
             0 => slots.len(),
+            _ if keep => slots.len(),
             later => kernel.share((later + 1).min(slots.len()), dealer.idle() + 1),
+        };
+        let unit = if keep {
+            slots.len()
+        } else {
+            kernel.min_lanes()
         };
         match turn {
             Some(_turn) => {
-                other = self.take_jobs(kernel, &mut slots, &mut round, Some(first), hand)
+                other = self.take_jobs(kernel, &mut slots, &mut round, Some(first), (unit, hand))
             }
             None => open_lane(&mut slots, 0, first, &mut round),
         }
@@ -338,7 +352,7 @@ impl Reader {
             if other.is_none()
                 && let Some(_turn) = dealer.try_turn()
             {
-                other = self.take_jobs(kernel, &mut slots, &mut round, None, hand);
+                other = self.take_jobs(kernel, &mut slots, &mut round, None, (unit, hand));
             }
             if slots.iter().all(Option::is_none) {
                 return Some(other);
@@ -357,9 +371,10 @@ impl Reader {
     }
 
     /// Opens jobs in the free lane slots, in the dealer's turn: `first`, if given, then jobs
-    /// of the queue, while they are for `kernel`. Lanes fill in units of
-    /// [`Kernel::min_lanes`] (16 for MD5's 32 AVX-512 lanes, 8 for SHA-256's and SHA-512's
-    /// 16): a unit begun is filled, but a new one is begun only while no other reader
+    /// of the queue, while they are for `kernel`. Lanes fill in units of `unit` lanes
+    /// ([`Kernel::min_lanes`]: 16 for MD5's 32 AVX-512 lanes, 8 for SHA-256's and SHA-512's
+    /// 16; every lane where the kernel keeps them, see [`Reader::read_lanes`]), with `hand`
+    /// the most to take while others wait: a unit begun is filled, but a new one is begun only while no other reader
     /// waits for work, so that the 16 leaves of a 2 GiB `mtsum` file fill one reader's 16
     /// MD5 lanes rather than half of two readers' each, which cost twice the CPU, while the
     /// 32 of a 4 GiB file still spread 16 and 16. While others wait, no more than `hand`
@@ -375,9 +390,8 @@ impl Reader {
         slots: &mut [Option<LaneRead>],
         round: &mut Vec<LaneOp>,
         first: Option<Job>,
-        hand: usize,
+        (unit, hand): (usize, usize),
     ) -> Option<Job> {
-        let unit = kernel.min_lanes();
         let awaited_input = first.as_ref().map(|job| job.input);
         let mut awaited = first
             .as_ref()
@@ -468,15 +482,32 @@ fn open_lane(slots: &mut [Option<LaneRead>], slot: usize, job: Job, round: &mut 
 }
 
 /// What the readers of one run share to deal jobs for lanes among themselves.
-#[derive(Default)]
 pub(super) struct Dealer {
     /// Held by the reader that takes jobs for lanes, and by one waiting for a job.
     turn: Mutex<()>,
     /// Readers waiting for a job: the others leave jobs to them rather than begin more lanes.
     idle: AtomicUsize,
+    /// The cores this process may run on.
+    cores: usize,
+}
+
+impl Default for Dealer {
+    fn default() -> Dealer {
+        Dealer {
+            turn: Mutex::default(),
+            idle: AtomicUsize::default(),
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
+        }
+    }
 }
 
 impl Dealer {
+    /// Whether one more busy worker (a reader and its hasher) than `busy` finds cores of its
+    /// own.
+    fn cores_to_spare(&self, busy: usize) -> bool {
+        2 * (busy + 1) <= self.cores
+    }
+
     /// Counts a reader about to start, idle until it takes its first job.
     pub(super) fn enlist(&self) {
         self.idle.fetch_add(1, Ordering::Relaxed);
