@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{HashVector, hash_vectors, job_in_spread_chunks, line_gap};
+use common::{HashVector, hash_vectors, job_in_chunks, line_gap};
 use mtsum::lanes::{self, Event, Kernel, Lane, Lanes};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
@@ -548,27 +548,6 @@ fn mtsum_names_no_kernel_under_the_portable_cap_and_refuses_an_unknown_one() {
     );
 }
 
-/// The digest of one job of `layout` hashed in chunks of the given sizes, in turn.
-fn job_in_chunks(
-    layout: Layout,
-    alg: Algorithm,
-    lanes: Option<Kernel>,
-    data: &[u8],
-    chunks: &[usize],
-) -> Digest {
-    let mut h = layout.job_hasher_with_lanes(alg, lanes);
-    let mut rest = data;
-    for &size in chunks.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (chunk, tail) = rest.split_at(size.clamp(1, rest.len()));
-        h.update(chunk);
-        rest = tail;
-    }
-    h.finalize()
-}
-
 #[test]
 fn leaves_laid_out_apart_give_the_roots_of_leaves_side_by_side_around_every_boundary() {
     for alg in ALGORITHMS {
@@ -596,13 +575,13 @@ fn leaves_laid_out_apart_give_the_roots_of_leaves_side_by_side_around_every_boun
                     for lanes in lane_choices(alg) {
                         for gap in [line_gap(leaf), 1] {
                             assert_eq!(
-                                job_in_spread_chunks(
+                                job_in_chunks(
                                     layout,
                                     alg,
                                     lanes,
                                     &data,
                                     &[chunk],
-                                    (leaf, gap)
+                                    Some((leaf, gap))
                                 ),
                                 expected,
                                 "{alg} {layout} {lanes:?} {n} bytes in chunks of {chunk}, gap {gap}"
@@ -647,7 +626,7 @@ fn job_hasher_gives_the_same_roots_with_lanes_on_and_off() {
             for lanes in lane_choices(alg) {
                 for chunk in [data.len(), 65_536, 10_000] {
                     assert_eq!(
-                        job_in_chunks(layout, alg, lanes, &data, &[chunk]),
+                        job_in_chunks(layout, alg, lanes, &data, &[chunk], None),
                         expected,
                         "{alg} {layout} {lanes:?} chunks of {chunk}"
                     );
@@ -721,13 +700,13 @@ proptest! {
         let leaf = leaf as usize;
         let whole: Vec<usize> = chunks.iter().map(|&c| c.next_multiple_of(leaf)).collect();
         for lanes in lane_choices(alg) {
-            prop_assert_eq!(job_in_chunks(layout, alg, lanes, &data, &chunks), expected, "{:?}", lanes);
+            prop_assert_eq!(job_in_chunks(layout, alg, lanes, &data, &chunks, None), expected, "{:?}", lanes);
             // The pieces of a spread read, and pieces off the leaves (on chunks not of
             // whole leaves, or of another length), which go piece by piece.
             for (chunks, piece) in [(&whole, leaf), (&chunks, leaf), (&whole, piece_len)] {
                 for gap in [line_gap(piece), gap] {
                     prop_assert_eq!(
-                        job_in_spread_chunks(layout, alg, lanes, &data, chunks, (piece, gap)),
+                        job_in_chunks(layout, alg, lanes, &data, chunks, Some((piece, gap))),
                         expected,
                         "{:?} chunks {:?} pieces of {} {} apart", lanes, chunks, piece, gap
                     );
@@ -766,7 +745,7 @@ proptest! {
         let chunks = [before as usize, run as usize, tail as usize];
         let chunks: Vec<usize> = chunks.into_iter().filter(|&c| c > 0).collect();
         prop_assert_eq!(
-            job_in_chunks(layout, alg, Some(kernel), &data, &chunks),
+            job_in_chunks(layout, alg, Some(kernel), &data, &chunks, None),
             reference::root(layout, alg, &data),
             "{} {} nodes after {} leaves", kernel, nodes, leaves_before
         );

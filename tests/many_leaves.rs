@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{MTSUM, config, job_in_spread_chunks, line_gap, pattern, tempdir};
+use common::{MTSUM, config, job_in_chunks, line_gap, pattern, tempdir};
 use mtsum::{Algorithm, Layout, LeafSize, batch, reference};
 use proptest::prelude::*;
 
@@ -37,13 +37,13 @@ fn leaves_laid_out_apart_give_the_reference_root() {
                 let chunk = 8 * leaf;
                 for n in [0, 1, leaf - 1, leaf + 1, chunk, 3 * chunk + leaf / 2] {
                     let data = pattern(n, (leaf + n) as u64);
-                    let got = job_in_spread_chunks(
+                    let got = job_in_chunks(
                         layout,
                         alg,
                         None,
                         &data,
                         &[chunk],
-                        (leaf, line_gap(leaf)),
+                        Some((leaf, line_gap(leaf))),
                     );
                     assert_eq!(
                         got,

@@ -375,17 +375,17 @@ pub fn unhex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-/// The digest of one job of `layout` fed in chunks whose sizes cycle through `chunks`, every
-/// chunk laid out as a spread read lays it ([`mtsum::source::RangeReader::spread`]): in pieces
-/// of `piece` bytes, `gap` bytes apart, with other bytes in the gaps. `lanes` as
+/// The digest of one job of `layout` hashed in chunks of the given sizes, in turn: side by
+/// side, or, with `spread` = `(piece, gap)`, each chunk laid out as a spread read lays it, in
+/// pieces of `piece` bytes `gap` bytes apart, with other bytes in the gaps. `lanes` as
 /// [`Layout::job_hasher_with_lanes`] takes it.
-pub fn job_in_spread_chunks(
+pub fn job_in_chunks(
     layout: Layout,
     alg: Algorithm,
     lanes: Option<Kernel>,
     data: &[u8],
     chunks: &[usize],
-    (piece, gap): (usize, usize),
+    spread: Option<(usize, usize)>,
 ) -> Digest {
     let mut h = layout.job_hasher_with_lanes(alg, lanes);
     let mut rest = data;
@@ -394,13 +394,19 @@ pub fn job_in_spread_chunks(
             break;
         }
         let (chunk, tail) = rest.split_at(size.clamp(1, rest.len()));
-        let stride = piece + gap;
-        let count = chunk.len().div_ceil(piece);
-        let mut span = vec![0xa5; (count - 1) * stride + (chunk.len() - (count - 1) * piece)];
-        for (i, p) in chunk.chunks(piece).enumerate() {
-            span[i * stride..i * stride + p.len()].copy_from_slice(p);
+        match spread {
+            None => h.update(chunk),
+            Some((piece, gap)) => {
+                let stride = piece + gap;
+                let count = chunk.len().div_ceil(piece);
+                let mut span =
+                    vec![0xa5; (count - 1) * stride + (chunk.len() - (count - 1) * piece)];
+                for (i, p) in chunk.chunks(piece).enumerate() {
+                    span[i * stride..i * stride + p.len()].copy_from_slice(p);
+                }
+                h.update_pieces(Pieces::spread(&span, chunk.len(), piece, stride).unwrap());
+            }
         }
-        h.update_pieces(Pieces::spread(&span, chunk.len(), piece, stride).unwrap());
         rest = tail;
     }
     h.finalize()
