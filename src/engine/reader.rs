@@ -13,7 +13,6 @@ use super::hasher::absorb;
 use super::{Done, Job, JobSource, LaneOp, Msg, Opened, Opening, SharedFile, is_set};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
-use crate::layout::JobHasher;
 use crate::source::{Buffer, FileSystems, InputError, ReadMode, read_stream_chunk};
 
 /// Bytes of buffers per worker for jobs in lanes: two rounds of one chunk per lane (so that
@@ -175,10 +174,7 @@ impl Reader {
         if let JobSource::At(shared, len) = &job.source
             && *len <= self.chunk_size as u64
         {
-            let range = job.start..job.start + len;
-            let hasher = job.layout.hasher_for(job.alg, job.kind);
-            let spread = spread_for(&job, self.chunk_size);
-            let result = self.hash_small(shared, range, hasher, spread)?;
+            let result = self.hash_small(&job, shared, *len)?;
             let (input, index) = (job.input, job.index);
             return self
                 .done
@@ -210,19 +206,20 @@ impl Reader {
         self.out.send(end).ok()
     }
 
-    /// Reads `range` into `hasher`, laid out in pieces of `spread` bytes if given (see
-    /// [`spread_for`]): the job's range and digest, or why not; `None` when the pipeline shut
-    /// down.
+    /// Reads `job`, the `len` bytes of `shared`'s file from its start, into a hasher of its
+    /// own, here and now, its leaves laid out for the lanes where that pays
+    /// ([`spread_for`]): the job's range and digest, or why not; `None` when the pipeline
+    /// shut down.
     pub(super) fn hash_small(
         &mut self,
+        job: &Job,
         shared: &SharedFile,
-        range: Range<u64>,
-        mut hasher: JobHasher,
-        spread: Option<NonZeroUsize>,
+        len: u64,
     ) -> Option<Result<(Range<u64>, Digest), InputError>> {
-        let start = range.start;
-        let mut reader = shared.file.range_reader(range, self.chunk_size);
-        if let Some(piece) = spread {
+        let mut hasher = job.layout.hasher_for(job.alg, job.kind);
+        let (start, chunk) = (job.start, self.chunk_size);
+        let mut reader = shared.file.range_reader(start..start + len, chunk);
+        if let Some(piece) = spread_for(job, chunk) {
             reader = reader.spread(piece);
         }
         while !reader.is_done() && !shared.failed.load(Ordering::Relaxed) {
@@ -573,7 +570,7 @@ const SPREAD_LEAF_UNIT: usize = 4 << 10;
 /// on a leaf) starts on a leaf too.
 ///
 /// [`Layout::lane_leaf`]: crate::layout::Layout::lane_leaf
-pub(super) fn spread_for(job: &Job, chunk: usize) -> Option<NonZeroUsize> {
+fn spread_for(job: &Job, chunk: usize) -> Option<NonZeroUsize> {
     let leaf = job.layout.lane_leaf(job.alg, job.kind)?.get();
     let leaf = usize::try_from(leaf).ok()?;
     (leaf.is_multiple_of(SPREAD_LEAF_UNIT) && chunk.is_multiple_of(leaf))

@@ -25,7 +25,7 @@ use crossbeam_channel::Sender;
 
 use super::hasher::Part;
 use super::input::{Concluded, Fold, JobDigest, Opening, Planned, Unplanned};
-use super::reader::{Reader, lane_chunk_size, spread_for};
+use super::reader::{Reader, lane_chunk_size};
 use super::{Engine, Job, JobKey, JobSource, Opened, SharedFile};
 use crate::lanes::{Event, Kernel, Lane, Lanes};
 use crate::source::{InputError, RangeReader};
@@ -97,10 +97,7 @@ impl Reader {
                     let JobSource::At(shared, len) = &job.source else {
                         unreachable!("a small input is a file")
                     };
-                    let range = job.start..job.start + len;
-                    let hasher = job.layout.hasher_for(job.alg, job.kind);
-                    let spread = spread_for(&job, self.chunk_size);
-                    let result = self.hash_small(shared, range, hasher, spread)?;
+                    let result = self.hash_small(&job, shared, *len)?;
                     whole.job_done(job.input, job.index, result)?;
                 }
             }
