@@ -63,7 +63,10 @@ unsafe fn compress_interleaved<const N: usize>(
     let mut e: [__m128i; N] = from_fn(|i| _mm_set_epi32(states[i][4].cast_signed(), 0, 0, 0));
 
     for block in 0..blocks {
-        let (abcd0, e0) = (abcd, e);
+        // In memory, as in the SHA-256 kernel (`sha256_ni`): 1.7 % faster with four streams.
+        let mut saved = (abcd, e);
+        std::hint::black_box(&mut saved);
+        let (abcd0, e0) = saved;
         // The 16 message words of every stream: `w[j][i]` holds words 4j .. 4j + 4 of stream
         // `i`, the first in the highest element. It is a window over the message schedule:
         // from round 16 on, each quarter is replaced by the next four words before they are
