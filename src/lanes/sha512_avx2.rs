@@ -400,12 +400,17 @@ pub(super) unsafe fn load_block(lanes: &[*const u8], offset: usize) -> [__m256i;
 }
 
 /// One block's 80 rounds over the transposed states `$s` (`[[__m256i; G]; 8]`, as from
-/// [`load_states`]), message words `$w` (`[[__m256i; 80]; G]`, the first 16 of every group
-/// loaded), ending with the addition of the states from before the block. `$round!(a, b, c,
+/// [`load_states`]), message words `$w` (`[[__m256i; 16]; G]`, the block's 16 words of every
+/// group loaded), ending with the addition of the states from before the block. `$round!(a, b, c,
 /// d, e, f, g, h, t)` is the kernel's round `t` in every group, updating `d` and `h`; the
 /// names rotate instead of the values moving. The schedule calls the `small_sigma0` and
 /// `small_sigma1` of the module the macro expands in, or with `$add, $sigma0, $sigma1` those
 /// given, and the addition given (for 512-bit registers).
+///
+/// The schedule is a window of 16 words: word `t + 16` takes the place of word `t` once round
+/// `t` has used it. An array of all 80 words had to be zeroed on every call (5 KiB for two
+/// groups), which a call of one or two blocks (a leaf's first and last, a tree's inner node)
+/// paid as much as for a block's rounds.
 ///
 /// Schedule word `t + 16` is computed along with round `t` rather than all before the
 /// rounds: the rounds are mostly adds and logic, the schedule mostly shifts (which fewer
@@ -418,9 +423,9 @@ macro_rules! rounds {
     (@schedule $w:ident, $t:expr, $add:ident, $sigma0:ident, $sigma1:ident) => {
         for words in $w.iter_mut() {
             let t = $t + 16;
-            words[t] = $add(
-                $add($sigma1(words[t - 2]), words[t - 7]),
-                $add($sigma0(words[t - 15]), words[t - 16]),
+            words[t % 16] = $add(
+                $add($sigma1(words[(t - 2) % 16]), words[(t - 7) % 16]),
+                $add($sigma0(words[(t - 15) % 16]), words[t % 16]),
             );
         }
     };
@@ -479,9 +484,10 @@ macro_rules! compress_groups {
         ) {
             assert!(ptrs.len() == WIDTH * G);
             let mut s = load_states::<G>(states);
-            // The message schedule of every group, 80 words of four lanes each: 2.5 KiB per
-            // group on the (L1-resident) stack, as registers cannot hold it.
-            let mut w = [[_mm256_setzero_si256(); 80]; G];
+            // The window of the message schedule of every group, 16 words of four lanes
+            // each: 512 bytes per group on the (L1-resident) stack, as registers cannot hold
+            // it.
+            let mut w = [[_mm256_setzero_si256(); 16]; G];
 
             for block in 0..blocks {
                 for (g, w) in w.iter_mut().enumerate() {
@@ -509,7 +515,7 @@ macro_rules! compress_groups {
                                 _mm256_and_si256(_mm256_xor_si256($f[n], $g[n]), $e[n]),
                                 $g[n],
                             );
-                            let t1 = _mm256_add_epi64($h[n], _mm256_add_epi64(w[n][$t], k));
+                            let t1 = _mm256_add_epi64($h[n], _mm256_add_epi64(w[n][$t % 16], k));
                             let t1 =
                                 _mm256_add_epi64(_mm256_add_epi64(t1, ch), $sigma1($e[n]));
                             let ab = _mm256_xor_si256($a[n], $b[n]);

@@ -141,8 +141,9 @@ unsafe fn compress_groups<const G: usize>(
 ) {
     assert!(ptrs.len() == WIDTH * G);
     let mut s = load_states::<G>(states);
-    // The message schedule of every group: 2.5 KiB per group on the (L1-resident) stack.
-    let mut w = [[_mm256_setzero_si256(); 80]; G];
+    // The window of the message schedule of every group (see `rounds!`): 512 bytes per
+    // group on the (L1-resident) stack.
+    let mut w = [[_mm256_setzero_si256(); 16]; G];
 
     for block in 0..blocks {
         for (g, w) in w.iter_mut().enumerate() {
@@ -161,7 +162,7 @@ unsafe fn compress_groups<const G: usize>(
                     // in another order (to shorten the chain from e) gave the same machine
                     // code.
                     let ch = _mm256_ternarylogic_epi64::<CH>($e[n], $f[n], $g[n]);
-                    let t1 = _mm256_add_epi64($h[n], _mm256_add_epi64(w[n][$t], k));
+                    let t1 = _mm256_add_epi64($h[n], _mm256_add_epi64(w[n][$t % 16], k));
                     let t1 = _mm256_add_epi64(_mm256_add_epi64(t1, ch), big_sigma1($e[n]));
                     let maj = _mm256_ternarylogic_epi64::<MAJ>($a[n], $b[n], $c[n]);
                     let t2 = _mm256_add_epi64(big_sigma0($a[n]), maj);
@@ -311,8 +312,9 @@ unsafe fn zmm_groups<const G: usize>(states: &mut [[u64; 8]], ptrs: &[*const u8]
             s[w][g] = v;
         }
     }
-    // The message schedule of every group: 5 KiB per group on the (L1-resident) stack.
-    let mut w = [[_mm512_setzero_si512(); 80]; G];
+    // The window of the message schedule of every group (see `rounds!`): 1 KiB per group on
+    // the (L1-resident) stack.
+    let mut w = [[_mm512_setzero_si512(); 16]; G];
 
     for block in 0..blocks {
         for (g, w) in w.iter_mut().enumerate() {
@@ -334,7 +336,7 @@ unsafe fn zmm_groups<const G: usize>(states: &mut [[u64; 8]], ptrs: &[*const u8]
                 let k = _mm512_set1_epi64(K[$t] as i64);
                 for n in 0..G {
                     let ch = _mm512_ternarylogic_epi64::<CH>($e[n], $f[n], $g[n]);
-                    let t1 = _mm512_add_epi64($h[n], _mm512_add_epi64(w[n][$t], k));
+                    let t1 = _mm512_add_epi64($h[n], _mm512_add_epi64(w[n][$t % 16], k));
                     let sigma1 = _mm512_ternarylogic_epi64::<XOR3>(
                         _mm512_ror_epi64::<14>($e[n]),
                         _mm512_ror_epi64::<18>($e[n]),
