@@ -132,19 +132,23 @@ fn small_sigma1(x: __m256i) -> __m256i {
 }
 
 /// Schedule word `t + 16` (FIPS 180-4, 6.2.2, step 1):
-/// W[t] = σ1(W[t - 2]) + W[t - 7] + σ0(W[t - 15]) + W[t - 16].
+/// W[t] = σ1(W[t - 2]) + W[t - 7] + σ0(W[t - 15]) + W[t - 16], in a window of 16 words
+/// where it takes the place of word `t`, which round `t` has used. An array of all 64 words
+/// had to be zeroed on every call (2 KiB), which a call of one or two blocks (a leaf's first
+/// and last, a tree's inner node) paid as much as for a block's rounds; the SHA-512 and
+/// SHA-1 kernels keep their windows the same way.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn schedule(w: &mut [__m256i; 64], t: usize) {
+fn schedule(w: &mut [__m256i; 16], t: usize) {
     let t = t + 16;
-    w[t] = _mm256_add_epi32(
-        _mm256_add_epi32(small_sigma1(w[t - 2]), w[t - 7]),
-        _mm256_add_epi32(small_sigma0(w[t - 15]), w[t - 16]),
+    w[t % 16] = _mm256_add_epi32(
+        _mm256_add_epi32(small_sigma1(w[(t - 2) % 16]), w[(t - 7) % 16]),
+        _mm256_add_epi32(small_sigma0(w[(t - 15) % 16]), w[t % 16]),
     );
 }
 
 /// One block's 64 rounds over the transposed states `$s` (`[_; 8]`) and message words `$w`
-/// (`[_; 64]`, the first 16 loaded), ending with the addition (`$add`) of the states from
+/// (`[_; 16]`, the block's words loaded: a window, see `schedule`), ending with the addition (`$add`) of the states from
 /// before the block. `$round!(a, b, c, d, e, f, g, h, t)` is the kernel's round `t`, updating
 /// `d` and `h`; the names rotate instead of the values moving. Schedule word `t + 16` is
 /// computed along with round `t`, by the `schedule` function of the module the macro expands
@@ -208,9 +212,9 @@ unsafe fn compress_lanes(states: &mut [[u32; 8]; LANES], ptrs: &[*const u8; LANE
     });
     // `s[j]` holds word `j` of the eight states.
     let mut s = transpose(rows);
-    // The message schedule, 64 words of eight lanes: 2 KiB on the (L1-resident) stack, as
-    // registers cannot hold it.
-    let mut w = [_mm256_setzero_si256(); 64];
+    // The window of the message schedule, 16 words of eight lanes: 512 bytes on the
+    // (L1-resident) stack, as registers cannot hold it.
+    let mut w = [_mm256_setzero_si256(); 16];
 
     for block in 0..blocks {
         // SAFETY: `block < blocks` and every message has `blocks * 64` bytes.
@@ -228,7 +232,7 @@ unsafe fn compress_lanes(states: &mut [[u32; 8]; LANES], ptrs: &[*const u8; LANE
                 // T1 = h + Σ1(e) + Ch(e, f, g) + K[t] + W[t], with Σ1, the longest chain
                 // from e, added last; Ch(e, f, g) = ((f ^ g) & e) ^ g.
                 let ch = _mm256_xor_si256(_mm256_and_si256(_mm256_xor_si256($f, $g), $e), $g);
-                let t1 = _mm256_add_epi32($h, _mm256_add_epi32(w[t], k));
+                let t1 = _mm256_add_epi32($h, _mm256_add_epi32(w[t % 16], k));
                 let t1 = _mm256_add_epi32(_mm256_add_epi32(t1, ch), big_sigma1($e));
                 let ab = _mm256_xor_si256($a, $b);
                 let maj = _mm256_xor_si256($b, _mm256_and_si256(ab, bc));

@@ -80,16 +80,16 @@ fn rotations_shift<const A: i32, const B: i32, const S: u32>(x: __m512i) -> __m5
 
 /// Schedule word `t + 16` (FIPS 180-4, 6.2.2, step 1): σ1(W[t - 2]) + W[t - 7] +
 /// σ0(W[t - 15]) + W[t - 16], with σ0 = rotr 7 ^ rotr 18 ^ shr 3, σ1 = rotr 17 ^ rotr 19 ^
-/// shr 10.
+/// shr 10. In a window of 16 words, as the AVX2 kernel's.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn schedule(w: &mut [__m512i; 64], t: usize) {
+fn schedule(w: &mut [__m512i; 16], t: usize) {
     let t = t + 16;
-    let sigma0 = rotations_shift::<7, 18, 3>(w[t - 15]);
-    let sigma1 = rotations_shift::<17, 19, 10>(w[t - 2]);
-    w[t] = _mm512_add_epi32(
-        _mm512_add_epi32(sigma1, w[t - 7]),
-        _mm512_add_epi32(sigma0, w[t - 16]),
+    let sigma0 = rotations_shift::<7, 18, 3>(w[(t - 15) % 16]);
+    let sigma1 = rotations_shift::<17, 19, 10>(w[(t - 2) % 16]);
+    w[t % 16] = _mm512_add_epi32(
+        _mm512_add_epi32(sigma1, w[(t - 7) % 16]),
+        _mm512_add_epi32(sigma0, w[t % 16]),
     );
 }
 
@@ -113,7 +113,7 @@ unsafe fn compress_lanes(states: &mut [[u32; 8]; WIDTH], ptrs: &[*const u8; WIDT
     // Reverses the bytes of every 32-bit word.
     let bswap = _mm512_set4_epi32(0x0c0d_0e0f, 0x0809_0a0b, 0x0405_0607, 0x0001_0203);
     // The message schedule, 64 words of sixteen lanes: 4 KiB on the (L1-resident) stack.
-    let mut w = [_mm512_setzero_si512(); 64];
+    let mut w = [_mm512_setzero_si512(); 16];
 
     for block in 0..blocks {
         let mut rows = [_mm512_setzero_si512(); WIDTH];
@@ -132,7 +132,7 @@ unsafe fn compress_lanes(states: &mut [[u32; 8]; WIDTH], ptrs: &[*const u8; WIDT
                 // T1 = h + W[t] + K[t] + Ch(e, f, g) + Σ1(e), Σ1 = rotr 6 ^ rotr 11 ^ rotr 25;
                 // T2 = Σ0(a) + Maj(a, b, c), Σ0 = rotr 2 ^ rotr 13 ^ rotr 22.
                 let ch = _mm512_ternarylogic_epi32::<CH>($e, $f, $g);
-                let t1 = _mm512_add_epi32($h, _mm512_add_epi32(w[t], k));
+                let t1 = _mm512_add_epi32($h, _mm512_add_epi32(w[t % 16], k));
                 let t1 = _mm512_add_epi32(_mm512_add_epi32(t1, ch), rotations::<6, 11, 25>($e));
                 let maj = _mm512_ternarylogic_epi32::<MAJ>($a, $b, $c);
                 let sigma0 = rotations::<2, 13, 22>($a);
