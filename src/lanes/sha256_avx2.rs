@@ -135,8 +135,9 @@ fn small_sigma1(x: __m256i) -> __m256i {
 /// W[t] = σ1(W[t - 2]) + W[t - 7] + σ0(W[t - 15]) + W[t - 16], in a window of 16 words
 /// where it takes the place of word `t`, which round `t` has used. An array of all 64 words
 /// had to be zeroed on every call (2 KiB), which a call of one or two blocks (a leaf's first
-/// and last, a tree's inner node) paid as much as for a block's rounds; the SHA-512 and
-/// SHA-1 kernels keep their windows the same way.
+/// and last, a tree's inner node) paid as much as for a block's rounds; the SHA-512 kernels
+/// keep theirs the same way. (SHA-1's eight lanes do not: their rounds step by five, so the
+/// window's every index is computed at run time, which cost 6 % more than the zeroing.)
 #[inline]
 #[target_feature(enable = "avx2")]
 fn schedule(w: &mut [__m256i; 16], t: usize) {
