@@ -56,14 +56,17 @@ fn per_core(c: &mut Criterion<ThreadCpuTime>) {
     }
 }
 
-/// The leaves of `-t rfc6962` (a `0x00` prefix) of 1, 4 and 64 KiB, cut from one 4 MiB buffer as the engine cuts a chunk: what a leaf costs beyond its bytes (the
-/// prefix's block, the padding's, each group's calls into the kernel) with nothing read. The
-/// 64 KiB leaves are the reference: their per-leaf cost is spread over 1 024 blocks, and
-/// their 64 fill every kernel's lanes (larger leaves would leave MD5's 32 lanes idle here).
-/// `-- leaves` for this group only.
+/// The leaves of `-t rfc6962` (a `0x00` prefix) of 1, 4 and 64 KiB, 4 MiB of them in one
+/// buffer laid out as the engine reads a chunk (leaves of whole pages a cache line apart, as
+/// `RangeReader::spread` places them; smaller ones side by side): what a leaf costs beyond its
+/// bytes (the prefix's block, the padding's, each group's calls into the kernel) with nothing
+/// read. The 64 KiB leaves are the reference: their per-leaf cost is spread over 1 024 blocks,
+/// and their 64 fill every kernel's lanes (larger leaves would leave MD5's 32 lanes idle
+/// here). `-- leaves` for this group only.
 fn leaf_sizes(c: &mut Criterion<ThreadCpuTime>) {
     const DATA: usize = 4 << 20;
-    let data = messages(1, DATA).remove(0);
+    // Room for the leaves of 4 KiB a line apart: 64 bytes more for every 4 KiB.
+    let data = messages(1, DATA + DATA / 64).remove(0);
     for alg in [
         Algorithm::Md5,
         Algorithm::Sha1,
@@ -76,11 +79,18 @@ fn leaf_sizes(c: &mut Criterion<ThreadCpuTime>) {
         if let Some(kernel) = Kernel::multi_buffer(alg) {
             for len in [1 << 10, 4 << 10, 64 << 10] {
                 let id = BenchmarkId::new(kernel.name(), format!("{} KiB", len >> 10));
-                let mut out = Vec::with_capacity(DATA / len);
+                let count = DATA / len;
+                let stride = if len.is_multiple_of(4 << 10) {
+                    len + 64
+                } else {
+                    len
+                };
+                let data = &data[..(count - 1) * stride + len];
+                let mut out = Vec::with_capacity(count);
                 group.bench_function(id, |b| {
                     b.iter(|| {
                         out.clear();
-                        lanes::hash_each_into(kernel, &[0], black_box(&data), len, len, &mut out);
+                        lanes::hash_each_into(kernel, &[0], black_box(data), len, stride, &mut out);
                     })
                 });
             }
