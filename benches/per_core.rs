@@ -25,18 +25,21 @@ fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
     bytes.chunks(len).map(<[u8]>::to_vec).collect()
 }
 
+/// The algorithms with multi-buffer kernels.
+const ALGORITHMS: [Algorithm; 4] = [
+    Algorithm::Md5,
+    Algorithm::Sha1,
+    Algorithm::Sha256,
+    Algorithm::Sha512,
+];
+
 fn per_core(c: &mut Criterion<ThreadCpuTime>) {
     // 32 messages fill every kernel's lanes (MD5 in AVX-512 has 32), several times over for
     // the others; 64 KiB is the leaf size of the per-core targets, 4 KiB the smallest.
     for (count, len, label) in [(32, 64 << 10, "32 x 64 KiB"), (256, 4 << 10, "256 x 4 KiB")] {
         let owned = messages(count, len);
         let slices: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-        for alg in [
-            Algorithm::Md5,
-            Algorithm::Sha1,
-            Algorithm::Sha256,
-            Algorithm::Sha512,
-        ] {
+        for alg in ALGORITHMS {
             let mut group = c.benchmark_group(format!("{alg} {label}"));
             group.throughput(Throughput::BytesDecimal((count * len) as u64));
             for kernel in Kernel::available(alg) {
@@ -67,12 +70,7 @@ fn leaf_sizes(c: &mut Criterion<ThreadCpuTime>) {
     const DATA: usize = 4 << 20;
     // Room for the leaves of 4 KiB a line apart: 64 bytes more for every 4 KiB.
     let data = messages(1, DATA + DATA / 64).remove(0);
-    for alg in [
-        Algorithm::Md5,
-        Algorithm::Sha1,
-        Algorithm::Sha256,
-        Algorithm::Sha512,
-    ] {
+    for alg in ALGORITHMS {
         let mut group = c.benchmark_group(format!("{alg} rfc6962 leaves"));
         group.throughput(Throughput::BytesDecimal(DATA as u64));
         // The kernel the program runs: under `MTSUM_SIMD=avx2`, the AVX2 one.
