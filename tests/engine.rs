@@ -400,6 +400,40 @@ fn engine_defaults_match_reference_around_their_read_sizes() {
 }
 
 #[test]
+fn readers_hash_their_jobs_themselves_or_hand_them_over_with_the_same_roots() {
+    // On one core every busy worker lacks a core for its hasher, so each reader hashes its
+    // jobs itself; on 64 no worker does, so every job's chunks go to a hasher thread. Files of
+    // several jobs (4 MiB of 4 KiB leaves each) and chunks of a part of a job, a leaf or less.
+    let sizes = [(9 << 20) + 1025, (4 << 20) + 4096, 1 << 20];
+    let data = pattern(sizes[0], 11);
+    let dir = TempDir::new().unwrap();
+    let layouts = [Layout::Rfc6962(leaf(4096)), Layout::Plain, Layout::Mtsum];
+    for (i, &n) in sizes.iter().enumerate() {
+        let bytes = &data[..n];
+        let path = write_file(dir.path(), &format!("f{i}"), bytes);
+        for (threads, cores, chunk) in [
+            (1, 1, 64 << 10),
+            (2, 1, 3000),
+            (3, 64, 64 << 10),
+            (2, 64, 4096),
+        ] {
+            let engine = Engine::new(NonZeroUsize::new(threads).unwrap())
+                .with_cores(NonZeroUsize::new(cores).unwrap())
+                .with_chunk_size(chunk);
+            for alg in [Algorithm::Sha256, Algorithm::Blake3] {
+                for layout in layouts {
+                    let target = Target::Path(path.clone());
+                    let got = engine.hash(&Request::new(layout, alg), target).unwrap();
+                    let want = reference::root(layout, alg, bytes);
+                    let what = format!("{layout} {alg} -p {threads} on {cores} cores, n={n}");
+                    assert_eq!(got.root, want, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn chunk_size_and_read_ahead_of_zero_mean_one() {
     let data = pattern(3000, 5);
     let dir = TempDir::new().unwrap();

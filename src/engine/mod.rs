@@ -132,6 +132,8 @@ pub struct Engine {
     progress: Option<Arc<AtomicU64>>,
     /// Set from outside to stop the calls under way ([`Engine::with_cancel`]).
     cancel: Option<Arc<AtomicBool>>,
+    /// The cores the workers share ([`Engine::with_cores`]).
+    cores: NonZeroUsize,
 }
 
 impl Default for Engine {
@@ -177,6 +179,7 @@ impl Engine {
             multi_buffer: true,
             progress: None,
             cancel: None,
+            cores: thread::available_parallelism().unwrap_or(NonZeroUsize::MIN),
         }
     }
 
@@ -243,6 +246,15 @@ impl Engine {
     /// flag: while it is set, calls end at once.
     pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Engine {
         self.cancel = Some(flag);
+        self
+    }
+
+    /// Plans for `cores` cores rather than the number this process may run on: whether a
+    /// reader hands its chunks to a hasher thread or hashes them itself, and whether a file's
+    /// leaves stay in one reader's lanes, depend on whether each busy worker (a reader and
+    /// its hasher) finds two cores. The digest does not depend on it.
+    pub fn with_cores(mut self, cores: NonZeroUsize) -> Engine {
+        self.cores = cores;
         self
     }
 
@@ -337,7 +349,7 @@ impl Engine {
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
             let died = Arc::new(AtomicBool::new(false));
-            let dealer = Arc::new(Dealer::default());
+            let dealer = Arc::new(Dealer::new(self.cores));
             for _ in 0..self.threads.get() {
                 let queues = (&job_rx, &open_rx, &done_tx, &opened_tx);
                 match self.spawn_worker(scope, queues, &busy, &died, &dealer) {
