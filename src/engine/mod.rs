@@ -26,7 +26,10 @@
 //! [`ReadMode`]), and a *hasher* that only hashes. Reading therefore never stalls hashing,
 //! and memory is bounded by `threads × read_ahead × chunk_size` whatever the file or leaf
 //! size: a 128 MiB leaf is hashed as a stream of chunks. (A reader alone reads larger chunks:
-//! see [`Engine::SOLO_CHUNK_SIZE`].)
+//! see [`Engine::SOLO_CHUNK_SIZE`].) Where the busy workers already fill the cores (two
+//! threads each: `-p 2` on two cores), a reader hashes its job itself instead: the hasher
+//! would have no core of its own, and each chunk handed over would cost a wake-up on the same
+//! cores ([`Engine::with_cores`]).
 //!
 //! One queue serves all inputs: a huge file spreads its jobs over every worker, small files
 //! are hashed side by side, and the root never depends on which worker hashed what, because
