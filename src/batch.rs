@@ -8,7 +8,7 @@
 //! 1 KiB chunks, so that every leaf ran as a tree of its own on one SIMD lane. Here BLAKE3
 //! hashes the chunks of all the messages side by side in its SIMD kernel, then the parents of
 //! all their trees level by level; XXH3 hashes each message in one pass, without a state,
-//! reading it in place behind the prefix ([`xxh3`]).
+//! reading it in place behind the prefix (`batch::xxh3`).
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::Isa;
