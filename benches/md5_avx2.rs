@@ -16,29 +16,20 @@
 //! of them on each pass. `-- LANES KIB GAP` sets the length and the bytes between messages.
 //! x86-64 only; on a CPU without AVX2 it prints a note.
 
+mod common;
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::hint::black_box;
-    use std::time::Duration;
 
     use mtsum::lanes::bench_compress_md5_avx2;
+
+    use super::common::thread_cpu;
 
     /// Messages per pass: a multiple of every width.
     const COUNT: usize = 96;
     /// Passes per width, alternating between the widths.
     const PASSES: usize = 15;
-
-    /// The calling thread's CPU time.
-    fn thread_cpu() -> Duration {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid timespec to write; the clock id is a constant of the platform.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-    }
 
     /// A buffer of pseudo-random bytes holding [`COUNT`] messages of `len` bytes, a cache line
     /// apart.

@@ -9,6 +9,8 @@
 //! machine do not count; they still slow the core down through its caches, so compare figures
 //! of one run.
 
+mod common;
+
 use std::hint::black_box;
 
 use criterion::measurement::{Measurement, ValueFormatter};
@@ -101,14 +103,7 @@ fn leaf_sizes(c: &mut Criterion<ThreadCpuTime>) {
 struct ThreadCpuTime;
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write; the clock id is a constant of the platform.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    u64::try_from(common::thread_cpu().as_nanos()).expect("CPU time fits 64 bits of ns")
 }
 
 impl Measurement for ThreadCpuTime {

@@ -179,7 +179,7 @@ impl Reader {
             && (*len <= self.chunk_size as u64
                 || !self.dealer.workers_fit(self.busy.load(Ordering::Relaxed)))
         {
-            let result = self.hash_small(&job, shared, *len)?;
+            let result = self.hash_here(&job, shared, *len)?;
             let (input, index) = (job.input, job.index);
             return self
                 .done
@@ -212,10 +212,11 @@ impl Reader {
     }
 
     /// Reads `job`, the `len` bytes of `shared`'s file from its start, into a hasher of its
-    /// own, here and now, its leaves laid out for the lanes where that pays
+    /// own, here and now rather than through this worker's hasher thread (see
+    /// [`Reader::read_job`]), its leaves laid out for the lanes where that pays
     /// ([`spread_for`]): the job's range and digest, or why not; `None` when the pipeline
     /// shut down.
-    pub(super) fn hash_small(
+    pub(super) fn hash_here(
         &mut self,
         job: &Job,
         shared: &SharedFile,
@@ -502,9 +503,7 @@ impl Dealer {
             cores: cores.get(),
         }
     }
-}
 
-impl Dealer {
     /// Whether `busy` busy workers (a reader and its hasher each) find cores of their own.
     fn workers_fit(&self, busy: usize) -> bool {
         2 * busy <= self.cores

@@ -97,7 +97,7 @@ impl Reader {
                     let JobSource::At(shared, len) = &job.source else {
                         unreachable!("a small input is a file")
                     };
-                    let result = self.hash_small(&job, shared, *len)?;
+                    let result = self.hash_here(&job, shared, *len)?;
                     whole.job_done(job.input, job.index, result)?;
                 }
             }
