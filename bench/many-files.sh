@@ -13,7 +13,7 @@
 # one open, size, read and close per file and nothing more: run on DIR and on FILE, the
 # difference of its CPU times is what the kernel charges for the many files over the one, and
 # the table's "ceiling" is the DIR / FILE throughput that mtsum would reach if it paid only
-# that on top of its FILE run's CPU time (both keep every core busy at `-p` = cores).
+# that on top of its FILE run's CPU time, spread over every core (at `-p` = cores).
 #
 #   bench/many-files.sh                          # md5 sha256 blake3, default/plain/rfc6962, -p N and -p 1
 #   MTSUM=target/release/mtsum BENCH_ALGS=sha256 BENCH_LAYOUTS=mtsum bench/many-files.sh
@@ -118,10 +118,13 @@ extra = cpu(runs[0][1]) - cpu(runs[0][2])
 print(f"- reading the {files} files costs {extra:.3f} s more CPU than reading FILE "
       f"({extra / files * 1e6:.1f} µs a file)\n")
 runs.pop(0)
-# Only where both runs keep every core busy: at `-p 1` a reader hashes small files itself (one
-# thread) but a large one beside its hasher (two).
+# DIR needs at least FILE's CPU time and `extra` more, on `cores` cores at best. Not at `-p 1`
+# (a reader hashes small files itself, one thread, but a large one beside its hasher, two) nor
+# for `plain` (FILE is one stream on one core; DIR hashes files side by side).
 def ceiling(f):
-    return f"{cpu(f) / (cpu(f) + extra):.2f}" if f" -p {cores} " in f["command"] else "—"
+    if f" -p {cores} " not in f["command"] or " -t plain " in f["command"]:
+        return "—"
+    return f"{med(f) * int(cores) / (cpu(f) + extra):.2f}"
 if before:
     print("| command | DIR s before → after | FILE s | DIR / FILE throughput before → after | ceiling | DIR CPU s before → after | FILE CPU s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
