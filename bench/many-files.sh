@@ -118,11 +118,12 @@ extra = cpu(runs[0][1]) - cpu(runs[0][2])
 print(f"- reading the {files} files costs {extra:.3f} s more CPU than reading FILE "
       f"({extra / files * 1e6:.1f} µs a file)\n")
 runs.pop(0)
-# DIR needs at least FILE's CPU time and `extra` more, on `cores` cores at best. Not at `-p 1`
-# (a reader hashes small files itself, one thread, but a large one beside its hasher, two) nor
-# for `plain` (FILE is one stream on one core; DIR hashes files side by side).
+# DIR needs at least FILE's CPU time and `extra` more, on `cores` cores at best. Only where
+# FILE keeps the cores busy too: not at `-p 1` (a reader hashes small files itself, one
+# thread, but a large one beside its hasher, two), nor where FILE is one stream on one core
+# (`plain` but for BLAKE3), which DIR outruns by hashing files side by side.
 def ceiling(f):
-    if f" -p {cores} " not in f["command"] or " -t plain " in f["command"]:
+    if f" -p {cores} " not in f["command"] or cpu(f) < 0.75 * int(cores) * med(f):
         return "—"
     return f"{med(f) * int(cores) / (cpu(f) + extra):.2f}"
 if before:
