@@ -9,7 +9,11 @@
 # the table gives the medians, the many-files throughput as a fraction of the large file's,
 # and the CPU time (user + system) of each. With MTSUM_BEFORE, the same four commands of that
 # binary run in the same hyperfine call, for a before/after table. `find DIR -type f | xargs
-# cat` reads the files and nothing else.
+# cat` reads the files and nothing else; so does `examples/read_floor.rs` (built here), with
+# one open, size, read and close per file and nothing more: run on DIR and on FILE, the
+# difference of its CPU times is what the kernel charges for the many files over the one, and
+# the table's "ceiling" is the DIR / FILE throughput that mtsum would reach if it paid only
+# that on top of its FILE run's CPU time, spread over every core (at `-p` = cores).
 #
 #   bench/many-files.sh                          # md5 sha256 blake3, default/plain/rfc6962, -p N and -p 1
 #   MTSUM=target/release/mtsum BENCH_ALGS=sha256 BENCH_LAYOUTS=mtsum bench/many-files.sh
@@ -37,6 +41,8 @@ runs=${BENCH_RUNS:-7}
 recache=${BENCH_RECACHE:-1}
 command -v hyperfine >/dev/null || { echo "many-files.sh: needs hyperfine" >&2; exit 1; }
 [[ -x $mtsum ]] || { echo "many-files.sh: no mtsum at $mtsum (cargo build --release)" >&2; exit 1; }
+(cd -- "$root" && cargo build --quiet --release --example read_floor)
+read_floor=$root/target/release/examples/read_floor
 
 tree=$dir/many-exp-$files
 big=$dir/many-exp-$files.bin
@@ -77,7 +83,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/mtsum-many.XXXXXX")
 trap 'rm -rf -- "$work"' EXIT
 n=0
 hyperfine -N -w 1 -r "$runs" --export-json "$work/$((n++)).json" \
-    -n 'find DIR -type f | xargs cat' "sh -c 'find $tree -type f | xargs cat >/dev/null'" >/dev/null
+    -n 'find DIR -type f | xargs cat' "sh -c 'find $tree -type f | xargs cat >/dev/null'" \
+    -n 'read_floor DIR' "$read_floor $tree" -n 'read_floor FILE' "$read_floor $big" >/dev/null
 for p in $threads; do
     for alg in $algs; do
         for layout in $layouts; do
@@ -96,30 +103,43 @@ for p in $threads; do
     done
 done
 
-python3 - "$work" "$bytes" "$files" "$before" <<'PY'
+python3 - "$work" "$bytes" "$files" "$before" "$(nproc)" <<'PY'
 import glob, json, os, statistics, sys
-work, size, files, before = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+work, size, files, before, cores = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 runs = [json.load(open(p))["results"]
         for p in sorted(glob.glob(os.path.join(work, "*.json")), key=lambda p: int(os.path.basename(p)[:-5]))]
 print(f"{files} files, {size} bytes ({size / 1e9:.2f} GB); medians of hyperfine runs; CPU = user + system.\n")
-floor = runs.pop(0)[0]
-print(f"`find DIR -type f | xargs cat`: {statistics.median(floor['times']):.3f} s, CPU {floor['user'] + floor['system']:.3f} s\n")
 med = lambda r: statistics.median(r["times"])
 cpu = lambda r: r["user"] + r["system"]
+for r in runs[0]:
+    print(f"- `{r['command']}`: {med(r):.3f} s, CPU {cpu(r):.3f} s")
+# What the kernel charges for reading the many files beyond reading the one large file.
+extra = cpu(runs[0][1]) - cpu(runs[0][2])
+print(f"- reading the {files} files costs {extra:.3f} s more CPU than reading FILE "
+      f"({extra / files * 1e6:.1f} µs a file)\n")
+runs.pop(0)
+# DIR needs at least FILE's CPU time and `extra` more, on `cores` cores at best. Only where
+# FILE keeps the cores busy too: not at `-p 1` (a reader hashes small files itself, one
+# thread, but a large one beside its hasher, two), nor where FILE is one stream on one core
+# (`plain` but for BLAKE3), which DIR outruns by hashing files side by side.
+def ceiling(f):
+    if f" -p {cores} " not in f["command"] or cpu(f) < 0.75 * int(cores) * med(f):
+        return "—"
+    return f"{med(f) * int(cores) / (cpu(f) + extra):.2f}"
 if before:
-    print("| command | DIR s before → after | FILE s | DIR / FILE throughput before → after | DIR CPU s before → after | FILE CPU s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| command | DIR s before → after | FILE s | DIR / FILE throughput before → after | ceiling | DIR CPU s before → after | FILE CPU s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
 else:
-    print("| command | DIR s | FILE s | DIR GB/s | FILE GB/s | DIR / FILE throughput | DIR CPU s | FILE CPU s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| command | DIR s | FILE s | DIR GB/s | FILE GB/s | DIR / FILE throughput | ceiling | DIR CPU s | FILE CPU s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in runs:
     name = "mtsum " + r[-1]["command"].split(" ", 1)[1].rsplit(":", 1)[0]
     d, f = r[-2], r[-1]
     if before:
         bd, bf = r[0], r[1]
         print(f"| `{name}` | {med(bd):.3f} → {med(d):.3f} | {med(f):.3f} "
-              f"| {med(bf) / med(bd):.2f} → {med(f) / med(d):.2f} | {cpu(bd):.2f} → {cpu(d):.2f} | {cpu(f):.2f} |")
+              f"| {med(bf) / med(bd):.2f} → {med(f) / med(d):.2f} | {ceiling(f)} | {cpu(bd):.2f} → {cpu(d):.2f} | {cpu(f):.2f} |")
     else:
         print(f"| `{name}` | {med(d):.3f} | {med(f):.3f} | {size / med(d) / 1e9:.2f} | {size / med(f) / 1e9:.2f} "
-              f"| {med(f) / med(d):.2f} | {cpu(d):.3f} | {cpu(f):.3f} |")
+              f"| {med(f) / med(d):.2f} | {ceiling(f)} | {cpu(d):.3f} | {cpu(f):.3f} |")
 PY

@@ -198,14 +198,13 @@ fn digest_bytes(digests: &[Digest], len: usize, out: &mut Vec<u8>) {
 
 /// A hasher for one leaf of `leaf` bytes, already fed with `prefix`. Leaves of a few KiB and
 /// more amortise a costlier but faster backend.
-pub(super) fn leaf_hasher(alg: Algorithm, leaf: u64, prefix: &[u8]) -> Hasher {
-    let mut h = if leaf >= 4096 {
+pub(super) fn leaf_hasher(alg: Algorithm, leaf: u64, prefix: &'static [u8]) -> Hasher {
+    let h = if leaf >= 4096 {
         alg.bulk_hasher()
     } else {
         alg.hasher()
     };
-    h.update(prefix);
-    h
+    h.prefixed(prefix)
 }
 
 /// The vectors that hashing a chunk's whole leaves and the levels of nodes over them fills,
