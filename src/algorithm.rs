@@ -470,12 +470,20 @@ impl Digest {
     }
 }
 
+/// Lowercase hex, as every checksum tool prints it. Written into one buffer and handed to the
+/// formatter once, rather than a `{:02x}` per byte: the main thread, which also walks the
+/// tree and orders the results, formats every line (`mtsum -p 2 -a sha512 -r` over 20 000
+/// files of a few bytes: 244 → 208 ms of CPU, 0.138 → 0.119 s).
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.as_bytes() {
-            write!(f, "{b:02x}")?;
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let bytes = self.as_bytes();
+        let mut hex = [0; 2 * Digest::MAX_LEN];
+        for (pair, b) in hex.chunks_exact_mut(2).zip(bytes) {
+            pair[0] = HEX[usize::from(b >> 4)];
+            pair[1] = HEX[usize::from(b & 0xf)];
         }
-        Ok(())
+        f.pad(std::str::from_utf8(&hex[..2 * bytes.len()]).expect("hex digits are ASCII"))
     }
 }
 
