@@ -294,6 +294,14 @@ enum State {
 /// message without a prefix.
 const PREFIX_JOIN: usize = 16 << 10;
 
+thread_local! {
+    /// The slice that [`Hasher::prefixed`] joins for BLAKE3, kept from leaf to leaf: an
+    /// array of [`PREFIX_JOIN`] bytes on the stack, zeroed for every leaf, made 20 000 files
+    /// of a few bytes 9 % dearer (`-p 2 -a blake3 -r`, 205 → 224 ms of CPU), and a `Vec`
+    /// allocated per leaf cost the 20 000 files of 64 KiB 1–2 %.
+    static JOINED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Hasher {
     /// A hasher for the subtree of a tree algorithm's own tree ([`Algorithm::is_tree`]) that
     /// starts at byte `offset` of a longer message; its digest is the subtree's chaining
@@ -359,10 +367,12 @@ impl Hasher {
                     return;
                 }
                 let (head, rest) = data.split_at(data.len().min(PREFIX_JOIN - prefix.len()));
-                let mut joined = [0; PREFIX_JOIN];
-                joined[..prefix.len()].copy_from_slice(prefix);
-                joined[prefix.len()..][..head.len()].copy_from_slice(head);
-                h.update(&joined[..prefix.len() + head.len()]);
+                JOINED.with_borrow_mut(|joined| {
+                    joined.clear();
+                    joined.extend_from_slice(prefix);
+                    joined.extend_from_slice(head);
+                    h.update(joined);
+                });
                 h.update(rest);
                 *prefix = &[];
             }
