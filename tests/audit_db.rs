@@ -660,7 +660,10 @@ fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk(
         // The reader threads are named; ask the kernel for each one's I/O priority.
         let tasks = format!("/proc/{}/task", child.id());
         let mut classes = Vec::new();
-        common::wait_until("a reader runs", || {
+        // A reader is named before it runs, and its first act is to set its priority: until
+        // then the kernel reports class 0 (none), so wait for every reader to have left it.
+        // A reader that never sets its priority makes this wait time out.
+        common::wait_until("every reader has set its I/O priority", || {
             classes = fs::read_dir(&tasks)
                 .map(|d| d.flatten().collect::<Vec<_>>())
                 .unwrap_or_default()
@@ -676,7 +679,7 @@ fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk(
                     value >> 13
                 })
                 .collect();
-            classes.len() >= readers
+            classes.len() >= readers && classes.iter().all(|&c| c != 0)
         });
         let _ = child.kill();
         let _ = child.wait();
