@@ -94,6 +94,32 @@ def test_the_mtsum_layout_spools_and_gives_the_files_digest(tmp_path, size):
     assert copy.hexdigest() == want
 
 
+def one_shot(data: bytes) -> str:
+    h = mtsum.Hasher("sha256", "mtsum")
+    h.update(data)
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("size", [(1 << 20) - 1, 1 << 20, (1 << 20) + 1, 2 << 20, (3 << 20) + 5])
+@pytest.mark.parametrize("tail", [b"tail", random_bytes(3 << 20, 9)])
+def test_a_copy_of_a_spooled_hasher_goes_on_from_the_same_bytes(size, tail):
+    """Around the spool's 1 MiB in memory, then in a file: the copy and the original each
+    go on from the bytes fed before the copy, with more bytes of their own."""
+    data = random_bytes(size, size)
+    h = mtsum.Hasher("sha256", "mtsum")
+    h.update(data)
+    copy = h.copy()
+    copy.update(tail)
+    h.update(b"other")
+    assert copy.hexdigest() == one_shot(data + tail)
+    assert h.hexdigest() == one_shot(data + b"other")
+    # A copy of the copy, after the copy's spool grew.
+    again = copy.copy()
+    again.update(b"!")
+    assert again.hexdigest() == one_shot(data + tail + b"!")
+    assert copy.hexdigest() == one_shot(data + tail)
+
+
 def test_a_hasher_used_by_two_threads_takes_their_updates_in_turn():
     import threading
 
