@@ -17,6 +17,7 @@ rfc6962, and the values storage systems report: s3, glacier, dropbox, btv2; all 
 bytes as an int, or ``"4K"``, ``"1M"``). Digests are printed as the CLI prints them:
 lowercase hex, or as the storage system shows them (base64 for S3's checksums, ``-N`` after
 a multipart ETag).
+A path is a str, bytes (a name that is not UTF-8) or a path-like object of either.
 
 Errors are exceptions whose message is the CLI's error line without ``mtsum:``:
 ``FileNotFoundError("missing.bin: No such file or directory")``, ``PermissionError``,
@@ -52,7 +53,7 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-StrPath = Union[str, "os.PathLike[str]"]
+StrPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 LeafSize = Union[int, str, None]
 
 
@@ -99,7 +100,7 @@ def sum_files(
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     threads: Optional[int] = None,
-) -> dict[str, FileSum]:
+) -> dict[Union[str, bytes], FileSum]:
     """The digest of every file, hashed in parallel on one pool of ``threads`` workers.
 
     Returns a dict from each path (as ``os.fspath`` gives it; a path given twice is hashed

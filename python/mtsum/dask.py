@@ -31,7 +31,7 @@ import os
 from typing import Any, Iterable, Optional, Tuple, Union
 
 import mtsum
-from mtsum import _mtsum
+from mtsum import LeafSize, StrPath, _mtsum
 
 try:
     import distributed
@@ -51,8 +51,6 @@ thousand tasks and a few GiB keep every worker busy."""
 BATCH_FILES = 1000
 """The most small files in one task of :func:`sum_files`."""
 
-StrPath = Union[str, "os.PathLike[str]"]
-LeafSize = Union[int, str, None]
 _Row = Tuple[Optional[int], Optional[str], Optional[str]]
 
 
@@ -73,7 +71,7 @@ def _threads(client: distributed.Client) -> int:
 
 
 def _hash_part(
-    path: str,
+    path: Union[str, bytes],
     start: int,
     end: int,
     size: int,
@@ -137,16 +135,16 @@ def file_digest(
 
 
 def _sum_batch(
-    paths: list[str], algorithm: str, layout: str, leaf_size: LeafSize
+    paths: list[Union[str, bytes]], algorithm: str, layout: str, leaf_size: LeafSize
 ) -> list[mtsum.FileSum]:
     """A task: ``(size, digest, error)`` of each of a few small files."""
     return list(mtsum.sum_files(paths, algorithm, layout, leaf_size, threads=1).values())
 
 
-def _expand(paths_or_glob: Union[str, StrPath, Iterable[StrPath]]) -> list[str]:
+def _expand(paths_or_glob: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
     """The paths: a glob pattern's matches that are not directories, in byte order of their
     names (``**`` matches any depth), or the given paths in their order."""
-    if isinstance(paths_or_glob, (str, os.PathLike)):
+    if isinstance(paths_or_glob, (str, bytes, os.PathLike)):
         pattern = os.fspath(paths_or_glob)
         if not _glob.has_magic(pattern):
             return [pattern]
@@ -156,7 +154,7 @@ def _expand(paths_or_glob: Union[str, StrPath, Iterable[StrPath]]) -> list[str]:
 
 
 def sum_files(
-    paths_or_glob: Union[str, StrPath, Iterable[StrPath]],
+    paths_or_glob: Union[StrPath, Iterable[StrPath]],
     client: Optional[distributed.Client] = None,
     algorithm: str = "sha256",
     layout: str = "mtsum",

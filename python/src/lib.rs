@@ -56,6 +56,19 @@ impl LeafArg {
     }
 }
 
+/// A path as Python gives it: a str, bytes (the name as the system has it, which need not be
+/// UTF-8) or an `os.PathLike` of either, as `os.fsdecode` takes them. Every function that
+/// takes a path takes it through here.
+fn path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    let os = obj.py().import("os")?;
+    os.getattr("fsdecode")?.call1((obj,))?.extract()
+}
+
+/// The paths of an iterable of paths ([`path`]).
+fn paths(obj: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    obj.try_iter()?.map(|p| path(&p?)).collect()
+}
+
 /// The layout and algorithm named by the keyword arguments every function takes.
 fn parse_spec(
     algorithm: &str,
@@ -86,7 +99,7 @@ fn thread_count(threads: Option<usize>) -> PyResult<NonZeroUsize> {
 #[pyo3(signature = (path, algorithm="sha256", layout="mtsum", leaf_size=None, threads=None))]
 fn file_digest(
     py: Python<'_>,
-    path: PathBuf,
+    #[pyo3(from_py_with = path)] path: PathBuf,
     algorithm: &str,
     layout: &str,
     leaf_size: Option<LeafArg>,
@@ -157,7 +170,7 @@ type FileRow = (Option<u64>, Option<String>, Option<String>);
 #[pyo3(signature = (paths, algorithm="sha256", layout="mtsum", leaf_size=None, threads=None))]
 fn sum_files(
     py: Python<'_>,
-    paths: Vec<PathBuf>,
+    #[pyo3(from_py_with = paths)] paths: Vec<PathBuf>,
     algorithm: &str,
     layout: &str,
     leaf_size: Option<LeafArg>,
@@ -212,7 +225,7 @@ fn plan(
 #[allow(clippy::too_many_arguments)] // Python keywords, as in `mtsum.plan`
 fn hash_range(
     py: Python<'_>,
-    path: PathBuf,
+    #[pyo3(from_py_with = path)] path: PathBuf,
     start: u64,
     end: u64,
     algorithm: &str,
@@ -250,7 +263,7 @@ fn hash_range(
 /// `(size, mtime_ns)` of the file at `path`, or the exception hashing it would raise: what
 /// `mtsum.dask` plans with.
 #[pyfunction]
-fn _stat(py: Python<'_>, path: PathBuf) -> PyResult<(u64, i128)> {
+fn _stat(py: Python<'_>, #[pyo3(from_py_with = path)] path: PathBuf) -> PyResult<(u64, i128)> {
     use std::os::unix::fs::MetadataExt;
     let target = Target::Path(path.clone());
     let opened = py.detach(|| match Input::open(&target)? {
@@ -270,7 +283,7 @@ fn _stat(py: Python<'_>, path: PathBuf) -> PyResult<(u64, i128)> {
 
 /// `NAME: cause`, the message of an exception about `path`, as the CLI says it.
 #[pyfunction]
-fn _message(path: PathBuf, cause: &str) -> String {
+fn _message(#[pyo3(from_py_with = path)] path: PathBuf, cause: &str) -> String {
     errors::message(&path, &cause)
 }
 

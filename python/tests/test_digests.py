@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pathlib
 import random
 import subprocess
 
 import pytest
 
 import mtsum
-from conftest import ALGORITHMS, LAYOUTS, cli, defined
+from conftest import ALGORITHMS, LAYOUTS, cli, defined, random_bytes
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -143,3 +145,32 @@ def test_names_and_constants():
     assert (h.name, h.algorithm, h.layout, h.leaf_size) == ("rfc6962-blake3-1m", "blake3", "rfc6962", 1 << 20)
     assert mtsum.Hasher("xxh3", "plain").digest_size == 8
     assert mtsum.Hasher("sha512").digest_size == 64
+
+
+class BytesPath:
+    """A path-like object whose path is bytes, as ``os.fspath`` takes it."""
+
+    def __init__(self, path: bytes):
+        self.path = path
+
+    def __fspath__(self) -> bytes:
+        return self.path
+
+
+def test_a_path_is_str_bytes_or_path_like_of_either_everywhere(tmp_path):
+    data = random_bytes(5000, 4)
+    # A name that is not UTF-8 can be given only as bytes.
+    raw = os.fsencode(tmp_path) + b"/caf\xe9.bin"
+    with open(raw, "wb") as f:
+        f.write(data)
+    want = mtsum.file_digest(os.fsdecode(raw))
+    for path in [raw, BytesPath(raw), os.fsdecode(raw), pathlib.Path(os.fsdecode(raw))]:
+        assert mtsum.file_digest(path) == want, path
+        assert mtsum.sum_files([path])[os.fspath(path)] == (5000, want, None), path
+        partials = [mtsum.hash_range(path, s, e) for s, e in mtsum.plan(5000, 2)]
+        assert mtsum.combine(partials) == want, path
+    missing = os.fsencode(tmp_path) + b"/missing"
+    with pytest.raises(FileNotFoundError, match="missing: No such file or directory"):
+        mtsum.file_digest(missing)
+    assert mtsum.sum_files([missing])[missing].error.endswith("missing: No such file or directory")
+
