@@ -56,6 +56,16 @@ __version__ = "0.1.0"
 StrPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 LeafSize = Union[int, str, None]
 
+_PATH_TYPES = (str, bytes, os.PathLike)
+
+
+def _paths(paths: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
+    """The paths as ``os.fspath`` gives them, each once, in order; a single path is the list
+    of that one path (an iterable of its characters would be one-letter paths)."""
+    if isinstance(paths, _PATH_TYPES):
+        paths = [paths]
+    return list(dict.fromkeys(os.fspath(p) for p in paths))
+
 
 def file_digest(
     path: StrPath,
@@ -95,7 +105,7 @@ class FileSum(NamedTuple):
 
 
 def sum_files(
-    paths: Iterable[StrPath],
+    paths: Union[StrPath, Iterable[StrPath]],
     algorithm: str = "sha256",
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
@@ -104,13 +114,14 @@ def sum_files(
     """The digest of every file, hashed in parallel on one pool of ``threads`` workers.
 
     Returns a dict from each path (as ``os.fspath`` gives it; a path given twice is hashed
-    once) to its :class:`FileSum`, in the order of ``paths``. One bad file never raises: its
+    once) to its :class:`FileSum`, in the order of ``paths``. A single path (str, bytes or
+    path-like) is that one file, as in :func:`mtsum.dask.sum_files`. One bad file never raises: its
     FileSum has ``error`` set and the others are hashed. Directories are not walked (their
     error is ``"NAME: Is a directory"``); pass the files, e.g. from ``glob``. Bad parameters
     raise ValueError before anything is read. Ctrl-C raises KeyboardInterrupt at once and
     stops the hash of every file (see the module's help).
     """
-    keys = list(dict.fromkeys(os.fspath(p) for p in paths))
+    keys = _paths(paths)
     results = _mtsum.sum_files(keys, algorithm, layout, leaf_size, threads)
     return {key: FileSum(*result) for key, result in zip(keys, results)}
 

@@ -144,13 +144,13 @@ def _sum_batch(
 def _expand(paths_or_glob: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
     """The paths: a glob pattern's matches that are not directories, in byte order of their
     names (``**`` matches any depth), or the given paths in their order."""
-    if isinstance(paths_or_glob, (str, bytes, os.PathLike)):
+    if isinstance(paths_or_glob, mtsum._PATH_TYPES):
         pattern = os.fspath(paths_or_glob)
         if not _glob.has_magic(pattern):
             return [pattern]
         matches = _glob.glob(pattern, recursive=True)
         return sorted((m for m in matches if not os.path.isdir(m)), key=os.fsencode)
-    return list(dict.fromkeys(os.fspath(p) for p in paths_or_glob))
+    return mtsum._paths(paths_or_glob)
 
 
 def sum_files(
@@ -162,8 +162,9 @@ def sum_files(
 ) -> "pandas.DataFrame":
     """The digest of every file, hashed on the cluster's workers.
 
-    ``paths_or_glob``: a list of paths (kept in their order, a path given twice once), or a
-    glob pattern such as ``"/data/**/*.nc"`` (its files, in byte order of their names).
+    ``paths_or_glob``: a list of paths (kept in their order, a path given twice once), one
+    path (str, bytes or path-like: that file, as in :func:`mtsum.sum_files`), or a glob
+    pattern such as ``"/data/**/*.nc"`` (its files, in byte order of their names).
     Files of up to :data:`PART_BYTES` go to tasks in batches (up to that many bytes or
     :data:`BATCH_FILES` files each), larger ones are cut into ranges like :func:`file_digest`.
 

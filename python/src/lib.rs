@@ -22,8 +22,9 @@ use mtsum::engine::{Engine, Request};
 use mtsum::layout::LeafSizeError;
 use mtsum::source::{Input, InputError, Target};
 use mtsum::{Algorithm, Layout, LeafSize, sumfile};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
 
 use buffer::Bytes;
 use errors::{input_error, io_error, value_error};
@@ -66,7 +67,28 @@ fn path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
 
 /// The paths of an iterable of paths ([`path`]).
 fn paths(obj: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
-    obj.try_iter()?.map(|p| path(&p?)).collect()
+    iterate(obj, "paths")?.map(|p| path(&p?)).collect()
+}
+
+/// The items of an iterable of `what`. One str or bytes is refused: its items would be its
+/// one-letter pieces, each taken as a path or a line of its own.
+fn iterate<'py>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<impl Iterator<Item = PyResult<Bound<'py, PyAny>>> + use<'py>> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "expected an iterable of {what}, not one {}",
+            type_name(obj)
+        )));
+    }
+    obj.try_iter()
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
 }
 
 /// The layout and algorithm named by the keyword arguments every function takes.

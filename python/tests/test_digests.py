@@ -174,3 +174,13 @@ def test_a_path_is_str_bytes_or_path_like_of_either_everywhere(tmp_path):
         mtsum.file_digest(missing)
     assert mtsum.sum_files([missing])[missing].error.endswith("missing: No such file or directory")
 
+
+def test_sum_files_takes_a_single_path_as_that_one_file(tmp_path):
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"abc")
+    want = {str(f): (3, mtsum.file_digest(f), None)}
+    assert mtsum.sum_files(str(f)) == want
+    assert mtsum.sum_files(f) == want
+    assert mtsum.sum_files(BytesPath(os.fsencode(f))) == {os.fsencode(f): want[str(f)]}
+    assert mtsum.sum_files(os.fsencode(f)) == {os.fsencode(f): want[str(f)]}
+
