@@ -11,7 +11,8 @@ The Python face of the Rust library ``mtsum``: the same digests as the ``mtsum``
 
 Every function takes the keywords of the CLI: ``algorithm`` (``-a``: md5, sha1, sha224,
 sha256, sha384, sha512, blake3, xxh3, xxh128, and the CRCs crc32, crc32c, crc64nvme with the
-plain and s3 layouts; all in :data:`ALGORITHMS`), ``layout`` (``-t``: mtsum, plain, merkle,
+plain and s3 layouts; all in :data:`ALGORITHMS`; by default the layout's own, as in the CLI:
+md5 for s3, whose ETag it is, sha256 for the others), ``layout`` (``-t``: mtsum, plain, merkle,
 rfc6962, and the values storage systems report: s3, glacier, dropbox, btv2; all in
 :data:`LAYOUTS`) and ``leaf_size`` (``-l`` for merkle and rfc6962, ``--part-size`` for s3:
 bytes as an int, or ``"4K"``, ``"1M"``). Digests are printed as the CLI prints them:
@@ -69,7 +70,7 @@ def _paths(paths: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
 
 def file_digest(
     path: StrPath,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     threads: Optional[int] = None,
@@ -106,7 +107,7 @@ class FileSum(NamedTuple):
 
 def sum_files(
     paths: Union[StrPath, Iterable[StrPath]],
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     threads: Optional[int] = None,
@@ -129,7 +130,7 @@ def sum_files(
 def plan(
     size: int,
     parts: int,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
 ) -> list[tuple[int, int]]:
@@ -148,7 +149,7 @@ def hash_range(
     path: StrPath,
     start: int,
     end: int,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     size: Optional[int] = None,

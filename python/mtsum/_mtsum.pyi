@@ -14,14 +14,14 @@ LAYOUTS: list[str]
 
 def file_digest(
     path: _Path,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
     threads: Optional[int] = None,
 ) -> str: ...
 def sum_files(
     paths: Sequence[_Path],
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
     threads: Optional[int] = None,
@@ -29,7 +29,7 @@ def sum_files(
 def plan(
     size: int,
     parts: int,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
 ) -> list[tuple[int, int]]: ...
@@ -37,7 +37,7 @@ def hash_range(
     path: _Path,
     start: int,
     end: int,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
     size: Optional[int] = None,
@@ -51,7 +51,7 @@ class Hasher:
     """A hasher in hashlib's shape; see ``help(mtsum.Hasher)``."""
 
     def __init__(
-        self, algorithm: str = "sha256", layout: str = "mtsum", leaf_size: _Leaf = None
+        self, algorithm: Optional[str] = None, layout: str = "mtsum", leaf_size: _Leaf = None
     ) -> None: ...
     def update(self, data: Buffer, /) -> None: ...
     def digest(self) -> bytes: ...

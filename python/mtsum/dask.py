@@ -76,7 +76,7 @@ def _hash_part(
     end: int,
     size: int,
     mtime_ns: Optional[int],
-    algorithm: str,
+    algorithm: Optional[str],
     layout: str,
     leaf_size: LeafSize,
 ) -> tuple[Optional[str], Optional[str]]:
@@ -103,7 +103,7 @@ def file_digest(
     path: StrPath,
     client: Optional[distributed.Client] = None,
     parts: Optional[int] = None,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
 ) -> str:
@@ -135,7 +135,7 @@ def file_digest(
 
 
 def _sum_batch(
-    paths: list[Union[str, bytes]], algorithm: str, layout: str, leaf_size: LeafSize
+    paths: list[Union[str, bytes]], algorithm: Optional[str], layout: str, leaf_size: LeafSize
 ) -> list[mtsum.FileSum]:
     """A task: ``(size, digest, error)`` of each of a few small files."""
     return list(mtsum.sum_files(paths, algorithm, layout, leaf_size, threads=1).values())
@@ -156,7 +156,7 @@ def _expand(paths_or_glob: Union[StrPath, Iterable[StrPath]]) -> list[Union[str,
 def sum_files(
     paths_or_glob: Union[StrPath, Iterable[StrPath]],
     client: Optional[distributed.Client] = None,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
 ) -> "pandas.DataFrame":

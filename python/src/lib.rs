@@ -91,15 +91,19 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "?".into(), |n| n.to_string())
 }
 
-/// The layout and algorithm named by the keyword arguments every function takes.
+/// The layout and algorithm named by the keyword arguments every function takes. Without an
+/// algorithm, the layout's default, as on the command line (md5 for `s3`, whose ETag it is).
 fn parse_spec(
-    algorithm: &str,
+    algorithm: Option<&str>,
     layout: &str,
     leaf: Option<LeafArg>,
 ) -> PyResult<(Layout, Algorithm)> {
-    let algorithm: Algorithm = algorithm.parse().map_err(value_error)?;
     let leaf = leaf.map(LeafArg::parse).transpose()?;
     let layout = Layout::from_name(layout, leaf).map_err(value_error)?;
+    let algorithm: Algorithm = match algorithm {
+        Some(name) => name.parse().map_err(value_error)?,
+        None => layout.default_algorithm(),
+    };
     layout.check_algorithm(algorithm).map_err(value_error)?;
     Ok((layout, algorithm))
 }
@@ -118,11 +122,11 @@ fn thread_count(threads: Option<usize>) -> PyResult<NonZeroUsize> {
 
 /// The root digest of one file, as `mtsum` prints it (hex).
 #[pyfunction]
-#[pyo3(signature = (path, algorithm="sha256", layout="mtsum", leaf_size=None, threads=None))]
+#[pyo3(signature = (path, algorithm=None, layout="mtsum", leaf_size=None, threads=None))]
 fn file_digest(
     py: Python<'_>,
     #[pyo3(from_py_with = path)] path: PathBuf,
-    algorithm: &str,
+    algorithm: Option<&str>,
     layout: &str,
     leaf_size: Option<LeafArg>,
     threads: Option<usize>,
@@ -189,11 +193,11 @@ type FileRow = (Option<u64>, Option<String>, Option<String>);
 /// Many files on one pool of workers: for each path in order, `(size, digest, None)` or
 /// `(None, None, message)`, the message that `file_digest` would raise for that path.
 #[pyfunction]
-#[pyo3(signature = (paths, algorithm="sha256", layout="mtsum", leaf_size=None, threads=None))]
+#[pyo3(signature = (paths, algorithm=None, layout="mtsum", leaf_size=None, threads=None))]
 fn sum_files(
     py: Python<'_>,
     #[pyo3(from_py_with = paths)] paths: Vec<PathBuf>,
-    algorithm: &str,
+    algorithm: Option<&str>,
     layout: &str,
     leaf_size: Option<LeafArg>,
     threads: Option<usize>,
@@ -223,11 +227,11 @@ fn target_path(target: &Target) -> &std::path::Path {
 
 /// At most `parts` byte ranges `(start, end)` that cover a file of `size` bytes.
 #[pyfunction]
-#[pyo3(signature = (size, parts, algorithm="sha256", layout="mtsum", leaf_size=None))]
+#[pyo3(signature = (size, parts, algorithm=None, layout="mtsum", leaf_size=None))]
 fn plan(
     size: u64,
     parts: usize,
-    algorithm: &str,
+    algorithm: Option<&str>,
     layout: &str,
     leaf_size: Option<LeafArg>,
 ) -> PyResult<Vec<(u64, u64)>> {
@@ -243,14 +247,14 @@ fn plan(
 
 /// The partial line of bytes `start..end` of the file at `path`.
 #[pyfunction]
-#[pyo3(signature = (path, start, end, algorithm="sha256", layout="mtsum", leaf_size=None, size=None, threads=None))]
+#[pyo3(signature = (path, start, end, algorithm=None, layout="mtsum", leaf_size=None, size=None, threads=None))]
 #[allow(clippy::too_many_arguments)] // Python keywords, as in `mtsum.plan`
 fn hash_range(
     py: Python<'_>,
     #[pyo3(from_py_with = path)] path: PathBuf,
     start: u64,
     end: u64,
-    algorithm: &str,
+    algorithm: Option<&str>,
     layout: &str,
     leaf_size: Option<LeafArg>,
     size: Option<u64>,
@@ -331,7 +335,8 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
 /// A hasher in hashlib's shape for bytes that arrive in pieces: `update(data)` as often as
 /// needed, then `digest()` or `hexdigest()` (feeding may go on after them), `copy()` for an
 /// independent copy. The digest is the one `mtsum.file_digest` and the CLI give for the same
-/// bytes in one file.
+/// bytes in one file. Without an algorithm, the layout's own, as in the CLI: md5 for "s3"
+/// (the ETag), sha256 for the others.
 ///
 /// `update` takes any object with the buffer protocol (bytes, bytearray, memoryview,
 /// array.array, a NumPy array) without copying it, and releases the GIL while it hashes (from
@@ -369,8 +374,8 @@ impl Hasher {
 #[pymethods]
 impl Hasher {
     #[new]
-    #[pyo3(signature = (algorithm="sha256", layout="mtsum", leaf_size=None))]
-    fn new(algorithm: &str, layout: &str, leaf_size: Option<LeafArg>) -> PyResult<Hasher> {
+    #[pyo3(signature = (algorithm=None, layout="mtsum", leaf_size=None))]
+    fn new(algorithm: Option<&str>, layout: &str, leaf_size: Option<LeafArg>) -> PyResult<Hasher> {
         let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
         Ok(Hasher {
             layout,

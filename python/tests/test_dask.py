@@ -148,3 +148,9 @@ def test_a_glob_that_matches_nothing_is_an_empty_frame(client, tmp_path):
     assert list(frame.columns) == ["path", "size", "digest", "error"]
     assert len(frame) == 0
     assert mtsum.sum_files([]) == {}
+
+
+def test_the_default_algorithm_is_the_layouts(client, big):
+    assert mtsum.dask.file_digest(big, layout="s3") == mtsum.file_digest(big, "md5", "s3")
+    frame = mtsum.dask.sum_files([big], client=client, layout="s3")
+    assert list(frame["digest"]) == [mtsum.file_digest(big, "md5", "s3")]

@@ -184,3 +184,20 @@ def test_sum_files_takes_a_single_path_as_that_one_file(tmp_path):
     assert mtsum.sum_files(BytesPath(os.fsencode(f))) == {os.fsencode(f): want[str(f)]}
     assert mtsum.sum_files(os.fsencode(f)) == {os.fsencode(f): want[str(f)]}
 
+
+def test_the_default_algorithm_is_the_layouts_as_in_the_cli(mtsum_bin, files):
+    """md5 for s3 (the ETag), sha256 for every other layout: ``mtsum -t LAYOUT`` without -a."""
+    f = files[-1]  # two parts of s3's 8 MiB: a multipart ETag
+    size = f.stat().st_size
+    for layout in mtsum.LAYOUTS:
+        out = subprocess.run([mtsum_bin, "--no-names", "-t", layout, str(f)],
+                             check=True, capture_output=True, text=True)
+        want = out.stdout.strip()
+        assert mtsum.file_digest(f, layout=layout) == want, layout
+        assert mtsum.sum_files([f], layout=layout)[str(f)].digest == want, layout
+        partials = [mtsum.hash_range(f, s, e, layout=layout) for s, e in mtsum.plan(size, 3, layout=layout)]
+        assert mtsum.combine(partials) == want, layout
+        h = mtsum.Hasher(layout=layout)
+        h.update(f.read_bytes())
+        assert h.hexdigest() == want, layout
+        assert h.algorithm == ("md5" if layout == "s3" else "sha256")
