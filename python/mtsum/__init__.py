@@ -15,9 +15,9 @@ plain and s3 layouts; all in :data:`ALGORITHMS`; by default the layout's own, as
 md5 for s3, whose ETag it is, sha256 for the others), ``layout`` (``-t``: mtsum, plain, merkle,
 rfc6962, and the values storage systems report: s3, glacier, dropbox, btv2; all in
 :data:`LAYOUTS`) and ``leaf_size`` (``-l`` for merkle and rfc6962, ``--part-size`` for s3:
-bytes as an int, or ``"4K"``, ``"1M"``). Digests are printed as the CLI prints them:
+bytes as an int, or ``"4K"``, ``"1M"``). Digests are returned as the CLI prints them:
 lowercase hex, or as the storage system shows them (base64 for S3's checksums, ``-N`` after
-a multipart ETag).
+a multipart value); :meth:`Hasher.value` gives the same, :meth:`Hasher.hexdigest` always hex.
 A path is a str, bytes (a name that is not UTF-8) or a path-like object of either.
 
 Errors are exceptions whose message is the CLI's error line without ``mtsum:``:

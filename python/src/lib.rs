@@ -19,7 +19,7 @@ use std::thread;
 use std::time::Duration;
 
 use mtsum::engine::{Engine, Request};
-use mtsum::layout::LeafSizeError;
+use mtsum::layout::{Encoding, LeafSizeError};
 use mtsum::source::{Input, InputError, Target};
 use mtsum::{Algorithm, Layout, LeafSize, sumfile};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -335,7 +335,9 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
 /// A hasher in hashlib's shape for bytes that arrive in pieces: `update(data)` as often as
 /// needed, then `digest()` or `hexdigest()` (feeding may go on after them), `copy()` for an
 /// independent copy. The digest is the one `mtsum.file_digest` and the CLI give for the same
-/// bytes in one file. Without an algorithm, the layout's own, as in the CLI: md5 for "s3"
+/// bytes in one file: `value()` is their string, `hexdigest()` the same in hex
+/// (`digest().hex()`, then `-N` after a value with a part count); they differ only for S3's
+/// checksums, which S3 shows in base64. Without an algorithm, the layout's own, as in the CLI: md5 for "s3"
 /// (the ETag), sha256 for the others.
 ///
 /// `update` takes any object with the buffer protocol (bytes, bytearray, memoryview,
@@ -401,14 +403,22 @@ impl Hasher {
         result.map_err(|e| io_error(py, e))
     }
 
-    /// The digest of everything fed so far, as bytes.
-    fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    /// The digest of everything fed so far, as bytes (without S3's part count: see
+    /// `hexdigest` and `value`).
+    fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let root = self.root(py)?;
-        Ok(pyo3::types::PyBytes::new(py, root.digest().as_bytes()))
+        Ok(PyBytes::new(py, root.digest().as_bytes()))
     }
 
-    /// The digest of everything fed so far, in lowercase hex (as the CLI prints it).
+    /// The digest of everything fed so far in lowercase hex, `digest().hex()`, followed by
+    /// `-N` where the value has a part count (S3's multipart values: the ETag `hex-2`).
     fn hexdigest(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.root(py)?.with_encoding(Encoding::Hex).to_string())
+    }
+
+    /// The value of everything fed so far as the CLI prints it and `mtsum.file_digest`
+    /// returns it: `hexdigest()`, except for S3's checksums, which S3 shows in base64.
+    fn value(&self, py: Python<'_>) -> PyResult<String> {
         Ok(self.root(py)?.to_string())
     }
 

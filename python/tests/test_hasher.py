@@ -4,6 +4,7 @@ random pieces of any buffer type, with copy(); the spooling of the mtsum layout.
 from __future__ import annotations
 
 import array
+import base64
 import hashlib
 import random
 
@@ -135,3 +136,25 @@ def test_a_hasher_used_by_two_threads_takes_their_updates_in_turn():
     # Every piece is the same, so any interleaving of whole updates gives this digest; a torn
     # update would not.
     assert h.hexdigest() == whole.hexdigest()
+
+
+@pytest.mark.parametrize("algorithm", ["md5", "sha256", "crc32c"])
+@pytest.mark.parametrize("size", [5, (8 << 20) + 3])
+def test_hexdigest_is_the_digests_hex_and_value_is_the_storage_systems(tmp_path, algorithm, size):
+    """hexdigest() is digest().hex(), with ``-N`` after a value that has a part count (S3's
+    multipart values); value() is the value as the CLI prints it and file_digest returns
+    it: base64 for S3's checksums."""
+    data = random_bytes(size, 2)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    h = mtsum.Hasher(algorithm, "s3")
+    h.update(data)
+    parts = "-2" if size > 8 << 20 else ""
+    assert h.hexdigest() == h.digest().hex() + parts
+    assert h.digest_size == len(h.digest())
+    shown = h.digest().hex() if algorithm == "md5" else base64.b64encode(h.digest()).decode()
+    assert h.value() == shown + parts == mtsum.file_digest(path, algorithm, "s3")
+    plain = mtsum.Hasher(algorithm, "plain")
+    plain.update(data)
+    assert plain.hexdigest() == plain.digest().hex() == plain.value()
+
