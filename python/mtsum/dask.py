@@ -142,11 +142,13 @@ def _sum_batch(
 
 
 def _expand(paths_or_glob: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
-    """The paths: a glob pattern's matches that are not directories, in byte order of their
-    names (``**`` matches any depth), or the given paths in their order."""
+    """The paths: one path that exists (``run[1].nc`` is a file, not a pattern) or has no
+    glob characters is itself; another is a glob pattern, whose matches that are not
+    directories come in byte order of their names (``**`` matches any depth); an iterable
+    gives its paths in their order."""
     if isinstance(paths_or_glob, mtsum._PATH_TYPES):
         pattern = os.fspath(paths_or_glob)
-        if not _glob.has_magic(pattern):
+        if os.path.lexists(pattern) or not _glob.has_magic(pattern):
             return [pattern]
         matches = _glob.glob(pattern, recursive=True)
         return sorted((m for m in matches if not os.path.isdir(m)), key=os.fsencode)
@@ -163,8 +165,9 @@ def sum_files(
     """The digest of every file, hashed on the cluster's workers.
 
     ``paths_or_glob``: a list of paths (kept in their order, a path given twice once), one
-    path (str, bytes or path-like: that file, as in :func:`mtsum.sum_files`), or a glob
-    pattern such as ``"/data/**/*.nc"`` (its files, in byte order of their names).
+    path (str, bytes or path-like: that file, as in :func:`mtsum.sum_files`, even where its
+    name has glob characters), or a glob pattern such as ``"/data/**/*.nc"`` that is no
+    existing path (its files, in byte order of their names).
     Files of up to :data:`PART_BYTES` go to tasks in batches (up to that many bytes or
     :data:`BATCH_FILES` files each), larger ones are cut into ranges like :func:`file_digest`.
 
