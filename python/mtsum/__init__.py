@@ -178,6 +178,6 @@ def combine(partials: Iterable[str]) -> str:
 
     Raises ValueError, naming the bytes, when ranges are missing or overlap, when partials come
     from another layout, algorithm or file size, or when a line is not a partial. The same
-    partial given twice counts once.
+    partial given twice counts once. Lines may have white space around them (a line end).
     """
-    return _mtsum.combine([p.strip() for p in partials])
+    return _mtsum.combine(partials)

@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension; the documented API is in ``mtsum/__init__.py``."""
 
 import os
-from typing import Optional, Sequence, Union
+from typing import Iterable, Optional, Union, final
 
 from typing_extensions import Buffer
 
@@ -20,7 +20,7 @@ def file_digest(
     threads: Optional[int] = None,
 ) -> str: ...
 def sum_files(
-    paths: Sequence[_Path],
+    paths: Iterable[_Path],
     algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
@@ -43,16 +43,18 @@ def hash_range(
     size: Optional[int] = None,
     threads: Optional[int] = None,
 ) -> str: ...
-def combine(partials: Sequence[str]) -> str: ...
+def combine(partials: Iterable[str]) -> str: ...
 def _stat(path: _Path) -> tuple[int, int]: ...
 def _message(path: _Path, cause: str) -> str: ...
 
+# Built by __new__ and not subclassable at run time (a PyO3 class).
+@final
 class Hasher:
     """A hasher in hashlib's shape; see ``help(mtsum.Hasher)``."""
 
-    def __init__(
-        self, algorithm: Optional[str] = None, layout: str = "mtsum", leaf_size: _Leaf = None
-    ) -> None: ...
+    def __new__(
+        cls, algorithm: Optional[str] = None, layout: str = "mtsum", leaf_size: _Leaf = None
+    ) -> "Hasher": ...
     def update(self, data: Buffer, /) -> None: ...
     def digest(self) -> bytes: ...
     def hexdigest(self) -> str: ...

@@ -22,9 +22,9 @@ use mtsum::engine::{Engine, Request};
 use mtsum::layout::{Encoding, LeafSizeError};
 use mtsum::source::{Input, InputError, Target};
 use mtsum::{Algorithm, Layout, LeafSize, sumfile};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBool, PyBytes, PyString};
 
 use buffer::Bytes;
 use errors::{input_error, io_error, value_error};
@@ -38,23 +38,64 @@ const GIL_MIN_BYTES: usize = 4096;
 const MAX_THREADS: usize = 1024;
 
 /// A leaf size as Python gives it: a number of bytes, or a string as `-l` takes it (`"4K"`).
-#[derive(FromPyObject)]
-enum LeafArg {
-    Bytes(i128),
-    Text(String),
+/// An int out of range is a ValueError, as 0 is; anything else (a float, a bool: `True` is no
+/// byte count) a TypeError of one line.
+fn leaf_size(leaf: Option<&Bound<'_, PyAny>>) -> PyResult<Option<LeafSize>> {
+    let Some(leaf) = leaf else { return Ok(None) };
+    if let Ok(text) = leaf.cast::<PyString>() {
+        return text.to_cow()?.parse().map(Some).map_err(value_error);
+    }
+    let Some(n) = index(leaf)? else {
+        return Err(PyTypeError::new_err(format!(
+            "leaf_size must be an int or a str such as \"4K\", not {}",
+            type_name(leaf)
+        )));
+    };
+    match n.extract::<u64>() {
+        Ok(bytes) => LeafSize::new(bytes)
+            .map(Some)
+            .ok_or_else(|| value_error(LeafSizeError::Zero(n.to_string()))),
+        Err(_) => Err(value_error(LeafSizeError::Syntax(n.to_string()))),
+    }
 }
 
-impl LeafArg {
-    fn parse(self) -> PyResult<LeafSize> {
-        match self {
-            LeafArg::Text(s) => s.parse().map_err(value_error),
-            LeafArg::Bytes(n) => match u64::try_from(n) {
-                Ok(bytes) => LeafSize::new(bytes)
-                    .ok_or_else(|| value_error(LeafSizeError::Zero(n.to_string()))),
-                Err(_) => Err(value_error(LeafSizeError::Syntax(n.to_string()))),
-            },
-        }
+/// `obj` as a Python int if it is one or stands for one (`__index__`: a NumPy integer),
+/// except a bool, which is no number here.
+fn index<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if obj.is_instance_of::<PyBool>() || !obj.hasattr("__index__")? {
+        return Ok(None);
     }
+    obj.call_method0("__index__").map(Some)
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+/// An int parameter named `name` that a `u64` holds: bytes, offsets, counts. A negative or
+/// huge one is a ValueError, as 0 is where 0 is refused (pyo3 would raise OverflowError),
+/// and one of another type (a float, a bool) a TypeError; each of one line.
+fn unsigned(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let Some(n) = index(obj)? else {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, not {}",
+            type_name(obj)
+        )));
+    };
+    n.extract::<u64>().map_err(|e| {
+        if e.is_instance_of::<PyOverflowError>(obj.py()) {
+            PyValueError::new_err(format!("{name} must be from 0 to 2**64 - 1, not {n}"))
+        } else {
+            e
+        }
+    })
+}
+
+/// [`unsigned`] where a number is optional.
+fn unsigned_opt(name: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    obj.map(|obj| unsigned(name, obj)).transpose()
 }
 
 /// A path as Python gives it: a str, bytes (the name as the system has it, which need not be
@@ -68,6 +109,11 @@ fn path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
 /// The paths of an iterable of paths ([`path`]).
 fn paths(obj: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     iterate(obj, "paths")?.map(|p| path(&p?)).collect()
+}
+
+/// The strings of an iterable of strings, such as partial lines.
+fn strings(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    iterate(obj, "strings")?.map(|s| s?.extract()).collect()
 }
 
 /// The items of an iterable of `what`. One str or bytes is refused: its items would be its
@@ -85,20 +131,14 @@ fn iterate<'py>(
     obj.try_iter()
 }
 
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map_or_else(|_| "?".into(), |n| n.to_string())
-}
-
 /// The layout and algorithm named by the keyword arguments every function takes. Without an
 /// algorithm, the layout's default, as on the command line (md5 for `s3`, whose ETag it is).
 fn parse_spec(
     algorithm: Option<&str>,
     layout: &str,
-    leaf: Option<LeafArg>,
+    leaf: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Layout, Algorithm)> {
-    let leaf = leaf.map(LeafArg::parse).transpose()?;
+    let leaf = leaf_size(leaf)?;
     let layout = Layout::from_name(layout, leaf).map_err(value_error)?;
     let algorithm: Algorithm = match algorithm {
         Some(name) => name.parse().map_err(value_error)?,
@@ -109,14 +149,18 @@ fn parse_spec(
 }
 
 /// The number of threads asked for, or every available core.
-fn thread_count(threads: Option<usize>) -> PyResult<NonZeroUsize> {
-    match threads {
-        None => Ok(std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)),
-        Some(n) if n > MAX_THREADS => Err(PyValueError::new_err(format!(
+fn thread_count(threads: Option<&Bound<'_, PyAny>>) -> PyResult<NonZeroUsize> {
+    let at_least_one = || PyValueError::new_err("the number of threads must be at least 1");
+    let Some(threads) = threads else {
+        return Ok(std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
+    };
+    match unsigned("threads", threads) {
+        Ok(n) if n > MAX_THREADS as u64 => Err(PyValueError::new_err(format!(
             "at most {MAX_THREADS} threads"
         ))),
-        Some(n) => NonZeroUsize::new(n)
-            .ok_or_else(|| PyValueError::new_err("the number of threads must be at least 1")),
+        Ok(n) => NonZeroUsize::new(n as usize).ok_or_else(at_least_one),
+        Err(e) if e.is_instance_of::<PyValueError>(threads.py()) => Err(at_least_one()),
+        Err(e) => Err(e),
     }
 }
 
@@ -128,8 +172,8 @@ fn file_digest(
     #[pyo3(from_py_with = path)] path: PathBuf,
     algorithm: Option<&str>,
     layout: &str,
-    leaf_size: Option<LeafArg>,
-    threads: Option<usize>,
+    leaf_size: Option<&Bound<'_, PyAny>>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
@@ -199,8 +243,8 @@ fn sum_files(
     #[pyo3(from_py_with = paths)] paths: Vec<PathBuf>,
     algorithm: Option<&str>,
     layout: &str,
-    leaf_size: Option<LeafArg>,
-    threads: Option<usize>,
+    leaf_size: Option<&Bound<'_, PyAny>>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<FileRow>> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
@@ -229,13 +273,23 @@ fn target_path(target: &Target) -> &std::path::Path {
 #[pyfunction]
 #[pyo3(signature = (size, parts, algorithm=None, layout="mtsum", leaf_size=None))]
 fn plan(
-    size: u64,
-    parts: usize,
+    size: &Bound<'_, PyAny>,
+    parts: &Bound<'_, PyAny>,
     algorithm: Option<&str>,
     layout: &str,
-    leaf_size: Option<LeafArg>,
+    leaf_size: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<(u64, u64)>> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+    let size = unsigned("size", size)?;
+    // More parts than a usize holds are as many as it holds: there are never that many jobs.
+    let parts = match unsigned("parts", parts) {
+        Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        Err(e) if e.is_instance_of::<PyValueError>(parts.py()) => match index(parts)? {
+            Some(n) if n.lt(0)? => 0, // as 0 is refused, with the library's message
+            _ => usize::MAX,
+        },
+        Err(e) => return Err(e),
+    };
     let spec = Spec {
         layout,
         algorithm,
@@ -252,15 +306,17 @@ fn plan(
 fn hash_range(
     py: Python<'_>,
     #[pyo3(from_py_with = path)] path: PathBuf,
-    start: u64,
-    end: u64,
+    start: &Bound<'_, PyAny>,
+    end: &Bound<'_, PyAny>,
     algorithm: Option<&str>,
     layout: &str,
-    leaf_size: Option<LeafArg>,
-    size: Option<u64>,
-    threads: Option<usize>,
+    leaf_size: Option<&Bound<'_, PyAny>>,
+    size: Option<&Bound<'_, PyAny>>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+    let (start, end) = (unsigned("start", start)?, unsigned("end", end)?);
+    let size = unsigned_opt("size", size)?;
     let engine = Engine::new(thread_count(threads)?);
     let target = Target::Path(path.clone());
     let result = interruptible(py, engine, move |engine| {
@@ -323,7 +379,7 @@ fn stream_has_no_ranges(path: &std::path::Path) -> PyErr {
 
 /// The root digest (hex) from partial lines that cover a file once.
 #[pyfunction]
-fn combine(partials: Vec<String>) -> PyResult<String> {
+fn combine(#[pyo3(from_py_with = strings)] partials: Vec<String>) -> PyResult<String> {
     let partials: Vec<Partial> = partials
         .iter()
         .map(|line| Partial::from_line(line))
@@ -337,8 +393,8 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
 /// independent copy. The digest is the one `mtsum.file_digest` and the CLI give for the same
 /// bytes in one file: `value()` is their string, `hexdigest()` the same in hex
 /// (`digest().hex()`, then `-N` after a value with a part count); they differ only for S3's
-/// checksums, which S3 shows in base64. Without an algorithm, the layout's own, as in the CLI: md5 for "s3"
-/// (the ETag), sha256 for the others.
+/// checksums, which S3 shows in base64. Without an algorithm, the layout's own, as in the
+/// CLI: md5 for "s3" (the ETag), sha256 for the others.
 ///
 /// `update` takes any object with the buffer protocol (bytes, bytearray, memoryview,
 /// array.array, a NumPy array) without copying it, and releases the GIL while it hashes (from
@@ -377,7 +433,11 @@ impl Hasher {
 impl Hasher {
     #[new]
     #[pyo3(signature = (algorithm=None, layout="mtsum", leaf_size=None))]
-    fn new(algorithm: Option<&str>, layout: &str, leaf_size: Option<LeafArg>) -> PyResult<Hasher> {
+    fn new(
+        algorithm: Option<&str>,
+        layout: &str,
+        leaf_size: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Hasher> {
         let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
         Ok(Hasher {
             layout,

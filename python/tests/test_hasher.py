@@ -158,3 +158,7 @@ def test_hexdigest_is_the_digests_hex_and_value_is_the_storage_systems(tmp_path,
     plain.update(data)
     assert plain.hexdigest() == plain.digest().hex() == plain.value()
 
+
+def test_hasher_is_final_at_run_time_as_in_its_stub():
+    with pytest.raises(TypeError):
+        type("Sub", (mtsum.Hasher,), {})
