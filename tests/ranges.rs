@@ -479,3 +479,49 @@ fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
         (1, "mtsum: nothere: No such file or directory\n")
     );
 }
+
+#[test]
+fn a_size_of_more_jobs_than_a_plan_holds_is_refused_before_the_jobs_are_made() {
+    let dir = tempdir();
+    let path = write_file(dir.path(), "f", b"small");
+    let huge = |size| spec(Layout::Mtsum, Algorithm::Sha256, size);
+    let too_large = |size: u64| RangeError::TooLarge {
+        spec: huge(size),
+        jobs: Layout::Mtsum.job_count(Algorithm::Sha256, size),
+    };
+    // 2^63 bytes are 2^36 leaves: made in memory, 2 TiB of plan.
+    assert_eq!(
+        range::plan(huge(1 << 63), 1_000_000),
+        Err(too_large(1 << 63))
+    );
+    let engine = Engine::default();
+    let got = range::hash_range(&engine, Target::Path(path), huge(1 << 62), 0..1 << 62);
+    assert_eq!(got.unwrap_err(), too_large(1 << 62));
+    let forged = "MTSUM-PARTIAL/2 MTSUM-SHA256 1000000000000000000 0-0 -";
+    let partial = Partial::from_line(forged).unwrap();
+    let err = range::combine([partial]).unwrap_err();
+    assert_eq!(err, too_large(1_000_000_000_000_000_000));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "MTSUM-SHA256, 1000000000000000000 bytes is too large to plan: {} jobs, at most {}",
+            Layout::Mtsum.job_count(Algorithm::Sha256, 1_000_000_000_000_000_000),
+            range::MAX_JOBS
+        )
+    );
+    // A petabyte is still planned.
+    assert_eq!(range::plan(huge(1 << 50), 2).unwrap().len(), 2);
+}
+
+#[test]
+fn cli_refuses_a_forged_partial_of_a_huge_file_with_one_line() {
+    let dir = tempdir();
+    let forged = b"MTSUM-PARTIAL/2 MTSUM-SHA256 1000000000000000000 0-0 -\n";
+    let (out, err, status) = mtsum(dir.path(), &["--combine", "-"], forged);
+    assert_eq!((status, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.starts_with("mtsum: MTSUM-SHA256, 1000000000000000000 bytes is too large to plan")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+}

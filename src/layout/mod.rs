@@ -493,6 +493,18 @@ impl Layout {
         }
     }
 
+    /// The number of jobs of [`Layout::plan`] (without `one_leaf_per_job`), counted without
+    /// making them: what a caller given a size it has not read checks before planning it
+    /// (2^63 bytes would be billions of jobs).
+    pub fn job_count(self, alg: Algorithm, n: u64) -> u64 {
+        match self.shape() {
+            Shape::Whole => plain::job_count(alg, n),
+            Shape::Halving => halving::leaf_count(n),
+            Shape::Fixed(f) => f.job_count(n),
+            Shape::Flat(f) => f.parts(n),
+        }
+    }
+
     /// A hasher for a job of [`Layout::plan`] of the given kind.
     pub fn hasher_for(self, alg: Algorithm, kind: JobKind) -> JobHasher {
         match kind {
