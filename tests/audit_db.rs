@@ -687,3 +687,45 @@ fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk(
         assert_eq!(classes.len(), readers, "reader threads");
     }
 }
+
+#[test]
+fn exported_s3_records_keep_their_part_count_and_check_out() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("au")).unwrap();
+    // Three 5 MiB parts, the last one short; and an empty file, a single upload.
+    fs::write(dir.path().join("au/big"), pattern((11 << 20) + 7, 1)).unwrap();
+    fs::write(dir.path().join("au/0"), b"").unwrap();
+    let part_count = "-3";
+    for (store, alg) in [("--manifest", "md5"), ("--db", "md5"), ("--db", "sha256")] {
+        let file = format!("{}-{alg}", &store[2..]);
+        let spec = ["-t", "s3", "--part-size", "5M", "-a", alg];
+        let r = mtsum(
+            dir.path(),
+            &[&["--audit", "-r", store, &file], &spec[..], &["au"]].concat(),
+        );
+        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr);
+        let sums = format!("{file}.sums");
+        let r = mtsum(
+            dir.path(),
+            &[
+                "--audit",
+                store,
+                &file,
+                "--export",
+                &sums,
+                "--export-as",
+                "sums",
+            ],
+        );
+        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr);
+        let exported = fs::read_to_string(dir.path().join(&sums)).unwrap();
+        let line = exported.lines().find(|l| l.contains("(au/big)")).unwrap();
+        assert!(line.ends_with(part_count), "{store} {alg}: {exported}");
+        let check = mtsum(dir.path(), &["-c", &sums]);
+        assert_eq!(check.code, Some(0), "{store} {alg}: {}", check.stdout);
+        // The value the audit computes again is the one it recorded.
+        let again = mtsum(dir.path(), &["--audit", "-r", store, &file, "au"]);
+        assert_eq!(again.code, Some(0), "{store} {alg}: {}", again.stdout);
+        assert!(again.verdicts().iter().all(|(s, _)| s == "ok"));
+    }
+}

@@ -321,6 +321,21 @@ impl Layout {
         }
     }
 
+    /// The value this layout gives a stream of `n` bytes whose root digest is `digest`: the
+    /// digest in the layout's encoding, followed for S3's multipart values by the part count,
+    /// which the size and the part size determine. How a record kept as a bare digest (as
+    /// mtsum before 1.x kept them all) is read back as the value it stands for.
+    pub fn value_of(self, alg: Algorithm, n: u64, digest: Digest) -> Root {
+        let root = Root::new(digest).with_encoding(self.encoding(alg));
+        match self.shape() {
+            Shape::Flat(f) => match f.count(n) {
+                Some(parts) => root.with_parts(parts),
+                None => root,
+            },
+            _ => root,
+        }
+    }
+
     /// The same layout with the other sizes worth trying for a stream of `n` bytes whose value
     /// `value` was computed with a size nobody wrote down (`-c --part-size auto`): for S3, the
     /// part sizes of common clients and those that give `value`'s part count
