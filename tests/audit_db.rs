@@ -729,3 +729,44 @@ fn exported_s3_records_keep_their_part_count_and_check_out() {
         assert!(again.verdicts().iter().all(|(s, _)| s == "ok"));
     }
 }
+
+#[test]
+fn an_imported_s3_value_gets_the_verdict_of_check() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("au")).unwrap();
+    let one = pattern(8 << 20, 2);
+    let three = pattern((16 << 20) + 1, 3);
+    fs::write(dir.path().join("au/8m"), &one).unwrap();
+    fs::write(dir.path().join("au/3p"), &three).unwrap();
+    let md5 = |d: &[u8]| Algorithm::Md5.hash(d);
+    let s3 = Layout::from_name("s3", None).unwrap();
+    let three_parts = reference::checksum(s3, Algorithm::Md5, &three).unwrap();
+    let hex = three_parts.digest().to_hex();
+    // The AWS CLI uploads a file of exactly 8 MiB as one part: H(H(data))-1, which -c
+    // accepts; a wrong count is a wrong value.
+    for (name, value, verdict) in [
+        ("au/8m", format!("{}-1", md5(md5(&one).as_bytes())), "ok"),
+        ("au/3p", format!("{hex}-7"), "corrupt"),
+        ("au/3p", format!("{hex}-3"), "ok"),
+    ] {
+        let sums = dir.path().join("imp.sums");
+        fs::write(&sums, format!("S3-MD5-8M ({name}) = {value}\n")).unwrap();
+        let check = mtsum(dir.path(), &["-c", "imp.sums"]);
+        let checked = if verdict == "ok" { Some(0) } else { Some(1) };
+        assert_eq!(check.code, checked, "{value}: {}", check.stdout);
+        for store in ["--manifest", "--db"] {
+            let file = format!("{}-{name}-{value}", &store[2..]).replace('/', "_");
+            let r = mtsum(
+                dir.path(),
+                &["--audit", store, &file, "--import", "imp.sums"],
+            );
+            assert_eq!(r.code, Some(0), "{store}: {}", r.stderr);
+            let audited = mtsum(dir.path(), &["--audit", store, &file, name]);
+            assert_eq!(
+                audited.verdicts(),
+                [(verdict.to_string(), name.to_string())],
+                "{store} {value}"
+            );
+        }
+    }
+}

@@ -297,7 +297,7 @@ pub(super) fn judge(
                 Some(FileError::Record(why.clone())),
             );
         }
-        Prior::Record(r) => (Some(r.stamp.len), r.stamp.mtime, r.value == current.value),
+        Prior::Record(r) => (Some(r.stamp.len), r.stamp.mtime, r.matches(&current.value)),
         Prior::Cshatag { mtime, digest } => (None, *mtime, current.value == *digest),
     };
     let same_size = recorded_size.is_none_or(|s| s == current.stamp.len);

@@ -61,6 +61,13 @@ impl Record {
         }
     }
 
+    /// Whether `current`, the file's value computed now in the record's layout and
+    /// algorithm, is the recorded value: as `-c` decides it ([`Layout::matches`]), so that an
+    /// audit and a check of an exported record never disagree.
+    pub fn matches(&self, current: &Root) -> bool {
+        self.layout.matches(self.algorithm, current, &self.value)
+    }
+
     /// The record's value as the binary stores keep it (extended attributes, the database):
     /// the digest's bytes, then, only where the value's part count is not the one the size
     /// implies ([`Record::new`]), the count as 8 bytes little-endian. Records of every value
