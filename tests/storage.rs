@@ -593,6 +593,20 @@ fn part_size_auto_finds_the_size_of_the_upload_and_says_which() {
 }
 
 #[test]
+fn part_size_auto_tries_every_whole_mib_and_mb_that_gives_the_count() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "f", &pattern(10 * MIB as usize, 4));
+    for size in ["9M", "7000000", "6M"] {
+        let (_, sums, _) = mtsum(p, &["-t", "s3", "--part-size", size, "f"]);
+        write_file(p, "sums", sums.as_bytes());
+        let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+        assert_eq!(code, 0, "{size}: {out}{err}");
+        assert_eq!(out, format!("f: OK (--part-size {size})\n"));
+    }
+}
+
+#[test]
 fn meaningless_combinations_are_usage_errors_of_one_line() {
     let dir = tempdir();
     let p = dir.path();

@@ -339,17 +339,14 @@ impl Layout {
     /// The same layout with the other sizes worth trying for a stream of `n` bytes whose value
     /// `value` was computed with a size nobody wrote down (`-c --part-size auto`): for S3, the
     /// part sizes of common clients and those that give `value`'s part count
-    /// ([`PartSize::candidates`]; one size for a value without a count, a single upload).
-    /// Empty for layouts whose size is always known.
+    /// ([`PartSize::candidates`]; one size for a value of one part, whose value no size of at
+    /// least the file's changes). Empty for layouts whose size is always known.
     pub fn size_guesses(self, n: u64, value: &Root) -> Vec<Layout> {
         match self {
-            Layout::S3(_) => {
-                let mut sizes = PartSize::candidates(n, value.parts());
-                if value.parts().is_none() {
-                    sizes.truncate(1);
-                }
-                sizes.into_iter().map(Layout::S3).collect()
-            }
+            Layout::S3(_) => PartSize::candidates(n, value.parts())
+                .into_iter()
+                .map(Layout::S3)
+                .collect(),
             _ => Vec::new(),
         }
     }
