@@ -325,7 +325,16 @@ fn parse_part_size(s: &str) -> Result<PartSizeArg, String> {
     if s.eq_ignore_ascii_case("auto") {
         return Ok(PartSizeArg::Auto);
     }
-    let size: LeafSize = s.parse().map_err(|e: LeafSizeError| e.to_string())?;
+    let size = match LeafSize::parse_as(s, "part size") {
+        Ok(size) => size,
+        // "At least 1 byte" is true of leaves; parts are larger.
+        Err(LeafSizeError::Zero(..)) => {
+            return Err(format!(
+                "invalid part size '{s}': S3 parts are at least 5 MiB"
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     PartSize::try_from(size)
         .map(PartSizeArg::Size)
         .map_err(|e| e.to_string())
