@@ -72,9 +72,23 @@ impl Untagged {
         (alg.digest_len() == len).then_some((self.layout, alg))
     }
 
+    /// For an untagged value of `len` bytes that only CRCs have (which are checked only when
+    /// `-a` names one, see [`Untagged::spec`]): the `-a` choices it may be, `crc32 or crc32c`.
+    fn crc_hint(&self, len: usize) -> Option<String> {
+        let fits = sumfile::algorithms_with_digest_len(len);
+        let only_crcs = !fits.is_empty() && fits.iter().all(|a| a.is_crc());
+        (self.algorithm.is_none() && only_crcs).then(|| {
+            let names: Vec<&str> = fits.iter().map(|a| a.name()).collect();
+            names.join(" or ")
+        })
+    }
+
     /// The word `--warn` uses for a checksum line: `SHA256`, `MTSUM-SHA256`.
     fn tag(&self) -> String {
-        sumfile::tag(self.layout, self.algorithm.unwrap_or(Algorithm::Sha256))
+        sumfile::tag(
+            self.layout,
+            self.algorithm.unwrap_or(self.layout.default_algorithm()),
+        )
     }
 }
 
@@ -166,8 +180,13 @@ enum Item {
         /// With `--part-size auto`: the part size this hash tries.
         attempt: Option<Attempt>,
     },
-    /// Line `line` (1-based) of sum file `file` is not a checksum line.
-    Improper { file: usize, line: u64 },
+    /// Line `line` (1-based) of sum file `file` is not a checksum line; `crc`: it would be
+    /// one of these CRCs, named with `-a` ([`Untagged::crc_hint`]).
+    Improper {
+        file: usize,
+        line: u64,
+        crc: Option<String>,
+    },
     /// Sum file `file` could not be opened (`error`), or failed while being read (`None`:
     /// coreutils then says only `read error`).
     Unreadable {
@@ -291,6 +310,7 @@ impl Lines {
             Task::pass(Item::Improper {
                 file,
                 line: line_no,
+                crc: None,
             })
         };
         let entry = match self.parser.parse_line(line) {
@@ -302,7 +322,14 @@ impl Lines {
             .spec
             .or_else(|| self.untagged.spec(entry.expected.digest().as_bytes().len()));
         let Some((layout, alg)) = spec else {
-            return Some(improper());
+            let crc = self
+                .untagged
+                .crc_hint(entry.expected.digest().as_bytes().len());
+            return Some(Task::pass(Item::Improper {
+                file,
+                line: line_no,
+                crc,
+            }));
         };
         // Standard input cannot be both the sum file and a file listed in it.
         if from_stdin && entry.name == b"-" {
@@ -373,6 +400,8 @@ struct Tally {
     unreadable: u64,
     /// The sum file itself could not be read.
     failed: bool,
+    /// The CRCs an improper line's value may be, if it is one (said once, at the end).
+    crc: Option<String>,
 }
 
 /// Prints verdicts and summaries in order, and keeps the overall result.
@@ -483,13 +512,17 @@ impl Verdicts<'_> {
                     self.out.write_all(&line)?;
                 }
             }
-            Item::Improper { file, line } => {
+            Item::Improper { file, line, crc } => {
                 self.tally.improper += 1;
                 if self.options.warn {
                     let tag = self.options.untagged.tag();
-                    let cause = format!("{line}: improperly formatted {tag} checksum line");
+                    let mut cause = format!("{line}: improperly formatted {tag} checksum line");
+                    if let Some(crc) = &crc {
+                        cause += &format!(" (a {crc} value needs -a)");
+                    }
                     self.err.write_all(&error_line(&self.names[file], &cause))?;
                 }
+                self.tally.crc = self.tally.crc.take().or(crc);
             }
             Item::Unreadable { file, error } => {
                 self.tally.failed = true;
@@ -516,8 +549,11 @@ impl Verdicts<'_> {
         }
         let name = &self.names[file];
         if t.proper == 0 {
-            let msg = error_line(name, &"no properly formatted checksum lines found");
-            return self.err.write_all(&msg);
+            let mut cause = String::from("no properly formatted checksum lines found");
+            if let Some(crc) = &t.crc {
+                cause += &format!(" (untagged CRC lines need -a: {crc})");
+            }
+            return self.err.write_all(&error_line(name, &cause));
         }
         if self.options.verbosity == Verbosity::Status {
             return Ok(());

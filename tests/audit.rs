@@ -307,7 +307,7 @@ fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
             stamp: Stamp::of(&meta),
-            digest: reference::root(Layout::Plain, Algorithm::Blake3, b"alpha"),
+            value: reference::root(Layout::Plain, Algorithm::Blake3, b"alpha").into(),
         }
     );
     let names: Vec<_> = xattr::list(&a).unwrap().collect();
@@ -581,7 +581,7 @@ fn kill_9_during_a_manifest_update_leaves_the_previous_manifest_intact() {
         layout: Layout::Plain,
         algorithm: Algorithm::Blake3,
         stamp: Stamp::new(1, Mtime::new(1, 0).unwrap()),
-        digest: Algorithm::Blake3.hash(b"x"),
+        value: Algorithm::Blake3.hash(b"x").into(),
     };
     for i in 0..400_000 {
         old.insert(
@@ -876,6 +876,6 @@ fn the_library_reports_the_record_and_the_current_digest() {
         panic!("{prior:?}")
     };
     let blake3 = |b: &[u8]| reference::root(Layout::Plain, Algorithm::Blake3, b);
-    assert_eq!(recorded.digest, blake3(b"before"));
-    assert_eq!(current.unwrap().digest, blake3(b"refore"));
+    assert_eq!(recorded.value, blake3(b"before"));
+    assert_eq!(current.unwrap().value, blake3(b"refore"));
 }

@@ -687,3 +687,86 @@ fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk(
         assert_eq!(classes.len(), readers, "reader threads");
     }
 }
+
+#[test]
+fn exported_s3_records_keep_their_part_count_and_check_out() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("au")).unwrap();
+    // Three 5 MiB parts, the last one short; and an empty file, a single upload.
+    fs::write(dir.path().join("au/big"), pattern((11 << 20) + 7, 1)).unwrap();
+    fs::write(dir.path().join("au/0"), b"").unwrap();
+    let part_count = "-3";
+    for (store, alg) in [("--manifest", "md5"), ("--db", "md5"), ("--db", "sha256")] {
+        let file = format!("{}-{alg}", &store[2..]);
+        let spec = ["-t", "s3", "--part-size", "5M", "-a", alg];
+        let r = mtsum(
+            dir.path(),
+            &[&["--audit", "-r", store, &file], &spec[..], &["au"]].concat(),
+        );
+        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr);
+        let sums = format!("{file}.sums");
+        let r = mtsum(
+            dir.path(),
+            &[
+                "--audit",
+                store,
+                &file,
+                "--export",
+                &sums,
+                "--export-as",
+                "sums",
+            ],
+        );
+        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr);
+        let exported = fs::read_to_string(dir.path().join(&sums)).unwrap();
+        let line = exported.lines().find(|l| l.contains("(au/big)")).unwrap();
+        assert!(line.ends_with(part_count), "{store} {alg}: {exported}");
+        let check = mtsum(dir.path(), &["-c", &sums]);
+        assert_eq!(check.code, Some(0), "{store} {alg}: {}", check.stdout);
+        // The value the audit computes again is the one it recorded.
+        let again = mtsum(dir.path(), &["--audit", "-r", store, &file, "au"]);
+        assert_eq!(again.code, Some(0), "{store} {alg}: {}", again.stdout);
+        assert!(again.verdicts().iter().all(|(s, _)| s == "ok"));
+    }
+}
+
+#[test]
+fn an_imported_s3_value_gets_the_verdict_of_check() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("au")).unwrap();
+    let one = pattern(8 << 20, 2);
+    let three = pattern((16 << 20) + 1, 3);
+    fs::write(dir.path().join("au/8m"), &one).unwrap();
+    fs::write(dir.path().join("au/3p"), &three).unwrap();
+    let md5 = |d: &[u8]| Algorithm::Md5.hash(d);
+    let s3 = Layout::from_name("s3", None).unwrap();
+    let three_parts = reference::checksum(s3, Algorithm::Md5, &three).unwrap();
+    let hex = three_parts.digest().to_hex();
+    // The AWS CLI uploads a file of exactly 8 MiB as one part: H(H(data))-1, which -c
+    // accepts; a wrong count is a wrong value.
+    for (name, value, verdict) in [
+        ("au/8m", format!("{}-1", md5(md5(&one).as_bytes())), "ok"),
+        ("au/3p", format!("{hex}-7"), "corrupt"),
+        ("au/3p", format!("{hex}-3"), "ok"),
+    ] {
+        let sums = dir.path().join("imp.sums");
+        fs::write(&sums, format!("S3-MD5-8M ({name}) = {value}\n")).unwrap();
+        let check = mtsum(dir.path(), &["-c", "imp.sums"]);
+        let checked = if verdict == "ok" { Some(0) } else { Some(1) };
+        assert_eq!(check.code, checked, "{value}: {}", check.stdout);
+        for store in ["--manifest", "--db"] {
+            let file = format!("{}-{name}-{value}", &store[2..]).replace('/', "_");
+            let r = mtsum(
+                dir.path(),
+                &["--audit", store, &file, "--import", "imp.sums"],
+            );
+            assert_eq!(r.code, Some(0), "{store}: {}", r.stderr);
+            let audited = mtsum(dir.path(), &["--audit", store, &file, name]);
+            assert_eq!(
+                audited.verdicts(),
+                [(verdict.to_string(), name.to_string())],
+                "{store} {value}"
+            );
+        }
+    }
+}

@@ -381,12 +381,18 @@ fn cli_plan_range_each_then_combine_prints_the_line_of_mtsum_file() {
     let dir = tempdir();
     let size = 3 * JOB + 77;
     write_file(dir.path(), "big file", &pattern(size as usize, 11));
-    let options: [(&[&str], &[&str]); 5] = [
+    let options: [(&[&str], &[&str]); 7] = [
         (&[], &[]),
         (&["-t", "rfc6962", "-l", "4K"], &[]),
         (&["-t", "merkle", "-a", "md5"], &[]),
         (&["-t", "plain", "-a", "blake3"], &["--tag"]),
         (&["-t", "plain", "-a", "sha1"], &["--tag"]),
+        // --base64 spells the combined root as it spells the root of the whole file.
+        (&["-t", "glacier"], &["--base64"]),
+        (
+            &["-t", "s3", "--part-size", "5M"],
+            &["--base64", "--no-names"],
+        ),
     ];
     for (opts, tag) in options {
         let with = |extra: &[&str]| -> Vec<String> {

@@ -593,6 +593,62 @@ fn part_size_auto_finds_the_size_of_the_upload_and_says_which() {
 }
 
 #[test]
+fn part_size_auto_tries_every_whole_mib_and_mb_that_gives_the_count() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "f", &pattern(10 * MIB as usize, 4));
+    for size in ["9M", "7000000", "6M"] {
+        let (_, sums, _) = mtsum(p, &["-t", "s3", "--part-size", size, "f"]);
+        write_file(p, "sums", sums.as_bytes());
+        let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+        assert_eq!(code, 0, "{size}: {out}{err}");
+        assert_eq!(out, format!("f: OK (--part-size {size})\n"));
+    }
+}
+
+#[test]
+fn errors_suggest_only_what_works_and_name_what_was_wrong() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "f", b"x");
+    // S3 has no composite CRC64NVME: only -t plain is offered.
+    let (code, _, err) = mtsum(p, &["-t", "rfc6962", "-a", "crc64nvme", "f"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("use -t plain (the full-object CRC)\n"),
+        "{err}"
+    );
+    assert!(!err.contains("-t s3"), "{err}");
+    let (_, _, err) = mtsum(p, &["-t", "rfc6962", "-a", "crc32c", "f"]);
+    assert!(err.contains("or -t s3 (S3's composite checksum)"), "{err}");
+    for (size, needle) in [
+        ("0", "invalid part size '0': S3 parts are at least 5 MiB"),
+        ("1X", "invalid part size '1X': expected a number"),
+    ] {
+        let (code, _, err) = mtsum(p, &["-t", "s3", "--part-size", size, "f"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(needle) && !err.contains("leaf size"), "{err}");
+    }
+    // Untagged composite CRCs are checked only with -a: the messages say so.
+    let (_, sums, _) = mtsum(p, &["-t", "s3", "-a", "crc32c", "f"]);
+    write_file(p, "sums", sums.as_bytes());
+    let (code, _, err) = mtsum(p, &["-c", "-t", "s3", "sums"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "mtsum: sums: no properly formatted checksum lines found (untagged CRC lines need -a: crc32 or crc32c)\n"
+    );
+    let (_, _, err) = mtsum(p, &["-c", "-t", "s3", "--warn", "sums"]);
+    let first = err.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "mtsum: sums: 1: improperly formatted S3-MD5-8M checksum line (a crc32 or crc32c value needs -a)"
+    );
+    let (code, out, _) = mtsum(p, &["-c", "-t", "s3", "-a", "crc32c", "sums"]);
+    assert_eq!((code, out.as_str()), (0, "f: OK\n"));
+}
+
+#[test]
 fn meaningless_combinations_are_usage_errors_of_one_line() {
     let dir = tempdir();
     let p = dir.path();

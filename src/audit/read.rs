@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot};
+use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot, Root};
 use crate::source::{
     Buffer, Chunk, Input, InputError, MAX_HELD_STREAM, ReadMode, SizedFile, Target, hold_stream,
     read_stream_chunk,
@@ -82,8 +82,8 @@ pub struct Want {
 /// What one read of a file gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hashed {
-    /// One per [`Want::digests`], in order.
-    pub digests: Vec<Digest>,
+    /// One value per [`Want::digests`], in order, whole (S3's with its part count).
+    pub digests: Vec<Root>,
     /// Bytes read.
     pub size: u64,
     /// The leaf digests, if [`Want::leaves`] asked for them (never of a streamed file).
@@ -178,9 +178,9 @@ impl Sequential {
         }
     }
 
-    /// The root's digest (an error for a stream the layout has no root for, such as an
+    /// The root (an error for a stream the layout has no root for, such as an
     /// empty file in BitTorrent v2), and the leaves if they were kept.
-    fn finish(mut self, len: u64) -> Result<(Digest, Option<Vec<Digest>>), NoRoot> {
+    fn finish(mut self, len: u64) -> Result<(Root, Option<Vec<Digest>>), NoRoot> {
         // A stream's one job ends where the stream did.
         if let Some((index, range, hasher, _)) = self.current.take() {
             debug_assert_eq!(range.end, u64::MAX, "every byte of a known length was fed");
@@ -188,7 +188,7 @@ impl Sequential {
                 .add(index, range.start..len, hasher.finalize());
         }
         let root = self.combiner.finish(len)?;
-        Ok((*root.digest(), self.kept))
+        Ok((root, self.kept))
     }
 }
 
@@ -387,7 +387,7 @@ fn feed(
 }
 
 /// The roots of the whole-file digests of a stream of `len` bytes.
-fn roots(sinks: Vec<Sequential>, len: u64) -> Result<Vec<Digest>, NoRoot> {
+fn roots(sinks: Vec<Sequential>, len: u64) -> Result<Vec<Root>, NoRoot> {
     sinks
         .into_iter()
         .map(|s| s.finish(len).map(|(root, _)| root))
@@ -570,7 +570,7 @@ mod tests {
             for (i, (layout, alg)) in specs.into_iter().enumerate() {
                 assert_eq!(
                     hashed.digests[i],
-                    reference::root(layout, alg, &data),
+                    reference::checksum(layout, alg, &data).unwrap(),
                     "{len} {layout} {alg}"
                 );
             }
@@ -618,7 +618,7 @@ mod tests {
             for (i, (layout, alg)) in specs.into_iter().enumerate() {
                 assert_eq!(
                     hashed.digests[i],
-                    reference::root(layout, alg, &data),
+                    reference::checksum(layout, alg, &data).unwrap(),
                     "{len} {layout} {alg}"
                 );
             }
@@ -646,7 +646,7 @@ mod tests {
             for (i, &(layout, alg)) in want.digests.iter().enumerate() {
                 assert_eq!(
                     hashed.digests[i],
-                    reference::root(layout, alg, &data),
+                    reference::checksum(layout, alg, &data).unwrap(),
                     "{len}"
                 );
             }

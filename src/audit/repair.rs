@@ -127,7 +127,7 @@ pub fn repair(
         leaves: Some((recorded.layout(), outboard::ALGORITHM)),
     };
     let now = read::hash_file(file, &want, io, None)?;
-    let repaired = if now.digests[0] == record.digest && stamp == record.stamp {
+    let repaired = if record.matches(&now.digests[0]) && stamp == record.stamp {
         Repaired {
             ranges: Vec::new(),
             needed: false,
@@ -217,7 +217,7 @@ pub fn from_copy(
         leaves: None,
     };
     let after = read::hash_file(file, &want, io, None)?;
-    if after.digests[0] != record.digest {
+    if !record.matches(&after.digests[0]) {
         return Err(RepairError::StillCorrupt);
     }
     Ok(Repaired {

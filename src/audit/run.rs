@@ -532,12 +532,7 @@ impl Sink<'_> {
                 action = Action::Migrated;
             }
             if action != Action::Kept {
-                *now = Record {
-                    layout,
-                    algorithm,
-                    stamp: now.stamp,
-                    digest,
-                };
+                *now = Record::new(layout, algorithm, now.stamp, digest);
             }
         }
         let located = match status {

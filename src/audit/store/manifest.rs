@@ -216,7 +216,7 @@ fn format_line(name: &[u8], record: &Record) -> Vec<u8> {
         Terminator::Newline,
         record.layout,
         record.algorithm,
-        &crate::layout::Root::new(record.digest),
+        &record.value,
         name,
     ));
     line
@@ -238,12 +238,7 @@ fn parse_line(line: &[u8]) -> Result<(Vec<u8>, Record), String> {
         .map_err(|e| e.to_string())?
         .ok_or("no checksum")?;
     let (layout, algorithm) = entry.spec.ok_or("the checksum has no tag")?;
-    let record = Record {
-        layout,
-        algorithm,
-        stamp: Stamp::new(size, mtime),
-        digest: *entry.expected.digest(),
-    };
+    let record = Record::new(layout, algorithm, Stamp::new(size, mtime), entry.expected);
     Ok((entry.name, record))
 }
 
@@ -438,7 +433,7 @@ mod tests {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
             stamp: Stamp::new(n, Mtime::new(1_700_000_000 + n as i64, 7).unwrap()),
-            digest: Algorithm::Blake3.hash(&n.to_le_bytes()),
+            value: Algorithm::Blake3.hash(&n.to_le_bytes()).into(),
         }
     }
 
@@ -521,7 +516,7 @@ mod tests {
             if i == 1 {
                 r.layout = Layout::Rfc6962(LeafSize::new(4096).unwrap());
                 r.algorithm = Algorithm::Sha512;
-                r.digest = Algorithm::Sha512.hash(b"x");
+                r.value = Algorithm::Sha512.hash(b"x").into();
                 r.stamp.mtime = Mtime::new(-3, 5).unwrap();
             }
             m.insert(name.to_vec(), r);
@@ -541,7 +536,7 @@ mod tests {
         m.write(&mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         let second = text.lines().nth(1).unwrap();
-        let hex = record(1).digest.to_hex();
+        let hex = record(1).value;
         assert_eq!(
             second,
             format!("1 1700000001.000000007 BLAKE3 (a b) = {hex}")

@@ -325,7 +325,16 @@ fn parse_part_size(s: &str) -> Result<PartSizeArg, String> {
     if s.eq_ignore_ascii_case("auto") {
         return Ok(PartSizeArg::Auto);
     }
-    let size: LeafSize = s.parse().map_err(|e: LeafSizeError| e.to_string())?;
+    let size = match LeafSize::parse_as(s, "part size") {
+        Ok(size) => size,
+        // "At least 1 byte" is true of leaves; parts are larger.
+        Err(LeafSizeError::Zero(..)) => {
+            return Err(format!(
+                "invalid part size '{s}': S3 parts are at least 5 MiB"
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     PartSize::try_from(size)
         .map(PartSizeArg::Size)
         .map_err(|e| e.to_string())
@@ -434,8 +443,9 @@ pub enum RangeStep {
     Plan(NonZeroUsize),
     /// Hash one range of the file into a partial line.
     Range(std::ops::Range<u64>),
-    /// Read partial lines, print the root line as hash mode does (`Line` or `BareDigest`).
-    Combine(Output),
+    /// Read partial lines, print the root line as hash mode does (`Line` or `BareDigest`,
+    /// in `--base64` where asked).
+    Combine(Output, Option<Encoding>),
 }
 
 /// How hash results are printed.
@@ -563,8 +573,16 @@ impl Common {
     }
 }
 
+impl Args {
+    /// `--base64`: every digest in base64 instead of the layout's own encoding.
+    fn encoding(&self) -> Option<Encoding> {
+        self.base64.then_some(Encoding::Base64)
+    }
+}
+
 impl Output {
-    /// A root line as hash mode and `--combine` print it: `--no-names`, `--tag`, `-z`.
+    /// A root line as hash mode and `--combine` print it: `--no-names`, `--tag`, `-z` (and
+    /// `--base64`, [`Args::encoding`]).
     fn line(args: &Args) -> Output {
         let terminator = match args.zero {
             true => Terminator::Nul,
@@ -585,7 +603,7 @@ impl RangeSettings {
         let step = match (args.plan, &args.range) {
             (Some(parts), _) => RangeStep::Plan(parts),
             (_, Some(range)) => RangeStep::Range(range.clone()),
-            (None, None) => RangeStep::Combine(Output::line(args)),
+            (None, None) => RangeStep::Combine(Output::line(args), args.encoding()),
         };
         let algorithm = args.algorithm.unwrap_or(layout.default_algorithm());
         RangeSettings {
@@ -612,7 +630,7 @@ impl HashSettings {
             },
             recursion: args.recursion(),
             output,
-            encoding: args.base64.then_some(Encoding::Base64),
+            encoding: args.encoding(),
         }
     }
 }

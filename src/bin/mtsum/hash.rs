@@ -3,9 +3,10 @@
 use std::os::unix::ffi::OsStringExt;
 
 use mtsum::engine::{FileDigest, Task};
+use mtsum::layout::{Encoding, Layout, Root};
 use mtsum::source::{InputError, Target};
 use mtsum::walk::{Walked, walk};
-use mtsum::{graph, json, report, sumfile};
+use mtsum::{Algorithm, graph, json, report, sumfile};
 
 use crate::args::{Common, HashSettings, Output};
 use crate::progress::totals;
@@ -60,6 +61,32 @@ pub fn run(common: &Common, settings: &HashSettings) -> Status {
     printer.finish()
 }
 
+/// `root` in the encoding `--base64` asks for (`None`: the layout's own).
+pub fn encoded(root: Root, encoding: Option<Encoding>) -> Root {
+    encoding.map_or(root, |e| root.with_encoding(e))
+}
+
+/// The line of a root as hash mode and `--combine` print it: a checksum line, or the value
+/// alone (`--no-names`).
+///
+/// # Panics
+/// For the outputs that are not one line per root (`--json`, `-g`).
+pub fn root_line(
+    output: Output,
+    layout: Layout,
+    alg: Algorithm,
+    root: &Root,
+    name: &[u8],
+) -> Vec<u8> {
+    match output {
+        Output::BareDigest => format!("{root}\n").into_bytes(),
+        Output::Line(format, terminator) => {
+            sumfile::format_line(format, terminator, layout, alg, root, name)
+        }
+        Output::Json | Output::Graph => unreachable!("not a root line"),
+    }
+}
+
 /// Turns what the engine hands back into lines, in the order of the inputs.
 struct Results<'a> {
     common: &'a Common,
@@ -86,9 +113,7 @@ impl Results<'_> {
     fn digest(&self, target: &Target, digest: &FileDigest) {
         let name = report::name_bytes(target);
         let mut digest = digest.clone();
-        if let Some(encoding) = self.settings.encoding {
-            digest.root = digest.root.with_encoding(encoding);
-        }
+        digest.root = encoded(digest.root, self.settings.encoding);
         let digest = &digest;
         let request = &self.settings.request;
         let (layout, alg) = (request.layout, request.algorithm);
@@ -97,11 +122,8 @@ impl Results<'_> {
                 let leaves = digest.leaves.as_deref().expect("leaves kept for -g");
                 graph::dot(request, digest.size, leaves, &target.display_name()).into_bytes()
             }
-            Output::BareDigest => format!("{}\n", digest.root).into_bytes(),
             Output::Json => json::digest(name, layout, alg, digest),
-            Output::Line(format, terminator) => {
-                sumfile::format_line(format, terminator, layout, alg, &digest.root, name)
-            }
+            output => root_line(output, layout, alg, &digest.root, name),
         };
         self.printer.print(&line);
         let common = self.common;
