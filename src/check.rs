@@ -425,8 +425,9 @@ struct Verdicts<'a> {
 struct Tries {
     /// The first layout (size) whose value matched.
     matched: Option<Layout>,
-    /// Some attempt hashed the file (so a miss is a mismatch, not an unreadable file).
-    hashed: bool,
+    /// The attempts that hashed the file: a miss after any is a mismatch, not an unreadable
+    /// file, and its verdict says how many sizes were tried.
+    hashed: usize,
     error: Option<InputError>,
 }
 
@@ -459,11 +460,12 @@ impl Verdicts<'_> {
                     Err(e) => Err(e),
                 };
                 let mut ok_text = String::from(": OK\n");
+                let mut failed_text = String::from(": FAILED\n");
                 if let Some(attempt) = attempt {
                     let tries = &mut self.tries;
                     match matched {
                         Ok(true) => _ = tries.matched.get_or_insert(attempt.layout),
-                        Ok(false) => tries.hashed = true,
+                        Ok(false) => tries.hashed += 1,
                         Err(e) => _ = tries.error.get_or_insert(e),
                     }
                     if !attempt.last {
@@ -476,8 +478,13 @@ impl Verdicts<'_> {
                             ok_text = format!(": OK (--part-size {size})\n");
                             Ok(true)
                         }
-                        (None, true, _) | (None, false, None) => Ok(false),
-                        (None, false, Some(e)) => Err(e),
+                        (None, 0, Some(e)) => Err(e),
+                        (None, hashed, _) => {
+                            if hashed > 1 {
+                                failed_text = format!(": FAILED ({hashed} part sizes tried)\n");
+                            }
+                            Ok(false)
+                        }
                     };
                 }
                 self.tally.proper += 1;
@@ -493,7 +500,7 @@ impl Verdicts<'_> {
                     Ok(false) => {
                         self.tally.mismatched += 1;
                         self.untagged_mismatches += u64::from(!tagged);
-                        b": FAILED\n"
+                        failed_text.as_bytes()
                     }
                     Err(InputError::Io(e))
                         if self.options.ignore_missing && e.kind() == io::ErrorKind::NotFound =>

@@ -585,11 +585,15 @@ fn part_size_auto_finds_the_size_of_the_upload_and_says_which() {
         out,
         "big: OK (--part-size 16M)\nsmall: OK (--part-size 8M)\n"
     );
-    // A value no size gives fails like any other.
+    // A value no size gives fails like any other, and says how many sizes were tried: 11,
+    // 12 and 13 MiB and MB give 4 parts of 40 MiB.
     let wrong = sums.replacen("-3", "-4", 1);
     write_file(p, "sums", wrong.as_bytes());
     let (code, out, _) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
-    assert_eq!((code, out.lines().next()), (1, Some("big: FAILED")));
+    assert_eq!(
+        (code, out.lines().next()),
+        (1, Some("big: FAILED (6 part sizes tried)"))
+    );
 }
 
 #[test]

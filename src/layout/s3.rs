@@ -78,7 +78,7 @@ impl PartSize {
     /// parts: those of common clients (the AWS CLI's 8 MiB and its doubling, 5 MiB of most
     /// SDKs, s3cmd's 15 MiB, 16 MiB, 64 MiB, 100 MiB, 1 GiB), then of all the sizes S3 accepts
     /// that give exactly `parts` parts the powers of two of MiB, every whole MiB and every
-    /// whole MB, each once, in that order.
+    /// whole MB, each once, in that order, at most [`PartSize::MAX_GUESSES`] in all.
     ///
     /// A value of one part (`None`, a single upload, or `Some(1)`, a multipart upload of one
     /// part) is the same for every size of at least `n` bytes: one size is returned, a
@@ -87,9 +87,8 @@ impl PartSize {
     /// never gives (0, more than 10 000) or that no size gives `n` bytes.
     ///
     /// The sizes that give `count` parts are those from `n / count` to `(n - 1) / (count - 1)`;
-    /// clamped to S3's 5 MiB to 5 GiB, that is at most a few thousand whole MiB and MB, each
-    /// a read of the file for `-c --part-size auto`: few for a value of many parts, where
-    /// the range is narrow.
+    /// clamped to S3's 5 MiB to 5 GiB, that is up to a few thousand whole MiB and MB (few for
+    /// a value of many parts, where the range is narrow), of which the smallest are tried.
     pub fn candidates(n: u64, parts: Option<u64>) -> Vec<PartSize> {
         const MIB: u64 = 1 << 20;
         const MB: u64 = 1_000_000;
@@ -123,11 +122,19 @@ impl PartSize {
                 out.push(size);
             }
         }
-        if count == 1 {
-            out.truncate(1);
-        }
+        out.truncate(match count {
+            1 => 1,
+            _ => Self::MAX_GUESSES,
+        });
         out
     }
+
+    /// The most part sizes [`PartSize::candidates`] gives: each is a read of the whole file
+    /// by `-c --part-size auto`, all of them whatever matches, and a value of two parts of a
+    /// 1 GiB file allows a thousand whole-MiB and whole-MB sizes. The clients' sizes and the
+    /// powers of two come first; a file uploaded in parts of another size needs its size
+    /// named.
+    pub const MAX_GUESSES: usize = 16;
 }
 
 impl TryFrom<LeafSize> for PartSize {
@@ -259,6 +266,16 @@ mod tests {
             assert!(c.iter().any(|p| p.get() == part), "{n} {part}: {c:?}");
             assert!(c.iter().all(|p| p.parts(n) == count));
         }
+    }
+
+    #[test]
+    fn a_value_of_few_parts_of_a_large_file_is_tried_with_a_few_sizes_not_a_thousand() {
+        let gib: u64 = 1 << 30;
+        let c = PartSize::candidates(gib, Some(2));
+        assert_eq!(c.len(), PartSize::MAX_GUESSES, "{c:?}");
+        // No client's size gives two parts; of the powers of two, 512 MiB does, and comes first.
+        assert_eq!(c[0].get(), gib / 2);
+        assert!(c.iter().all(|p| p.parts(gib) == 2));
     }
 
     #[test]
