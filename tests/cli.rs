@@ -211,6 +211,77 @@ impl FifoWriter {
     }
 }
 
+/// mtsum running in the background, its standard output and error going to files that a test
+/// reads as they grow, and its standard input (if [`Background::start`] is given none) a pipe
+/// held open until [`Background::close_stdin`].
+struct Background {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Background {
+    /// Starts `mtsum ARGS` in `dir`, first writing `input` into its standard input.
+    fn start<S: AsRef<OsStr>>(
+        dir: &Path,
+        args: impl IntoIterator<Item = S>,
+        input: &[u8],
+    ) -> Background {
+        let (out, err) = (dir.join("background.out"), dir.join("background.err"));
+        let mut child = StdCommand::new(MTSUM)
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(File::create(&out).unwrap())
+            .stderr(File::create(&err).unwrap())
+            .spawn()
+            .expect("mtsum starts");
+        let mut stdin = child.stdin.take().expect("a pipe");
+        stdin.write_all(input).expect("mtsum reads its input");
+        Background {
+            child,
+            stdin: Some(stdin),
+            out,
+            err,
+        }
+    }
+
+    fn stdout(&self) -> String {
+        fs::read_to_string(&self.out).unwrap()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&fs::read(&self.err).unwrap()).into_owned()
+    }
+
+    /// Ends mtsum's standard input, so that it can finish.
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits (at most [`TIMEOUT`]) for mtsum to end; what it printed.
+    fn wait(mut self) -> Run {
+        self.close_stdin();
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("mtsum did not end");
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        Run::from_output(Output {
+            status,
+            stdout: fs::read(&self.out).unwrap(),
+            stderr: fs::read(&self.err).unwrap(),
+        })
+    }
+}
+
 fn set_blocking(file: &File) {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own, with integer arguments only.
@@ -941,6 +1012,22 @@ fn version_flags_print_the_version_and_exit_0() {
     for flag in ["--version", "-V", "-v"] {
         run(dir.path(), [flag]).assert(0, &expected, "");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress bar
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn progress_flag_shows_the_bar_on_a_stderr_that_is_not_a_terminal() {
+    let dir = tempdir();
+    let mut run = Background::start(dir.path(), ["--progress", "-t", "plain"], &[0; 1000]);
+    // The bar shows after a second, while standard input is still open.
+    wait_until("the bar shows", || !run.stderr().is_empty());
+    let r = run.wait();
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    let digest = "541b3e9daa09b20bf85fa273e5cbd3e80185aa4ec298e765db87742b70138a53";
+    assert_eq!(r.stdout(), format!("{digest}  -\n"));
 }
 
 // ---------------------------------------------------------------------------------------------

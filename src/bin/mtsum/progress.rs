@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
+use console::Term;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mtsum::source::Target;
 use mtsum::walk::Walked;
@@ -62,7 +63,7 @@ impl Progress {
                     thread::sleep(tick);
                     waited += tick;
                     if waited == SHOW_AFTER {
-                        bar.set_draw_target(ProgressDrawTarget::stderr());
+                        bar.set_draw_target(draw_target(when));
                     }
                     bar.set_position(counter.load(Ordering::Relaxed));
                 }
@@ -126,6 +127,18 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// Where the bar is drawn once it shows: stderr. indicatif hides a bar on a stderr that is
+/// not a terminal (or on `TERM=dumb`), which is right for the bar shown by default; asked
+/// for with `--progress`, it is drawn there anyway, through a target indicatif does not hide.
+fn draw_target(when: When) -> ProgressDrawTarget {
+    match when {
+        When::Always => {
+            ProgressDrawTarget::term_like_with_hz(Box::new(Term::buffered_stderr()), 20)
+        }
+        When::Auto | When::Never => ProgressDrawTarget::stderr(),
     }
 }
 
