@@ -1030,6 +1030,21 @@ fn progress_flag_shows_the_bar_on_a_stderr_that_is_not_a_terminal() {
     assert_eq!(r.stdout(), format!("{digest}  -\n"));
 }
 
+#[test]
+fn progress_bar_of_standard_input_is_a_spinner_without_a_total() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let mut run = Background::start(dir.path(), ["--progress", "-t", "plain", "a", "-"], b"b");
+    wait_until("the bar shows", || !run.stderr().is_empty());
+    run.close_stdin();
+    let r = run.wait();
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    assert!(r.stderr.contains(" hashed, "), "{}", r.stderr);
+    // Not a known total of 1 byte and 1 file, of which 2 bytes and 2 files were then done.
+    assert!(!r.stderr.contains("/1 B "), "{}", r.stderr);
+    assert!(!r.stderr.contains("/1 files"), "{}", r.stderr);
+}
+
 // ---------------------------------------------------------------------------------------------
 // No input may cause a panic
 // ---------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ pub fn run(common: &Common, settings: &HashSettings) -> Status {
         let items: Vec<Walked> = walked.by_ref().collect();
         let counts = totals(&items);
         walked = Box::new(items.into_iter());
-        Some(counts)
+        counts
     });
     let results = Results {
         common,

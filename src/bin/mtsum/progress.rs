@@ -142,13 +142,25 @@ fn draw_target(when: When) -> ProgressDrawTarget {
     }
 }
 
-/// Bytes and files of the regular files among walked items: the totals of a bar.
-pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> (u64, u64) {
-    let sizes = items.into_iter().filter_map(|w| match w.borrow() {
-        Walked::Input(Target::Path(p)) => std::fs::metadata(p).ok().filter(|m| m.is_file()),
-        _ => None,
-    });
-    sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))
+/// Bytes and files of the walked items, the totals of a bar; `None` when the size of one of
+/// them is unknown before it is read (standard input, a FIFO, a device), since a total that
+/// leaves it out would show a bar finished while it is still being read. Items that cannot
+/// be hashed (missing, a directory) count for nothing: they fail at once.
+pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> Option<(u64, u64)> {
+    let mut counts = (0, 0);
+    for item in items {
+        let metadata = match item.borrow() {
+            Walked::Input(Target::Stdin) => return None,
+            Walked::Input(Target::Path(p)) => std::fs::metadata(p),
+            Walked::Error { .. } | Walked::Skipped { .. } => continue,
+        };
+        match metadata {
+            Ok(m) if m.is_file() => counts = (counts.0 + m.len(), counts.1 + 1),
+            Ok(m) if !m.is_dir() => return None,
+            _ => {}
+        }
+    }
+    Some(counts)
 }
 
 #[cfg(test)]
