@@ -1045,6 +1045,33 @@ fn progress_bar_of_standard_input_is_a_spinner_without_a_total() {
     assert!(!r.stderr.contains("/1 files"), "{}", r.stderr);
 }
 
+#[test]
+fn progress_bar_is_not_redrawn_for_each_result_going_elsewhere_than_its_terminal() {
+    let dir = tempdir();
+    let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
+    for name in &names {
+        write(dir.path(), name, name.as_bytes());
+    }
+    // Standard input first: every file's line is printed after the bar shows.
+    let options = ["--progress", "-t", "plain", "-"];
+    let args = options
+        .iter()
+        .map(|s| s.to_string())
+        .chain(names.iter().cloned());
+    let run = Background::start(dir.path(), args, b"");
+    wait_until("the bar shows", || !run.stderr().is_empty());
+    let r = run.wait();
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    assert_eq!(r.stdout().lines().count(), 2001);
+    // The bar redraws at its own rate (at most 20 times a second), not once per line.
+    let redraws = r.stderr.matches(" files").count();
+    assert!(
+        redraws < names.len(),
+        "{redraws} redraws for {} lines",
+        names.len()
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // No input may cause a panic
 // ---------------------------------------------------------------------------------------------

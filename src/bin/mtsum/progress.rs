@@ -77,7 +77,7 @@ impl Progress {
         }
     }
 
-    /// Whether a bar may show, so that output must be written above it line by line.
+    /// Whether a bar may show.
     pub fn has_bar(&self) -> bool {
         self.bar.is_some()
     }
@@ -106,15 +106,11 @@ impl Progress {
         }
     }
 
-    /// Writes `bytes` to `out` with the bar out of the way.
+    /// Writes `bytes` to `out`, on the bar's terminal, with the bar out of the way.
     pub fn write(&self, out: &mut dyn Write, bytes: &[u8]) -> io::Result<()> {
-        let mut write = || {
-            out.write_all(bytes)?;
-            out.flush()
-        };
         match &self.bar {
-            Some(bar) => bar.suspend(write),
-            None => write(),
+            Some(bar) => bar.suspend(|| write_flushed(out, bytes)),
+            None => write_flushed(out, bytes),
         }
     }
 
@@ -128,6 +124,12 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// Writes `bytes` to `out` at once.
+pub fn write_flushed(out: &mut dyn Write, bytes: &[u8]) -> io::Result<()> {
+    out.write_all(bytes)?;
+    out.flush()
 }
 
 /// Where the bar is drawn once it shows: stderr. indicatif hides a bar on a stderr that is

@@ -14,7 +14,7 @@ use mtsum::engine::Engine;
 use mtsum::report;
 
 use crate::args::Common;
-use crate::progress::Progress;
+use crate::progress::{self, Progress};
 
 /// Exit statuses, as coreutils and ripgrep use them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +39,8 @@ pub fn start(common: &Common, count: impl FnOnce() -> Option<(u64, u64)>) -> (En
     let engine = common.engine.clone().with_progress(progress.counter());
     let stdout = io::stdout();
     let printer = Printer {
-        line_by_line: stdout.is_terminal() || progress.has_bar(),
+        line_by_line: stdout.is_terminal(),
+        below_bar: progress.has_bar() && stdout_is_the_bars_terminal(),
         flushed: Cell::new(Instant::now()),
         progress,
         stdout: RefCell::new(BufWriter::with_capacity(OUTPUT_BUFFER, stdout.lock())),
@@ -50,6 +51,20 @@ pub fn start(common: &Common, count: impl FnOnce() -> Option<(u64, u64)>) -> (En
         files_total: Cell::new(files),
     };
     (engine, printer)
+}
+
+/// Whether stdout is the terminal the bar is drawn on (stderr's), so that a line written
+/// there would run through the bar. Anywhere else (a file, a pipe, another terminal) its
+/// lines are written without touching the bar, which redraws at its own rate.
+fn stdout_is_the_bars_terminal() -> bool {
+    use std::os::fd::{AsFd, BorrowedFd};
+    use std::os::unix::fs::MetadataExt;
+    let device = |fd: BorrowedFd| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        file.metadata().ok().map(|m| m.rdev())
+    };
+    let (stdout, stderr) = (io::stdout(), io::stderr());
+    stdout.is_terminal() && stderr.is_terminal() && device(stdout.as_fd()) == device(stderr.as_fd())
 }
 
 /// Bytes of results gathered before one write to a pipe or file: one system call per some
@@ -68,14 +83,17 @@ const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// first failure is reported once, `mtsum: standard output: cause`, the status becomes 1, and
 /// nothing more is printed; the mode stops feeding work where it can.
 ///
-/// Results go to a terminal line by line, and so they do above a bar; to a pipe or a file
-/// they are gathered, as coreutils does, and written before every message on stderr, so that
-/// a message still follows the results before it.
+/// Results go to a terminal line by line (with the bar out of the way when it is on the same
+/// terminal); to a pipe or a file they are gathered, as coreutils does, and written before
+/// every message on stderr, so that a message still follows the results before it.
 pub struct Printer {
     progress: Progress,
     stdout: RefCell<BufWriter<io::StdoutLock<'static>>>,
     /// Whether every result is flushed as it is printed.
     line_by_line: bool,
+    /// Whether stdout is the terminal the bar is on: each result is written with the bar
+    /// out of the way.
+    below_bar: bool,
     /// When gathered results were last written.
     flushed: Cell<Instant>,
     verbose: bool,
@@ -179,8 +197,11 @@ impl Printer {
 
     fn write_stdout(&self, bytes: &[u8]) -> io::Result<()> {
         let mut stdout = self.stdout.borrow_mut();
-        if self.line_by_line {
+        if self.below_bar {
             return self.progress.write(&mut *stdout, bytes);
+        }
+        if self.line_by_line {
+            return progress::write_flushed(&mut *stdout, bytes);
         }
         stdout.write_all(bytes)?;
         // A long run still shows how far it got, in a file or down a pipe.
