@@ -18,7 +18,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStringExt;
 
 use crate::algorithm::Algorithm;
-use crate::engine::{Engine, Request, Task};
+use crate::engine::{Engine, FileDigest, Request, Sink, Task};
 use crate::layout::{Layout, Root};
 use crate::report::error_line;
 use crate::source::{InputError, Target};
@@ -127,7 +127,7 @@ pub fn check(
         untagged_matches: 0,
         tries: Tries::default(),
     };
-    engine.run(lines, |item, result| verdicts.on(item, result));
+    engine.run_to(lines, &mut verdicts);
     if let Some(e) = verdicts.io_error {
         return Err(e);
     }
@@ -399,6 +399,21 @@ struct Tries {
     /// Some attempt hashed the file (so a miss is a mismatch, not an unreadable file).
     hashed: bool,
     error: Option<InputError>,
+}
+
+impl Sink<Item> for &mut Verdicts<'_> {
+    fn take(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) {
+        self.on(item, result);
+    }
+
+    /// Verdicts written to a buffer reach it while a later line's file blocks.
+    fn idle(&mut self) {
+        if self.io_error.is_none()
+            && let Err(e) = self.out.flush()
+        {
+            self.io_error = Some(e);
+        }
+    }
 }
 
 impl Verdicts<'_> {

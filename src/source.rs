@@ -307,23 +307,24 @@ impl Input {
     /// Opens `target` as [`Input::open`] does, to be read with `mode` if it is sized. A mode
     /// that the file refuses falls back (see [`SizedFile::fallback`]); it is never an error.
     pub fn open_with(target: &Target, mode: ReadMode) -> Result<Input, InputError> {
-        Input::open_with_known(target, mode, &mut FileSystems::default())
+        Input::open_with_known(target, mode, &mut FileSystems::default(), &mut || {})
     }
 
     /// Opens `target` as [`Input::open_with`] does, asking what its file system is only if it
     /// is not the one `known` last met: one `fstatfs` per file system instead of one per file
-    /// for whoever opens many files.
+    /// for whoever opens many files. `before_waiting` is called before waiting for a FIFO's
+    /// writer (see [`open_for_reading`]).
     pub(crate) fn open_with_known(
         target: &Target,
         mode: ReadMode,
         known: &mut FileSystems,
+        before_waiting: &mut dyn FnMut(),
     ) -> Result<Input, InputError> {
         let path = match target {
             Target::Stdin => return Ok(Input::stdin()),
             Target::Path(p) => p,
         };
-        let file = File::open(path)?;
-        let meta = file.metadata()?;
+        let (file, meta) = open_for_reading(path, before_waiting)?;
         let ft = meta.file_type();
         if ft.is_dir() {
             return Err(InputError::IsADirectory);
@@ -353,6 +354,70 @@ impl Input {
             return Ok(Input::Sized(sized.with_mode(mode)));
         }
         Ok(Input::Stream(Box::new(file)))
+    }
+}
+
+/// Opens `path` to read, and its metadata. Opening a FIFO waits for a writer, for as long as
+/// that takes (as `cat fifo` does); so may opening a file another process holds a lease on.
+/// Then `before_waiting` is called first, so that a caller holding finished results (a
+/// reader's batch of small files) hands them on instead of keeping them while it waits.
+///
+/// The file is opened without waiting (`O_NONBLOCK`), which costs nothing more: Linux ignores
+/// the flag when reading regular files and block devices, so it stays on them; a stream gets
+/// blocking reads. A FIFO is waited for on the descriptor already open, not opened again: a
+/// writer let in by the first open could otherwise write, close and leave before a second
+/// open, which would then wait for a writer that never comes.
+fn open_for_reading(
+    path: &Path,
+    before_waiting: &mut dyn FnMut(),
+) -> io::Result<(File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => {
+            before_waiting();
+            File::open(path)?
+        }
+        opened => opened?,
+    };
+    let meta = file.metadata()?;
+    let ft = meta.file_type();
+    if ft.is_file() || ft.is_block_device() || ft.is_dir() {
+        return Ok((file, meta));
+    }
+    if ft.is_fifo() {
+        before_waiting();
+        wait_for_writer(&file)?;
+    }
+    // SAFETY: fcntl with integer arguments on a descriptor we own. F_SETFL to 0 clears
+    // O_NONBLOCK; the file was opened with no other flag that F_SETFL changes.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((file, meta))
+}
+
+/// Waits until the FIFO open on `file` has bytes to read or a writer came and left (its end):
+/// what a blocking open and the first read would wait for. A blocking read alone would not
+/// wait: with no writer yet it finds the end at once.
+fn wait_for_writer(file: &File) -> io::Result<()> {
+    let mut fd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: poll reads and writes the one pollfd we own, for the length we give.
+        if unsafe { libc::poll(&mut fd, 1, -1) } >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 
@@ -1840,7 +1905,8 @@ mod tests {
         let mut known = FileSystems::default();
         for path in [&*regular, pseudo, pseudo, &regular, &regular, pseudo] {
             let target = Target::Path(path.to_path_buf());
-            let input = Input::open_with_known(&target, ReadMode::Pread, &mut known).unwrap();
+            let input =
+                Input::open_with_known(&target, ReadMode::Pread, &mut known, &mut || {}).unwrap();
             let streamed = matches!(input, Input::Stream(_));
             assert_eq!(streamed, path == pseudo, "{}", path.display());
         }

@@ -282,6 +282,14 @@ impl Background {
     }
 }
 
+impl Drop for Background {
+    /// A test that failed while mtsum runs leaves no process behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn set_blocking(file: &File) {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own, with integer arguments only.
@@ -923,6 +931,27 @@ fn closed_stdout_ends_quietly_by_sigpipe_like_coreutils() {
     let status = fs::read_to_string(dir.path().join("status.txt")).unwrap();
     // 128 + SIGPIPE: killed by the default action of SIGPIPE, as sha256sum is.
     assert_eq!(status.trim(), (128 + libc::SIGPIPE).to_string());
+}
+
+#[test]
+fn results_are_written_while_a_later_input_waits_for_its_writer() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    write(dir.path(), "b", b"b");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    write(dir.path(), "fifo bytes", b"fifo");
+    let fifo_digest = digest_of(dir.path(), &["-t", "plain"], "fifo bytes");
+    let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
+    let expected = [a, format!("{fifo_digest}  fifo\n"), b];
+    let run = Background::start(dir.path(), ["-t", "plain", "a", "fifo", "b"], b"");
+    // Into a file, gathered: still written while mtsum waits for the FIFO's writer, as
+    // sha256sum has written it by then.
+    wait_until("a's line is written", || run.stdout() == expected[0]);
+    let writer = FifoWriter::start(&fifo, b"fifo".to_vec());
+    let r = run.wait();
+    writer.finish();
+    r.assert(0, &expected.concat(), "");
 }
 
 #[test]

@@ -8,7 +8,6 @@ use std::fmt::Display;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use mtsum::engine::Engine;
 use mtsum::report;
@@ -41,7 +40,6 @@ pub fn start(common: &Common, count: impl FnOnce() -> Option<(u64, u64)>) -> (En
     let printer = Printer {
         line_by_line: stdout.is_terminal(),
         below_bar: progress.has_bar() && stdout_is_the_bars_terminal(),
-        flushed: Cell::new(Instant::now()),
         progress,
         stdout: RefCell::new(BufWriter::with_capacity(OUTPUT_BUFFER, stdout.lock())),
         verbose: common.verbose,
@@ -71,9 +69,6 @@ fn stdout_is_the_bars_terminal() -> bool {
 /// 600 lines of sha256 digests instead of one per line (20 000 files: 20 000 writes before).
 const OUTPUT_BUFFER: usize = 64 << 10;
 
-/// The longest that gathered results wait for the buffer to fill.
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
-
 /// Prints a run's results on stdout and its messages on stderr, above the progress bar, and
 /// keeps the exit status. Shared (`&self`) so that a mode's sink can print while the task
 /// stream it feeds the engine asks [`Printer::broken`].
@@ -85,7 +80,8 @@ const FLUSH_EVERY: Duration = Duration::from_secs(1);
 ///
 /// Results go to a terminal line by line (with the bar out of the way when it is on the same
 /// terminal); to a pipe or a file they are gathered, as coreutils does, and written before
-/// every message on stderr, so that a message still follows the results before it.
+/// every message on stderr, so that a message still follows the results before it, and
+/// whenever the engine waits ([`Printer::write_gathered`]).
 pub struct Printer {
     progress: Progress,
     stdout: RefCell<BufWriter<io::StdoutLock<'static>>>,
@@ -94,8 +90,6 @@ pub struct Printer {
     /// Whether stdout is the terminal the bar is on: each result is written with the bar
     /// out of the way.
     below_bar: bool,
-    /// When gathered results were last written.
-    flushed: Cell<Instant>,
     verbose: bool,
     status: Cell<Status>,
     broken: Cell<bool>,
@@ -128,9 +122,7 @@ impl Printer {
     /// Writes a message to stderr, after the results printed so far. A failing stderr has
     /// nowhere to be reported.
     pub fn message(&self, bytes: &[u8]) {
-        if let Err(e) = self.flush_stdout() {
-            self.stdout_failed(&e);
-        }
+        self.write_gathered();
         if !self.broken() {
             let _ = self.progress.write(&mut io::stderr(), bytes);
         }
@@ -180,6 +172,14 @@ impl Printer {
         self.progress.files(self.files_done.get(), total);
     }
 
+    /// Writes the results gathered so far, as when the engine waits for the next one (see
+    /// [`mtsum::engine::Sink::idle`]): none waits unwritten for a later input that blocks.
+    pub fn write_gathered(&self) {
+        if let Err(e) = self.flush_stdout() {
+            self.stdout_failed(&e);
+        }
+    }
+
     /// Writers for code that prints through `io::Write` (the library's `-c`): each write goes
     /// above the bar, and errors are returned, not recorded (see [`Printer::stdout_failed`]).
     pub fn writers(&self) -> (Stdout<'_>, Stderr<'_>) {
@@ -188,9 +188,7 @@ impl Printer {
 
     /// Writes the results still gathered and removes the bar; returns the exit status.
     pub fn finish(self) -> Status {
-        if let Err(e) = self.flush_stdout() {
-            self.stdout_failed(&e);
-        }
+        self.write_gathered();
         self.progress.finish();
         self.status.get()
     }
@@ -203,13 +201,7 @@ impl Printer {
         if self.line_by_line {
             return progress::write_flushed(&mut *stdout, bytes);
         }
-        stdout.write_all(bytes)?;
-        // A long run still shows how far it got, in a file or down a pipe.
-        if self.flushed.get().elapsed() >= FLUSH_EVERY {
-            stdout.flush()?;
-            self.flushed.set(Instant::now());
-        }
-        Ok(())
+        stdout.write_all(bytes)
     }
 
     /// Writes the results gathered so far; nothing once stdout failed.
@@ -241,9 +233,7 @@ impl Write for Stdout<'_> {
 impl Write for Stderr<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // After the results before it, as coreutils' `error` flushes stdout first.
-        if let Err(e) = self.0.flush_stdout() {
-            self.0.stdout_failed(&e);
-        }
+        self.0.write_gathered();
         self.0.progress.write(&mut io::stderr(), buf)?;
         Ok(buf.len())
     }
