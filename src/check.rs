@@ -358,7 +358,7 @@ const EMPTY_INPUT: &str = "/dev/null";
 fn open_sum_file(target: &Target, stdin_hashed: bool) -> io::Result<Box<dyn BufRead>> {
     Ok(match target {
         Target::Stdin if stdin_hashed => Box::new(io::empty()),
-        Target::Stdin => Box::new(BufReader::new(io::stdin())),
+        Target::Stdin => Box::new(BufReader::new(crate::source::stdin_file()?)),
         Target::Path(p) => Box::new(BufReader::new(File::open(p)?)),
     })
 }

@@ -96,6 +96,15 @@ fn os_message(e: &io::Error) -> String {
     }
 }
 
+/// Standard input as a file of its own (a duplicate of its descriptor), to read it through:
+/// every read error is reported, where `io::stdin()` reads a descriptor failing with EBADF as
+/// empty (the `mtsum` command keeps a standard input that was closed at start-up failing so,
+/// as coreutils finds it), and nothing is kept in a buffer of `io::stdin()`'s.
+pub fn stdin_file() -> io::Result<File> {
+    use std::os::fd::AsFd;
+    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
+}
+
 /// What the user asked to hash: a path, or standard input (`-`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -293,8 +302,8 @@ enum End {
 
 impl Input {
     /// Opens standard input as a stream.
-    pub fn stdin() -> Input {
-        Input::Stream(Box::new(io::stdin()))
+    pub fn stdin() -> Result<Input, InputError> {
+        Ok(Input::Stream(Box::new(stdin_file()?)))
     }
 
     /// Opens `target` for reads through the page cache: a regular file or block device
@@ -321,7 +330,7 @@ impl Input {
         before_waiting: &mut dyn FnMut(),
     ) -> Result<Input, InputError> {
         let path = match target {
-            Target::Stdin => return Ok(Input::stdin()),
+            Target::Stdin => return Input::stdin(),
             Target::Path(p) => p,
         };
         let (file, meta) = open_for_reading(path, before_waiting)?;

@@ -954,6 +954,62 @@ fn results_are_written_while_a_later_input_waits_for_its_writer() {
     r.assert(0, &expected.concat(), "");
 }
 
+/// Runs `mtsum ARGS` in `dir` with `redirection` applied by the shell (`<&-` closes
+/// standard input: a test harness cannot close it otherwise).
+fn run_redirected(dir: &Path, args: &[&str], redirection: &str) -> Run {
+    let script = format!(r#""$0" "$@" {redirection}"#);
+    let output = StdCommand::new("sh")
+        .args(["-c", &script, MTSUM])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("sh starts");
+    Run::from_output(output)
+}
+
+#[test]
+fn standard_input_closed_at_start_is_a_bad_file_descriptor_and_the_others_are_still_hashed() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let expected = line_of(dir.path(), &["-t", "plain"], "a");
+    let r = run_redirected(dir.path(), &["-t", "plain", "-", "a"], "<&-");
+    r.assert(1, &expected, &error_line("-", "Bad file descriptor"));
+}
+
+#[test]
+fn standard_input_closed_at_start_fails_a_check_line_naming_it() {
+    let dir = tempdir();
+    write(
+        dir.path(),
+        "SUMS",
+        format!("{SHA256_EMPTY}  -\n").as_bytes(),
+    );
+    let r = run_redirected(dir.path(), &["-t", "plain", "-c", "SUMS"], "<&-");
+    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    assert_eq!(r.stdout(), "-: FAILED open or read\n");
+    assert!(
+        r.stderr
+            .starts_with(&error_line("-", "Bad file descriptor")),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn standard_output_closed_at_start_is_a_write_error_with_status_1() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let r = run_redirected(dir.path(), &["-t", "plain", "a"], ">&-");
+    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("mtsum: standard output: Bad file descriptor"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}
+
 #[test]
 fn verbose_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     let dir = tempdir();

@@ -14,6 +14,7 @@ use mtsum::report;
 
 use crate::args::Common;
 use crate::progress::{self, Progress};
+use crate::stdio;
 
 /// Exit statuses, as coreutils and ripgrep use them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,6 +195,9 @@ impl Printer {
     }
 
     fn write_stdout(&self, bytes: &[u8]) -> io::Result<()> {
+        if stdio::stdout_was_closed() {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
         let mut stdout = self.stdout.borrow_mut();
         if self.below_bar {
             return self.progress.write(&mut *stdout, bytes);
