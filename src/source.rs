@@ -301,9 +301,10 @@ enum End {
 }
 
 impl Input {
-    /// Opens standard input as a stream.
+    /// Opens standard input: as a file when it is one read from its start (`< file`), as a
+    /// stream otherwise.
     pub fn stdin() -> Result<Input, InputError> {
-        Ok(Input::Stream(Box::new(stdin_file()?)))
+        Input::open(&Target::Stdin)
     }
 
     /// Opens `target` for reads through the page cache: a regular file or block device
@@ -329,11 +330,28 @@ impl Input {
         known: &mut FileSystems,
         before_waiting: &mut dyn FnMut(),
     ) -> Result<Input, InputError> {
-        let path = match target {
-            Target::Stdin => return Input::stdin(),
-            Target::Path(p) => p,
+        let (file, meta, mode) = match target {
+            Target::Stdin => {
+                let file = stdin_file()?;
+                let meta = file.metadata()?;
+                let ft = meta.file_type();
+                // Redirected from a file (`mtsum < file`), standard input is hashed as that
+                // file is, by positioned reads, when it is read from the start: a file past
+                // what a stream may hold is then no error. From elsewhere (after `head -c 10`
+                // read some) it is read as a stream, from where it stands, as coreutils does.
+                // Only positioned reads: its open file is shared with whoever handed it over,
+                // so no flag (O_DIRECT) of ours may be set on it.
+                let sized = ft.is_file() || ft.is_block_device();
+                if !sized || io::Seek::stream_position(&mut &file)? != 0 {
+                    return Ok(Input::Stream(Box::new(file)));
+                }
+                (file, meta, ReadMode::Pread)
+            }
+            Target::Path(p) => {
+                let (file, meta) = open_for_reading(p, before_waiting)?;
+                (file, meta, mode)
+            }
         };
-        let (file, meta) = open_for_reading(path, before_waiting)?;
         let ft = meta.file_type();
         if ft.is_dir() {
             return Err(InputError::IsADirectory);

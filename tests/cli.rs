@@ -459,6 +459,36 @@ fn mtsum_layout_on_standard_input_longer_than_it_holds_fails_with_the_stream_hin
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }
 
+/// `mtsum ARGS` in `dir` with standard input `file` (as `< file` gives it).
+fn run_with_stdin_file(dir: &Path, args: &[&str], file: File) -> Run {
+    let mut cmd = StdCommand::new(MTSUM);
+    let cmd = cmd.args(args).current_dir(dir).stdin(file);
+    Run::from_output(cmd.output().expect("mtsum starts"))
+}
+
+#[test]
+fn mtsum_layout_on_standard_input_redirected_from_a_large_file_equals_the_files_digest() {
+    let dir = tempdir();
+    let path = write(dir.path(), "big", &pattern(LONGER_THAN_HELD));
+    let digest = digest_of(dir.path(), &[], "big");
+    let r = run_with_stdin_file(dir.path(), &[], File::open(&path).unwrap());
+    r.assert(0, &format!("{digest}  -\n"), "");
+}
+
+#[test]
+fn standard_input_redirected_from_a_file_is_hashed_from_where_it_stands() {
+    let dir = tempdir();
+    let data = pattern(100_000);
+    let path = write(dir.path(), "data", &data);
+    write(dir.path(), "rest", &data[10..]);
+    let digest = digest_of(dir.path(), &["-t", "plain"], "rest");
+    // As after `head -c 10` read from it: coreutils hashes the bytes after those.
+    let mut file = File::open(&path).unwrap();
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(10)).unwrap();
+    let r = run_with_stdin_file(dir.path(), &["-t", "plain"], file);
+    r.assert(0, &format!("{digest}  -\n"), "");
+}
+
 #[test]
 fn merkle_and_rfc6962_on_standard_input_equal_the_files_digest() {
     let dir = tempdir();
