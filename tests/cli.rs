@@ -1136,7 +1136,7 @@ fn version_flags_print_the_version_and_exit_0() {
 #[test]
 fn progress_flag_shows_the_bar_on_a_stderr_that_is_not_a_terminal() {
     let dir = tempdir();
-    let mut run = Background::start(dir.path(), ["--progress", "-t", "plain"], &[0; 1000]);
+    let run = Background::start(dir.path(), ["--progress", "-t", "plain"], &[0; 1000]);
     // The bar shows after a second, while standard input is still open.
     wait_until("the bar shows", || !run.stderr().is_empty());
     let r = run.wait();
