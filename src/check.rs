@@ -18,7 +18,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStringExt;
 
 use crate::algorithm::Algorithm;
-use crate::engine::{Engine, Request, Task};
+use crate::engine::{Engine, FileDigest, Request, Sink, Task};
 use crate::layout::{Layout, Root};
 use crate::report::error_line;
 use crate::source::{InputError, Target};
@@ -141,7 +141,7 @@ pub fn check(
         untagged_matches: 0,
         tries: Tries::default(),
     };
-    engine.run(lines, |item, result| verdicts.on(item, result));
+    engine.run_to(lines, &mut verdicts);
     if let Some(e) = verdicts.io_error {
         return Err(e);
     }
@@ -385,7 +385,7 @@ const EMPTY_INPUT: &str = "/dev/null";
 fn open_sum_file(target: &Target, stdin_hashed: bool) -> io::Result<Box<dyn BufRead>> {
     Ok(match target {
         Target::Stdin if stdin_hashed => Box::new(io::empty()),
-        Target::Stdin => Box::new(BufReader::new(io::stdin())),
+        Target::Stdin => Box::new(BufReader::new(crate::source::stdin_file()?)),
         Target::Path(p) => Box::new(BufReader::new(File::open(p)?)),
     })
 }
@@ -429,6 +429,21 @@ struct Tries {
     /// file, and its verdict says how many sizes were tried.
     hashed: usize,
     error: Option<InputError>,
+}
+
+impl Sink<Item> for &mut Verdicts<'_> {
+    fn take(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) {
+        self.on(item, result);
+    }
+
+    /// Verdicts written to a buffer reach it while a later line's file blocks.
+    fn idle(&mut self) {
+        if self.io_error.is_none()
+            && let Err(e) = self.out.flush()
+        {
+            self.io_error = Some(e);
+        }
+    }
 }
 
 impl Verdicts<'_> {

@@ -96,6 +96,15 @@ fn os_message(e: &io::Error) -> String {
     }
 }
 
+/// Standard input as a file of its own (a duplicate of its descriptor), to read it through:
+/// every read error is reported, where `io::stdin()` reads a descriptor failing with EBADF as
+/// empty (the `mtsum` command keeps a standard input that was closed at start-up failing so,
+/// as coreutils finds it), and nothing is kept in a buffer of `io::stdin()`'s.
+pub fn stdin_file() -> io::Result<File> {
+    use std::os::fd::AsFd;
+    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
+}
+
 /// What the user asked to hash: a path, or standard input (`-`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -292,9 +301,10 @@ enum End {
 }
 
 impl Input {
-    /// Opens standard input as a stream.
-    pub fn stdin() -> Input {
-        Input::Stream(Box::new(io::stdin()))
+    /// Opens standard input: as a file when it is one read from its start (`< file`), as a
+    /// stream otherwise.
+    pub fn stdin() -> Result<Input, InputError> {
+        Input::open(&Target::Stdin)
     }
 
     /// Opens `target` for reads through the page cache: a regular file or block device
@@ -307,23 +317,41 @@ impl Input {
     /// Opens `target` as [`Input::open`] does, to be read with `mode` if it is sized. A mode
     /// that the file refuses falls back (see [`SizedFile::fallback`]); it is never an error.
     pub fn open_with(target: &Target, mode: ReadMode) -> Result<Input, InputError> {
-        Input::open_with_known(target, mode, &mut FileSystems::default())
+        Input::open_with_known(target, mode, &mut FileSystems::default(), &mut || {})
     }
 
     /// Opens `target` as [`Input::open_with`] does, asking what its file system is only if it
     /// is not the one `known` last met: one `fstatfs` per file system instead of one per file
-    /// for whoever opens many files.
+    /// for whoever opens many files. `before_waiting` is called before waiting for a FIFO's
+    /// writer (see [`open_for_reading`]).
     pub(crate) fn open_with_known(
         target: &Target,
         mode: ReadMode,
         known: &mut FileSystems,
+        before_waiting: &mut dyn FnMut(),
     ) -> Result<Input, InputError> {
-        let path = match target {
-            Target::Stdin => return Ok(Input::stdin()),
-            Target::Path(p) => p,
+        let (file, meta, mode) = match target {
+            Target::Stdin => {
+                let file = stdin_file()?;
+                let meta = file.metadata()?;
+                let ft = meta.file_type();
+                // Redirected from a file (`mtsum < file`), standard input is hashed as that
+                // file is, by positioned reads, when it is read from the start: a file past
+                // what a stream may hold is then no error. From elsewhere (after `head -c 10`
+                // read some) it is read as a stream, from where it stands, as coreutils does.
+                // Only positioned reads: its open file is shared with whoever handed it over,
+                // so no flag (O_DIRECT) of ours may be set on it.
+                let sized = ft.is_file() || ft.is_block_device();
+                if !sized || io::Seek::stream_position(&mut &file)? != 0 {
+                    return Ok(Input::Stream(Box::new(file)));
+                }
+                (file, meta, ReadMode::Pread)
+            }
+            Target::Path(p) => {
+                let (file, meta) = open_for_reading(p, before_waiting)?;
+                (file, meta, mode)
+            }
         };
-        let file = File::open(path)?;
-        let meta = file.metadata()?;
         let ft = meta.file_type();
         if ft.is_dir() {
             return Err(InputError::IsADirectory);
@@ -353,6 +381,70 @@ impl Input {
             return Ok(Input::Sized(sized.with_mode(mode)));
         }
         Ok(Input::Stream(Box::new(file)))
+    }
+}
+
+/// Opens `path` to read, and its metadata. Opening a FIFO waits for a writer, for as long as
+/// that takes (as `cat fifo` does); so may opening a file another process holds a lease on.
+/// Then `before_waiting` is called first, so that a caller holding finished results (a
+/// reader's batch of small files) hands them on instead of keeping them while it waits.
+///
+/// The file is opened without waiting (`O_NONBLOCK`), which costs nothing more: Linux ignores
+/// the flag when reading regular files and block devices, so it stays on them; a stream gets
+/// blocking reads. A FIFO is waited for on the descriptor already open, not opened again: a
+/// writer let in by the first open could otherwise write, close and leave before a second
+/// open, which would then wait for a writer that never comes.
+fn open_for_reading(
+    path: &Path,
+    before_waiting: &mut dyn FnMut(),
+) -> io::Result<(File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => {
+            before_waiting();
+            File::open(path)?
+        }
+        opened => opened?,
+    };
+    let meta = file.metadata()?;
+    let ft = meta.file_type();
+    if ft.is_file() || ft.is_block_device() || ft.is_dir() {
+        return Ok((file, meta));
+    }
+    if ft.is_fifo() {
+        before_waiting();
+        wait_for_writer(&file)?;
+    }
+    // SAFETY: fcntl with integer arguments on a descriptor we own. F_SETFL to 0 clears
+    // O_NONBLOCK; the file was opened with no other flag that F_SETFL changes.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((file, meta))
+}
+
+/// Waits until the FIFO open on `file` has bytes to read or a writer came and left (its end):
+/// what a blocking open and the first read would wait for. A blocking read alone would not
+/// wait: with no writer yet it finds the end at once.
+fn wait_for_writer(file: &File) -> io::Result<()> {
+    let mut fd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: poll reads and writes the one pollfd we own, for the length we give.
+        if unsafe { libc::poll(&mut fd, 1, -1) } >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 
@@ -1840,7 +1932,8 @@ mod tests {
         let mut known = FileSystems::default();
         for path in [&*regular, pseudo, pseudo, &regular, &regular, pseudo] {
             let target = Target::Path(path.to_path_buf());
-            let input = Input::open_with_known(&target, ReadMode::Pread, &mut known).unwrap();
+            let input =
+                Input::open_with_known(&target, ReadMode::Pread, &mut known, &mut || {}).unwrap();
             let streamed = matches!(input, Input::Stream(_));
             assert_eq!(streamed, path == pseudo, "{}", path.display());
         }

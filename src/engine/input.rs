@@ -34,10 +34,16 @@ pub(super) struct Opening {
 
 impl Opening {
     /// Opens the input, to be read with `read_mode` if it is sized; `known` saves asking
-    /// again what its file system is.
-    pub(super) fn open(self, read_mode: ReadMode, known: &mut FileSystems) -> Unplanned {
+    /// again what its file system is; `before_waiting` is called before opening waits (a
+    /// FIFO without a writer).
+    pub(super) fn open(
+        self,
+        read_mode: ReadMode,
+        known: &mut FileSystems,
+        before_waiting: &mut dyn FnMut(),
+    ) -> Unplanned {
         let started = Instant::now();
-        let opened = Input::open_with_known(&self.target, read_mode, known);
+        let opened = Input::open_with_known(&self.target, read_mode, known, before_waiting);
         Unplanned {
             input: self.input,
             request: self.request,

@@ -2,7 +2,7 @@
 
 use std::os::unix::ffi::OsStringExt;
 
-use mtsum::engine::{FileDigest, Task};
+use mtsum::engine::{FileDigest, Sink, Task};
 use mtsum::layout::{Encoding, Layout, Root};
 use mtsum::source::{InputError, Target};
 use mtsum::walk::{Walked, walk};
@@ -41,7 +41,7 @@ pub fn run(common: &Common, settings: &HashSettings) -> Status {
         let items: Vec<Walked> = walked.by_ref().collect();
         let counts = totals(&items);
         walked = Box::new(items.into_iter());
-        Some(counts)
+        counts
     });
     let results = Results {
         common,
@@ -57,7 +57,7 @@ pub fn run(common: &Common, settings: &HashSettings) -> Status {
             }
             skipped @ Walked::Skipped { .. } => Task::pass(Item::Skipped(skipped)),
         });
-    engine.run(tasks, |item, result| results.on(item, result));
+    engine.run_to(tasks, results);
     printer.finish()
 }
 
@@ -92,6 +92,16 @@ struct Results<'a> {
     common: &'a Common,
     settings: &'a HashSettings,
     printer: &'a Printer,
+}
+
+impl Sink<Item> for Results<'_> {
+    fn take(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) {
+        self.on(item, result);
+    }
+
+    fn idle(&mut self) {
+        self.printer.write_gathered();
+    }
 }
 
 impl Results<'_> {
