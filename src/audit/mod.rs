@@ -261,7 +261,8 @@ impl Flow for ControlFlow<()> {
 /// When `on` answers [`ControlFlow::Break`], no further file is handed to the readers and
 /// none is decided or recorded (files already being read are read to their end, and
 /// dropped); what was recorded until then stays, a manifest included, and the summary counts
-/// only that.
+/// only that. (Files are decided, and recorded, as soon as they are read; those read ahead of
+/// their turn in walk order stay recorded though `on` does not hear of them.)
 pub fn audit<F: Flow>(
     targets: &[Target],
     options: &Options,
