@@ -272,6 +272,58 @@ fn an_unreadable_file_is_reported_with_its_cause_and_the_others_are_audited() {
     assert!(manifest.get(b"secret").is_some(), "its record is kept");
 }
 
+#[test]
+fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them() {
+    let stores: &[&[&str]] = if cfg!(feature = "database") {
+        &[&["--manifest", "m"], &["--db", "db"]]
+    } else {
+        &[&["--manifest", "m"]]
+    };
+    for store in stores {
+        let unprivileged = || match mtsum_unprivileged() {
+            Ok(cmd) => Ok(Command::from_std(cmd)),
+            Err(why) => Err(why),
+        };
+        let mut first = match unprivileged() {
+            Ok(cmd) => cmd,
+            Err(why) => return skip("unreadable_directory", &why),
+        };
+        let dir = tempdir();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        for name in ["u", "u/sub"] {
+            fs::create_dir(dir.path().join(name)).unwrap();
+            fs::set_permissions(dir.path().join(name), fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        write(dir.path(), "u/a", b"a");
+        write(dir.path(), "u/sub/d", b"d");
+        first.args(["--audit", "-r"]).args(*store).arg("u");
+        let r = run_cmd(first.current_dir(dir.path()));
+        assert_eq!(r.stdout, "new  u/a\nnew  u/sub/d\n", "{}", r.stderr);
+        fs::set_permissions(dir.path().join("u/sub"), fs::Permissions::from_mode(0o000)).unwrap();
+
+        let mut cmd = unprivileged().unwrap();
+        cmd.args(["--audit", "-r", "--update"])
+            .args(*store)
+            .arg("u");
+        let r = run_cmd(cmd.current_dir(dir.path()));
+        fs::set_permissions(dir.path().join("u/sub"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            r.stdout, "ok  u/a\nunreadable  u/sub\n",
+            "{store:?}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+        assert_eq!(r.code, Some(1));
+        // The record is still there: readable again, the file checks out.
+        let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
+        assert_eq!(
+            r.stdout, "ok  u/a\nok  u/sub/d\n",
+            "{store:?}: {}",
+            r.stderr
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Records: written when asked, never otherwise
 // ---------------------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ pub(super) fn run(
         current: None,
         queue: VecDeque::new(),
         shared: &shared,
+        unwalked: Vec::new(),
         now: SystemTime::now(),
         deadline: options.time_budget.map(|budget| started + budget),
         ordered: None,
@@ -147,6 +148,9 @@ struct Planner<'a> {
     current: Option<(Target, Walk<std::iter::Once<Target>>)>,
     queue: VecDeque<(Option<SystemTime>, Work<Item>)>,
     shared: &'a RefCell<Shared>,
+    /// The paths below the current argument that its walk could not read: their records
+    /// are not `missing`.
+    unwalked: Vec<PathBuf>,
     /// When the audit started, for `--max-age`.
     now: SystemTime,
     /// When the time budget runs out.
@@ -251,7 +255,16 @@ impl Planner<'_> {
             Walked::Input(Target::Path(path)) => path,
             Walked::Input(Target::Stdin) => return self.unreadable("-".into(), FileError::Stdin),
             Walked::Skipped { path, reason } => return self.pass(Item::Skipped { path, reason }),
-            Walked::Error { path, error } => return self.unreadable(path, error),
+            Walked::Error { path, error } => {
+                // A directory that vanished took its files with it; one that could not be
+                // read says nothing of them.
+                let gone =
+                    matches!(&error, InputError::Io(e) if e.kind() == io::ErrorKind::NotFound);
+                if !gone {
+                    self.unwalked.push(path.clone());
+                }
+                return self.unreadable(path, error);
+            }
         };
         let named = matches!(arg, Target::Path(a) if *a == path);
         let meta = match fs::metadata(&path) {
@@ -374,7 +387,8 @@ impl Planner<'_> {
         let Target::Path(arg) = arg else {
             return;
         };
-        let unseen = self.shared.borrow_mut().store.unseen_below(arg);
+        let unwalked = std::mem::take(&mut self.unwalked);
+        let unseen = self.shared.borrow_mut().store.unseen_below(arg, &unwalked);
         for (path, record) in unseen {
             self.pass(Item::Missing { path, record });
         }

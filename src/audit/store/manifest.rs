@@ -42,7 +42,7 @@ use crate::audit::AuditError;
 use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile::{self, Format, Terminator};
 
-use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
+use super::{Change, Entry, Prior, Record, RecordStore, StoreError, is_unwalked};
 
 /// The first line, up to the version.
 const HEADER: &str = "# mtsum audit manifest ";
@@ -375,11 +375,14 @@ impl RecordStore for ManifestStore {
         self.old.within(&key(path)).next().is_some()
     }
 
-    fn unseen_below(&mut self, arg: &Path) -> Vec<(PathBuf, Record)> {
+    fn unseen_below(&mut self, arg: &Path, unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
         let arg = key(arg);
         let mut unseen = Vec::new();
         for (name, record) in self.old.within(&arg) {
-            if !self.seen.contains(name) && self.reported.insert(name.to_vec()) {
+            if !self.seen.contains(name)
+                && !is_unwalked(name, unwalked)
+                && self.reported.insert(name.to_vec())
+            {
                 let path = PathBuf::from(OsString::from_vec(name.to_vec()));
                 unseen.push((path, *record));
             }

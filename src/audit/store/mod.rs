@@ -222,6 +222,14 @@ pub enum StoreError {
     Fatal(AuditError),
 }
 
+/// Whether the record `name` lies at or below one of the `unwalked` paths
+/// ([`RecordStore::unseen_below`]).
+fn is_unwalked(name: &[u8], unwalked: &[PathBuf]) -> bool {
+    unwalked
+        .iter()
+        .any(|dir| manifest::is_within(name, &manifest::key(dir)))
+}
+
 /// A place records live in, as one audit uses it.
 pub trait RecordStore {
     /// What the summary calls it: `extended attributes`, `manifest FILE`.
@@ -244,8 +252,10 @@ pub trait RecordStore {
 
     /// The records at or below the argument `arg` that no [`lookup`](Self::lookup) asked
     /// for, each only once per audit, in name order: the files gone since they were
-    /// recorded. Stores kept with the files themselves have none.
-    fn unseen_below(&mut self, _arg: &Path) -> Vec<(PathBuf, Record)> {
+    /// recorded. Records at or below the `unwalked` directories (which the walk could not
+    /// read) are not among them: nothing says their files are gone. Stores kept with the
+    /// files themselves have none.
+    fn unseen_below(&mut self, _arg: &Path, _unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
         Vec::new()
     }
 
