@@ -707,6 +707,30 @@ fn a_file_that_is_not_a_manifest_is_refused_and_left_alone() {
 }
 
 #[test]
+fn a_manifest_that_cannot_be_written_is_refused_before_anything_is_read() {
+    let dir = tempdir();
+    write(dir.path(), "t/f", b"data");
+    let r = audit_in(dir.path(), &["-r", "t", "--manifest", "nowhere/m.txt"]);
+    assert_eq!(r.code, Some(2));
+    assert_eq!(r.stdout, "", "nothing audited");
+    assert_eq!(
+        r.stderr,
+        "mtsum: nowhere/m.txt: cannot write the manifest: its directory does not exist\n"
+    );
+    // A dry run writes no manifest: it needs none to write.
+    let r = audit_in(
+        dir.path(),
+        &["-r", "t", "--manifest", "nowhere/m.txt", "--dry-run"],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "new  t/f\n"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn the_manifest_inside_the_audited_tree_is_not_audited() {
     let dir = tempdir();
     write(dir.path(), "a", b"a");

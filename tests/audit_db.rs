@@ -255,6 +255,19 @@ fn databases_of_other_programs_and_damaged_files_are_refused_untouched() {
 }
 
 #[test]
+fn a_database_in_a_directory_that_does_not_exist_is_refused_saying_so() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let r = mtsum(dir.path(), &["--audit", "--db", "nowhere/x.db", "-r", "t"]);
+    assert_eq!(r.code, Some(2));
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        r.stderr,
+        "mtsum: nowhere/x.db: cannot create the database: its directory does not exist\n"
+    );
+}
+
+#[test]
 fn a_read_only_database_is_refused_untouched() {
     let dir = tempdir();
     tree(dir.path(), 1);

@@ -458,6 +458,9 @@ fn check_writable(path: &Path) -> Result<(), DatabaseError> {
         may_write(path).map_err(|e| DatabaseError::ReadOnly(format!(" ({})", os(e))))?;
     }
     may_write(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            return DatabaseError::NoDirectory;
+        }
         DatabaseError::ReadOnly(format!(
             " (its directory is not writable for the log beside it: {})",
             os(e)

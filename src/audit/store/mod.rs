@@ -149,7 +149,6 @@ impl Store {
     /// Opens the store for one audit, or for reading only (`writable` false: a dry run,
     /// an export), which takes no lock and writes nothing. With `keep_times`, stores that
     /// keep verification times only where asked (extended attributes) keep them.
-    #[cfg_attr(not(feature = "database"), allow(unused_variables))]
     pub fn open(
         &self,
         writable: bool,
@@ -157,7 +156,7 @@ impl Store {
     ) -> Result<Box<dyn RecordStore>, AuditError> {
         Ok(match self {
             Store::Xattr => Box::new(xattr::XattrStore { keep_times }),
-            Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path)?),
+            Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path, writable)?),
             #[cfg(feature = "database")]
             Store::Database(path) => Box::new(database::DatabaseStore::open(path, writable)?),
             #[cfg(not(feature = "database"))]
@@ -176,6 +175,21 @@ impl Store {
             Store::Xattr => None,
             Store::Manifest(path) | Store::Database(path) => Some(path),
         }
+    }
+}
+
+/// The end of a message about a store whose directory does not exist.
+const NO_DIRECTORY: &str = "its directory does not exist";
+
+/// Why a store cannot create a file in its directory (a manifest's temporary file, a
+/// database or its log), as the end of a message.
+pub(crate) fn directory_error(e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => NO_DIRECTORY.into(),
+        _ => format!(
+            "cannot create a file in its directory: {}",
+            InputError::Io(e)
+        ),
     }
 }
 
@@ -200,6 +214,9 @@ pub enum DatabaseError {
     Busy,
     #[error("the database is read-only{0}")]
     ReadOnly(String),
+    /// The database would be created in a directory that does not exist.
+    #[error("cannot create the database: {NO_DIRECTORY}")]
+    NoDirectory,
     #[error("not an mtsum database ({0})")]
     Foreign(String),
     #[error(
