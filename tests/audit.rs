@@ -809,6 +809,47 @@ fn json_reports_every_file_and_a_summary() {
 }
 
 #[test]
+fn a_record_the_store_refuses_is_counted_as_an_error_not_as_recorded() {
+    // A file we may read but not write, and do not own: its attribute cannot be written.
+    if !common::is_root() {
+        return skip(
+            "a_record_the_store_refuses",
+            "needs a file of another user: run as root",
+        );
+    }
+    let cmd = match mtsum_unprivileged() {
+        Ok(cmd) => cmd,
+        Err(why) => return skip("a_record_the_store_refuses", &why),
+    };
+    let dir = tempdir();
+    if !xattrs_work(dir.path()) {
+        return skip(
+            "a_record_the_store_refuses",
+            "no user extended attributes here",
+        );
+    }
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let f = write(dir.path(), "f", b"data");
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = Command::from_std(cmd);
+    cmd.args(["--audit", "f", "--json"]);
+    let r = run_cmd(cmd.current_dir(dir.path()));
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let lines: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["action_error"], "Permission denied");
+    let s = &lines[1]["summary"];
+    assert_eq!(
+        (s["recorded"].as_u64(), s["action_errors"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert!(xattr_record(&f).is_none());
+}
+
+#[test]
 fn a_failing_stdout_stops_the_audit_at_the_next_file_with_status_1() {
     let dir = tempdir();
     if !Path::new("/dev/full").exists() {
