@@ -628,6 +628,23 @@ fn limit_rate_keeps_the_average_rate_below_the_limit() {
 }
 
 #[test]
+fn limit_rate_holds_the_average_including_the_last_read() {
+    // One read of 150 KiB at 100 KiB/s: the average holds only if the audit waits after it.
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("t")).unwrap();
+    let size = 150 << 10;
+    fs::write(dir.path().join("t/f"), pattern(size, 3)).unwrap();
+    let started = Instant::now();
+    let r = audit(dir.path(), &["--limit-rate", "100K", "-r", "t"]);
+    let elapsed = started.elapsed();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        elapsed >= Duration::from_millis(1500),
+        "150 KiB at most at 100 KiB/s take 1.5 s at least, not {elapsed:?}"
+    );
+}
+
+#[test]
 fn records_travel_between_database_manifest_and_sum_files() {
     let dir = tempdir();
     let names = tree(dir.path(), 3);

@@ -192,8 +192,10 @@ impl Sequential {
     }
 }
 
-/// Shares the average rate of all readers: each read waits until the bytes read so far are
-/// no more than `rate` per second since the first one.
+/// Shares the average rate of all readers: after each read, the reader waits until the bytes
+/// read so far, that read's included, are no more than `rate` per second since the first one.
+/// (Waiting only for the bytes before a read would let the last read of an audit through
+/// unpaid: a file of one chunk would be read at once whatever the rate.)
 #[derive(Debug)]
 pub struct RateLimiter {
     rate: u64,
@@ -208,14 +210,13 @@ impl RateLimiter {
         }
     }
 
-    /// Waits until `bytes` more may be read.
+    /// Counts `bytes` just read, and waits until they are due.
     pub fn take(&self, bytes: u64) {
         let wait = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let (start, used) = state.get_or_insert((Instant::now(), 0));
-            // The bytes already read are due by now; these are due when their time comes.
-            let due = Duration::from_secs_f64(*used as f64 / self.rate as f64);
             *used += bytes;
+            let due = Duration::from_secs_f64(*used as f64 / self.rate as f64);
             (*start + due).saturating_duration_since(Instant::now())
         };
         if !wait.is_zero() {
@@ -369,14 +370,15 @@ fn feed(
     let mut fed = 0;
     while let Some(chunk) = next(buffer)? {
         let len = chunk.len() as u64;
-        if let Some(limiter) = limiter {
-            limiter.take(len);
-        }
         for piece in chunk.pieces().iter() {
             update_all(sinks, piece);
         }
         if let Some(progress) = &io.progress {
             progress.fetch_add(len, Ordering::Relaxed);
+        }
+        // After hashing: the time spent on it is part of what the chunk waits.
+        if let Some(limiter) = limiter {
+            limiter.take(len);
         }
         fed += len;
         let (back, ok) = chunk.finish();
@@ -797,12 +799,12 @@ mod tests {
     }
 
     #[test]
-    fn the_rate_limiter_lets_the_average_catch_up_and_no_further() {
+    fn the_rate_limiter_holds_the_average_including_the_last_read() {
         let limiter = RateLimiter::new(1000);
         let start = Instant::now();
-        limiter.take(100); // due at once
-        limiter.take(100); // due after 0.1 s
-        limiter.take(100); // due after 0.2 s
-        assert!(start.elapsed() >= Duration::from_millis(200));
+        limiter.take(100); // read: paid for until 0.1 s
+        limiter.take(100); // until 0.2 s
+        limiter.take(100); // until 0.3 s
+        assert!(start.elapsed() >= Duration::from_millis(300));
     }
 }
