@@ -185,8 +185,12 @@ fn a_closed_stdout_ends_the_audit_by_sigpipe_keeping_what_was_committed() {
     // The pipe is closed before mtsum writes anything: its first line meets SIGPIPE.
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
+    // One reader in walk order: files are recorded as soon as they are read, so a file read
+    // ahead of the first one (by another reader, or earlier in a rotational disk's physical
+    // order) would be recorded too.
     let out = StdCommand::new(MTSUM)
-        .args(["--audit", "--db", "db", "-r", "t"])
+        .args(["--audit", "--db", "db", "-r", "t", "--readers", "1"])
+        .env("MTSUM_ROTATIONAL", "0")
         .current_dir(dir.path())
         .stdout(writer)
         .output()
