@@ -87,8 +87,8 @@ use crate::source::{Mtime, Stamp};
 
 use super::manifest::{is_within, key};
 use super::{
-    Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError, nanos,
-    time,
+    Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError,
+    is_unwalked, nanos, time,
 };
 
 /// `PRAGMA application_id` of an mtsum database: `mtsm` in ASCII.
@@ -459,6 +459,9 @@ fn check_writable(path: &Path) -> Result<(), DatabaseError> {
         may_write(path).map_err(|e| DatabaseError::ReadOnly(format!(" ({})", os(e))))?;
     }
     may_write(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            return DatabaseError::NoDirectory;
+        }
         DatabaseError::ReadOnly(format!(
             " (its directory is not writable for the log beside it: {})",
             os(e)
@@ -568,7 +571,7 @@ impl RecordStore for DatabaseStore {
         false
     }
 
-    fn unseen_below(&mut self, arg: &Path) -> Vec<(PathBuf, Record)> {
+    fn unseen_below(&mut self, arg: &Path, unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
         let arg = key(arg);
         let start: &[u8] = if arg == b"." { b"" } else { &arg };
         let sql = format!(
@@ -587,7 +590,10 @@ impl RecordStore for DatabaseStore {
             if !name.starts_with(start) {
                 break;
             }
-            if !is_within(&name, &arg) || self.seen.contains_key(&name) {
+            if !is_within(&name, &arg)
+                || self.seen.contains_key(&name)
+                || is_unwalked(&name, unwalked)
+            {
                 continue;
             }
             if let Ok(record) = record

@@ -42,7 +42,7 @@ use crate::audit::AuditError;
 use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile::{self, Format, Terminator};
 
-use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
+use super::{Change, Entry, Prior, Record, RecordStore, StoreError, is_unwalked};
 
 /// The first line, up to the version.
 const HEADER: &str = "# mtsum audit manifest ";
@@ -256,6 +256,37 @@ pub fn is_temporary_of(path: &Path, target: &Path) -> bool {
     super::same_directory(path, target)
 }
 
+/// The directory `path` lies in.
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// A new, empty temporary file `.NAME.PID-N.tmp` beside `path`, and its name.
+fn create_temporary(path: &Path) -> io::Result<(PathBuf, File)> {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().unwrap_or(OsStr::new("manifest"));
+    loop {
+        let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let mut temp = b".".to_vec();
+        temp.extend_from_slice(name.as_bytes());
+        temp.extend_from_slice(format!(".{}-{n}.tmp", std::process::id()).as_bytes());
+        let temp_path = directory_of(path).join(OsStr::from_bytes(&temp));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .open(&temp_path)
+        {
+            Ok(file) => return Ok((temp_path, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Replaces the file at `path` with what `fill` writes, so that whatever happens the file is
 /// either the old one or the complete new one.
 ///
@@ -268,30 +299,9 @@ pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> io::Result<()> {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().unwrap_or(OsStr::new("manifest"));
+    let dir = directory_of(path);
     let old = fs::metadata(path).ok();
-    let (temp_path, file) = loop {
-        let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-        let mut temp = b".".to_vec();
-        temp.extend_from_slice(name.as_bytes());
-        temp.extend_from_slice(format!(".{}-{n}.tmp", std::process::id()).as_bytes());
-        let temp_path = dir.join(OsStr::from_bytes(&temp));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o666)
-            .open(&temp_path)
-        {
-            Ok(file) => break (temp_path, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    };
+    let (temp_path, file) = create_temporary(path)?;
     let result = (|| {
         if let Some(old) = &old {
             // Best effort: only root may give a file away, and a manifest readable by
@@ -330,12 +340,21 @@ pub struct ManifestStore {
 }
 
 impl ManifestStore {
-    /// Loads the manifest at `path` (none yet is an empty one).
-    pub fn open(path: &Path) -> Result<ManifestStore, AuditError> {
+    /// Loads the manifest at `path` (none yet is an empty one). A `writable` store makes sure
+    /// first that the manifest can be replaced at the end: an audit that would read a whole
+    /// tree only to fail at its last step fails before the first.
+    pub fn open(path: &Path, writable: bool) -> Result<ManifestStore, AuditError> {
         let old = Manifest::load(path).map_err(|error| AuditError::ManifestRead {
             path: path.to_path_buf(),
             error,
         })?;
+        if writable {
+            let (temp, _) = create_temporary(path).map_err(|e| AuditError::ManifestUnwritable {
+                path: path.to_path_buf(),
+                why: super::directory_error(e),
+            })?;
+            let _ = fs::remove_file(temp);
+        }
         Ok(ManifestStore {
             path: path.to_path_buf(),
             old,
@@ -370,11 +389,14 @@ impl RecordStore for ManifestStore {
         self.old.within(&key(path)).next().is_some()
     }
 
-    fn unseen_below(&mut self, arg: &Path) -> Vec<(PathBuf, Record)> {
+    fn unseen_below(&mut self, arg: &Path, unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
         let arg = key(arg);
         let mut unseen = Vec::new();
         for (name, record) in self.old.within(&arg) {
-            if !self.seen.contains(name) && self.reported.insert(name.to_vec()) {
+            if !self.seen.contains(name)
+                && !is_unwalked(name, unwalked)
+                && self.reported.insert(name.to_vec())
+            {
                 let path = PathBuf::from(OsString::from_vec(name.to_vec()));
                 unseen.push((path, *record));
             }

@@ -225,7 +225,6 @@ impl Store {
     /// Opens the store for one audit, or for reading only (`writable` false: a dry run,
     /// an export), which takes no lock and writes nothing. With `keep_times`, stores that
     /// keep verification times only where asked (extended attributes) keep them.
-    #[cfg_attr(not(feature = "database"), allow(unused_variables))]
     pub fn open(
         &self,
         writable: bool,
@@ -233,7 +232,7 @@ impl Store {
     ) -> Result<Box<dyn RecordStore>, AuditError> {
         Ok(match self {
             Store::Xattr => Box::new(xattr::XattrStore { keep_times }),
-            Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path)?),
+            Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path, writable)?),
             #[cfg(feature = "database")]
             Store::Database(path) => Box::new(database::DatabaseStore::open(path, writable)?),
             #[cfg(not(feature = "database"))]
@@ -252,6 +251,21 @@ impl Store {
             Store::Xattr => None,
             Store::Manifest(path) | Store::Database(path) => Some(path),
         }
+    }
+}
+
+/// The end of a message about a store whose directory does not exist.
+const NO_DIRECTORY: &str = "its directory does not exist";
+
+/// Why a store cannot create a file in its directory (a manifest's temporary file, a
+/// database or its log), as the end of a message.
+pub(crate) fn directory_error(e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => NO_DIRECTORY.into(),
+        _ => format!(
+            "cannot create a file in its directory: {}",
+            InputError::Io(e)
+        ),
     }
 }
 
@@ -276,6 +290,9 @@ pub enum DatabaseError {
     Busy,
     #[error("the database is read-only{0}")]
     ReadOnly(String),
+    /// The database would be created in a directory that does not exist.
+    #[error("cannot create the database: {NO_DIRECTORY}")]
+    NoDirectory,
     #[error("not an mtsum database ({0})")]
     Foreign(String),
     #[error(
@@ -296,6 +313,14 @@ pub enum StoreError {
     /// The store as a whole (no extended attributes on this file system, say): the audit
     /// stops.
     Fatal(AuditError),
+}
+
+/// Whether the record `name` lies at or below one of the `unwalked` paths
+/// ([`RecordStore::unseen_below`]).
+fn is_unwalked(name: &[u8], unwalked: &[PathBuf]) -> bool {
+    unwalked
+        .iter()
+        .any(|dir| manifest::is_within(name, &manifest::key(dir)))
 }
 
 /// A place records live in, as one audit uses it.
@@ -320,8 +345,10 @@ pub trait RecordStore {
 
     /// The records at or below the argument `arg` that no [`lookup`](Self::lookup) asked
     /// for, each only once per audit, in name order: the files gone since they were
-    /// recorded. Stores kept with the files themselves have none.
-    fn unseen_below(&mut self, _arg: &Path) -> Vec<(PathBuf, Record)> {
+    /// recorded. Records at or below the `unwalked` directories (which the walk could not
+    /// read) are not among them: nothing says their files are gone. Stores kept with the
+    /// files themselves have none.
+    fn unseen_below(&mut self, _arg: &Path, _unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
         Vec::new()
     }
 

@@ -294,15 +294,15 @@ pub struct Args {
 
     /// Print at most N byte ranges START-END of the file, about equal and on subtree
     /// boundaries, to hash apart with --range and join with --combine.
-    #[arg(long, value_name = "N", conflicts_with_all = ["verify", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
     plan: Option<NonZeroUsize>,
 
     /// Hash bytes START-END (a range of --plan) of the file and print a partial line.
-    #[arg(long, value_name = "START-END", value_parser = parse_range, conflicts_with_all = ["verify", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    #[arg(long, value_name = "START-END", value_parser = parse_range, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
     range: Option<std::ops::Range<u64>>,
 
     /// Read partial lines (of --range) from the PATHs and print the file's checksum line.
-    #[arg(long, conflicts_with_all = ["verify", "recursive", "graph", "json"])]
+    #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json"])]
     combine: bool,
 
     /// Print version information.
