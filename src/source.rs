@@ -34,7 +34,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 /// Why one input could not be hashed. The message is the part after `mtsum: NAME: `.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +93,21 @@ fn os_message(e: &io::Error) -> String {
     match text.rfind(" (os error ") {
         Some(i) if e.raw_os_error().is_some() => text[..i].to_string(),
         _ => text,
+    }
+}
+
+/// Standard input, read once front to back as coreutils reads it: the first call in the
+/// process gets its bytes, every later one an empty stream, as if it came after the first had
+/// read it to its end. Handing each use its own `io::stdin()` instead would let two workers
+/// read the one stream at once, each hashing whichever bytes it happened to get (`mtsum - -`).
+/// The claim is process-wide because file descriptor 0 is; callers that open uses on several
+/// threads claim in the order of the uses (the engine does it as it takes tasks), not in the
+/// order the threads get to them.
+pub fn stdin() -> Box<dyn Read + Send> {
+    static CLAIMED: AtomicBool = AtomicBool::new(false);
+    match CLAIMED.swap(true, Ordering::Relaxed) {
+        false => Box::new(io::stdin()),
+        true => Box::new(io::empty()),
     }
 }
 
@@ -292,9 +307,10 @@ enum End {
 }
 
 impl Input {
-    /// Opens standard input as a stream.
+    /// Opens standard input as a stream: its bytes the first time in the process, an empty
+    /// stream after that (see [`stdin`]).
     pub fn stdin() -> Input {
-        Input::Stream(Box::new(io::stdin()))
+        Input::Stream(stdin())
     }
 
     /// Opens `target` for reads through the page cache: a regular file or block device

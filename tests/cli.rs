@@ -401,6 +401,28 @@ fn merkle_and_rfc6962_on_standard_input_equal_the_files_digest() {
     }
 }
 
+#[test]
+fn standard_input_named_twice_gives_its_bytes_to_the_first_dash_and_nothing_to_the_second() {
+    // As `sha256sum - -`: the first `-` reads the stream to its end, the second finds it there.
+    // Several MiB, so that two workers reading it at once would each get a part of it.
+    let dir = tempdir();
+    let data = pattern(30 << 20);
+    write(dir.path(), "data", &data);
+    write(dir.path(), "empty", b"");
+    for layout in [&["-t", "plain"][..], &["-t", "merkle"], &["-t", "mtsum"]] {
+        let from_file = digest_of(dir.path(), layout, "data");
+        let empty = digest_of(dir.path(), layout, "empty");
+        for threads in ["1", "2", "4"] {
+            let args = [layout, &["-p", threads, "-", "-"]].concat();
+            run_stdin(dir.path(), &args, &data).assert(
+                0,
+                &format!("{from_file}  -\n{empty}  -\n"),
+                "",
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bad input: one line on stderr, the other inputs still hashed
 // ---------------------------------------------------------------------------------------------

@@ -170,7 +170,7 @@ fn read(target: &Target) -> io::Result<Vec<u8>> {
         Target::Path(path) => std::fs::read(path),
         Target::Stdin => {
             let mut text = Vec::new();
-            io::stdin().lock().read_to_end(&mut text)?;
+            mtsum::source::stdin().read_to_end(&mut text)?;
             Ok(text)
         }
     }
