@@ -192,7 +192,7 @@ struct Attempt {
 /// (none for standard input or a file that cannot be read, which is then hashed once and
 /// reported as usual).
 fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout> {
-    let Target::Path(path) = target else {
+    let Some(path) = target.path() else {
         return Vec::new();
     };
     let Ok(meta) = std::fs::metadata(path) else {
@@ -345,7 +345,7 @@ impl Lines {
 fn open_sum_file(target: &Target) -> io::Result<Box<dyn BufRead>> {
     Ok(match target {
         Target::Stdin => Box::new(BufReader::new(source::stdin())),
-        Target::Path(p) => Box::new(BufReader::new(File::open(p)?)),
+        Target::Path(p) | Target::File(p) => Box::new(BufReader::new(File::open(p)?)),
     })
 }
 

@@ -45,6 +45,10 @@ pub enum InputError {
     /// A directory was named without asking for recursion.
     #[error("Is a directory")]
     IsADirectory,
+    /// A [`Target::File`] (or a file being audited) that is not a regular file: the walk found
+    /// one, and something else took its place before it was opened.
+    #[error("not a regular file")]
+    NotRegular,
     /// The size or modification time moved while the file was read, or the file ended early.
     #[error("changed while being read")]
     Changed,
@@ -114,7 +118,14 @@ pub fn stdin() -> Box<dyn Read + Send> {
 /// What the user asked to hash: a path, or standard input (`-`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
+    /// A path named by the user: whatever it is, it is opened as `sha256sum` opens it, so a
+    /// FIFO is read once some process writes to it.
     Path(PathBuf),
+    /// A path that must be a regular file, as the walk found it below a directory: it is
+    /// opened without waiting, and anything else found there by then is refused with
+    /// [`InputError::NotRegular`]. A FIFO put in its place would otherwise block the open
+    /// until some process wrote to it, which may be never.
+    File(PathBuf),
     Stdin,
 }
 
@@ -131,9 +142,17 @@ impl Target {
 
     /// The name to print: the path as given, or `-`.
     pub fn display_name(&self) -> std::borrow::Cow<'_, str> {
+        match self.path() {
+            Some(p) => p.to_string_lossy(),
+            None => "-".into(),
+        }
+    }
+
+    /// The path, or `None` for standard input.
+    pub fn path(&self) -> Option<&Path> {
         match self {
-            Target::Path(p) => p.to_string_lossy(),
-            Target::Stdin => "-".into(),
+            Target::Path(p) | Target::File(p) => Some(p),
+            Target::Stdin => None,
         }
     }
 }
@@ -334,11 +353,11 @@ impl Input {
         mode: ReadMode,
         known: &mut FileSystems,
     ) -> Result<Input, InputError> {
-        let path = match target {
+        let file = match target {
             Target::Stdin => return Ok(Input::stdin()),
-            Target::Path(p) => p,
+            Target::Path(p) => File::open(p)?,
+            Target::File(p) => open_regular(p)?,
         };
-        let file = File::open(path)?;
         let meta = file.metadata()?;
         let ft = meta.file_type();
         if ft.is_dir() {
@@ -370,6 +389,23 @@ impl Input {
         }
         Ok(Input::Stream(Box::new(file)))
     }
+}
+
+/// Opens `path` if it is a regular file, without waiting: `open` of a FIFO blocks until some
+/// process opens it for writing, so the file is opened with `O_NONBLOCK` (which opens a FIFO
+/// at once), examined, and refused unless it is a regular file. Its reads then block as
+/// usual: `O_NONBLOCK` is turned off again.
+fn open_regular(path: &Path) -> Result<File, InputError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(InputError::NotRegular);
+    }
+    set_status_flag(&file, libc::O_NONBLOCK, false)?;
+    Ok(file)
 }
 
 /// Whether `file`, a regular file of `meta`, may hold other than `st_size` bytes: it lives
@@ -495,15 +531,16 @@ fn direct_alignment(file: &File) -> Result<u64, String> {
 /// Turns `O_DIRECT` on for an open file; Linux refuses it with `EINVAL` where the file system
 /// cannot (tmpfs).
 fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    set_status_flag(file, libc::O_DIRECT, on)
+}
+
+/// Turns the file status flag `flag` (`O_DIRECT`, `O_NONBLOCK`) on or off for an open file.
+fn set_status_flag(file: &File, flag: libc::c_int, on: bool) -> io::Result<()> {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on our own open descriptor with integer arguments.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFL);
-        let flags = if on {
-            flags | libc::O_DIRECT
-        } else {
-            flags & !libc::O_DIRECT
-        };
+        let flags = if on { flags | flag } else { flags & !flag };
         if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags) != 0 {
             return Err(io::Error::last_os_error());
         }

@@ -12,7 +12,6 @@ use std::thread;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mtsum::source::Target;
 use mtsum::walk::Walked;
 
 use crate::args::When;
@@ -132,7 +131,9 @@ impl Progress {
 /// Bytes and files of the regular files among walked items: the totals of a bar.
 pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> (u64, u64) {
     let sizes = items.into_iter().filter_map(|w| match w.borrow() {
-        Walked::Input(Target::Path(p)) => std::fs::metadata(p).ok().filter(|m| m.is_file()),
+        Walked::Input(target) => std::fs::metadata(target.path()?)
+            .ok()
+            .filter(|m| m.is_file()),
         _ => None,
     });
     sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))

@@ -167,7 +167,7 @@ fn split_name(line: &[u8]) -> (&[u8], &[u8]) {
 
 fn read(target: &Target) -> io::Result<Vec<u8>> {
     match target {
-        Target::Path(path) => std::fs::read(path),
+        Target::Path(path) | Target::File(path) => std::fs::read(path),
         Target::Stdin => {
             let mut text = Vec::new();
             mtsum::source::stdin().read_to_end(&mut text)?;
