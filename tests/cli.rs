@@ -244,6 +244,18 @@ fn no_names_prints_the_bare_digest() {
 }
 
 #[test]
+fn zero_ends_each_bare_digest_with_nul() {
+    let dir = tempdir();
+    write(dir.path(), "one", &[0]);
+    write(dir.path(), "empty", b"");
+    run(dir.path(), ["-z", "--no-names", "one", "empty"]).assert(
+        0,
+        &format!("{MTSUM_SHA256_ONE_ZERO_BYTE}\0{MTSUM_SHA256_EMPTY}\0"),
+        "",
+    );
+}
+
+#[test]
 fn several_files_are_printed_in_command_line_order() {
     let dir = tempdir();
     // The large file first and names out of alphabetical order: the small files finish

@@ -119,7 +119,8 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["check", "json", "graph", "no_names"])]
     tag: bool,
 
-    /// End each line with NUL instead of newline, and do not escape names.
+    /// End each line (each bare digest with --no-names) with NUL instead of newline, and do
+    /// not escape names.
     #[arg(short = 'z', long = "zero", conflicts_with_all = ["check", "json", "graph"])]
     zero: bool,
 
@@ -434,7 +435,7 @@ pub enum RangeStep {
     Plan(NonZeroUsize),
     /// Hash one range of the file into a partial line.
     Range(std::ops::Range<u64>),
-    /// Read partial lines, print the root line as hash mode does (`Line` or `BareDigest`).
+    /// Read partial lines, print the root line as hash mode does (`Line`).
     Combine(Output),
 }
 
@@ -442,7 +443,6 @@ pub enum RangeStep {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
     Line(Format, Terminator),
-    BareDigest,
     Json,
     Graph,
 }
@@ -571,7 +571,7 @@ impl Output {
             false => Terminator::Newline,
         };
         if args.no_names {
-            Output::BareDigest
+            Output::Line(Format::Bare, terminator)
         } else if args.tag {
             Output::Line(Format::Tag, terminator)
         } else {

@@ -97,7 +97,6 @@ impl Results<'_> {
                 let leaves = digest.leaves.as_deref().expect("leaves kept for -g");
                 graph::dot(request, digest.size, leaves, &target.display_name()).into_bytes()
             }
-            Output::BareDigest => format!("{}\n", digest.root).into_bytes(),
             Output::Json => json::digest(name, layout, alg, digest),
             Output::Line(format, terminator) => {
                 sumfile::format_line(format, terminator, layout, alg, &digest.root, name)

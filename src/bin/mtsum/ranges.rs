@@ -141,7 +141,6 @@ fn combine(common: &Common, output: Output, printer: &Printer) -> Result<(), Sto
     })?;
     let spec = spec.expect("combine refuses an empty set");
     let line = match output {
-        Output::BareDigest => format!("{root}\n").into_bytes(),
         Output::Line(format, terminator) => sumfile::format_line(
             format,
             terminator,
