@@ -84,9 +84,13 @@ impl PartSize {
         let mib = 1 << 20;
         let mut sizes = vec![PartSize::aws_cli(n).get()];
         sizes.extend([5, 8, 15, 16, 64, 100, 1024].map(|m| m * mib));
-        if let Some(count) = parts.filter(|&c| c >= 2) {
-            // Sizes p with ceil(n / p) = count: n / count <= p < n / (count - 1).
-            let (low, high) = (n.div_ceil(count), (n - 1) / (count - 1));
+        // An empty object is one part whatever the size: no size gives it two or more.
+        if let (Some(count), Some(last)) = (parts.filter(|&c| c >= 2), n.checked_sub(1)) {
+            // Sizes p with ceil(n / p) = count: n / count <= p < n / (count - 1). Only those
+            // S3 accepts are worth walking, which also keeps the walk within 5 GiB in steps of
+            // 1 MiB whatever `n` and `count` are.
+            let low = n.div_ceil(count).max(Self::MIN);
+            let high = (last / (count - 1)).min(Self::MAX);
             let whole_mib = (low.div_ceil(mib)..=high / mib).map(|m| m * mib);
             sizes.extend(whole_mib.clone().filter(|s| (s / mib).is_power_of_two()));
             sizes.extend(whole_mib.take(4));
@@ -226,5 +230,34 @@ mod tests {
                 .iter()
                 .all(|p| p.parts(5 * mib) == 1)
         );
+    }
+
+    #[test]
+    fn candidates_walk_only_the_sizes_s3_accepts_whatever_the_object_and_count() {
+        // An empty object of 2 or more parts wrapped `n - 1` around; a huge object of 2 parts
+        // would walk its whole range of sizes. A hang fails after a generous wait.
+        let cases = [
+            (0, 2),
+            (0, 10_000),
+            (0, u64::MAX),
+            (1, 2),
+            (u64::MAX, 2),
+            (u64::MAX, 3),
+            (u64::MAX, u64::MAX),
+            (1 << 62, 2),
+            (10 * PartSize::MAX, 2),
+        ];
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, count) in cases {
+                tx.send(PartSize::candidates(n, Some(count))).unwrap();
+            }
+        });
+        for (n, count) in cases {
+            let got = rx.recv_timeout(std::time::Duration::from_secs(60));
+            let sizes = got.unwrap_or_else(|e| panic!("{n} bytes in {count} parts: {e}"));
+            // None of them has that many parts of 5 MiB to 5 GiB.
+            assert_eq!(sizes, [], "{n} bytes in {count} parts");
+        }
     }
 }
