@@ -75,7 +75,8 @@ impl Untagged {
 
     /// The word `--warn` uses for a checksum line: `SHA256`, `MTSUM-SHA256`.
     fn tag(&self) -> String {
-        sumfile::tag(self.layout, self.algorithm.unwrap_or(Algorithm::Sha256))
+        let alg = self.algorithm.unwrap_or(self.layout.default_algorithm());
+        sumfile::tag(self.layout, alg)
     }
 }
 
@@ -136,10 +137,14 @@ pub fn check(
     let all_failed = n > 0 && verdicts.untagged_matches == 0;
     if options.hint_untagged_layout && all_failed && options.verbosity != Verbosity::Status {
         let layout = options.untagged.layout;
-        let lines = if n == 1 { "line" } else { "lines" };
+        let (lines, were) = if n == 1 {
+            ("line", "was")
+        } else {
+            ("lines", "were")
+        };
         writeln!(
             verdicts.err,
-            "mtsum: note: untagged {lines} were checked with the {layout} layout; \
+            "mtsum: note: untagged {lines} {were} checked with the {layout} layout; \
              use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum"
         )?;
     }
