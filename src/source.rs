@@ -92,7 +92,7 @@ pub enum InputError {
 
 /// An I/O error as coreutils prints it: `No such file or directory`, without Rust's
 /// ` (os error 2)` suffix.
-fn os_message(e: &io::Error) -> String {
+pub fn os_message(e: &io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(i) if e.raw_os_error().is_some() => text[..i].to_string(),

@@ -256,6 +256,23 @@ fn zero_ends_each_bare_digest_with_nul() {
 }
 
 #[test]
+fn a_full_standard_output_is_one_line_without_the_os_error_number() {
+    if !Path::new("/dev/full").exists() {
+        return skip(
+            "a_full_standard_output_is_one_line_without_the_os_error_number",
+            "no /dev/full",
+        );
+    }
+    let dir = tempdir();
+    write(dir.path(), "one", &[0]);
+    let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let mut cmd = StdCommand::new(MTSUM);
+    cmd.arg("one").current_dir(dir.path()).stdout(full);
+    let r = Run::from_output(cmd.output().expect("mtsum starts"));
+    r.assert(1, "", "mtsum: standard output: No space left on device\n");
+}
+
+#[test]
 fn several_files_are_printed_in_command_line_order() {
     let dir = tempdir();
     // The large file first and names out of alphabetical order: the small files finish
