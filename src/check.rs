@@ -7,9 +7,10 @@
 //! tasks: each sum file's summary is printed right after its last verdict, as coreutils does.
 //!
 //! Standard input is read once, front to back, as coreutils reads it: the first use (a sum
-//! file `-`, or a line naming `-`) gets its bytes, and a later use finds it at its end. A line
-//! naming `-` is hashed on a worker while the next lines are read, so once stdin has been given
-//! to one, later uses are handed an empty input instead of racing it for the rest.
+//! file `-`, or a line naming `-`) gets its bytes, and a later use finds it at its end
+//! ([`source::stdin`](crate::source::stdin), which the engine claims for a line naming `-` as
+//! it takes the line, in order, so that a sum file `-` read later gets nothing rather than
+//! racing the worker that hashes it).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -21,7 +22,7 @@ use crate::algorithm::Algorithm;
 use crate::engine::{Engine, FileDigest, Request, Sink, Task};
 use crate::layout::{Layout, Root};
 use crate::report::error_line;
-use crate::source::{InputError, Target};
+use crate::source::{self, InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
 
 /// How much `-c` prints.
@@ -85,10 +86,8 @@ impl Untagged {
 
     /// The word `--warn` uses for a checksum line: `SHA256`, `MTSUM-SHA256`.
     fn tag(&self) -> String {
-        sumfile::tag(
-            self.layout,
-            self.algorithm.unwrap_or(self.layout.default_algorithm()),
-        )
+        let alg = self.algorithm.unwrap_or(self.layout.default_algorithm());
+        sumfile::tag(self.layout, alg)
     }
 }
 
@@ -127,7 +126,6 @@ pub fn check(
         parser: Parser::new(Terminator::Newline),
         untagged: options.untagged,
         queue: VecDeque::new(),
-        stdin_hashed: false,
     };
     let mut verdicts = Verdicts {
         options,
@@ -150,10 +148,14 @@ pub fn check(
     let all_failed = n > 0 && verdicts.untagged_matches == 0;
     if options.hint_untagged_layout && all_failed && options.verbosity != Verbosity::Status {
         let layout = options.untagged.layout;
-        let lines = if n == 1 { "line" } else { "lines" };
+        let (lines, were) = if n == 1 {
+            ("line", "was")
+        } else {
+            ("lines", "were")
+        };
         writeln!(
             verdicts.err,
-            "mtsum: note: untagged {lines} were checked with the {layout} layout; \
+            "mtsum: note: untagged {lines} {were} checked with the {layout} layout; \
              use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum"
         )?;
     }
@@ -211,7 +213,7 @@ struct Attempt {
 /// (none for standard input or a file that cannot be read, which is then hashed once and
 /// reported as usual).
 fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout> {
-    let Target::Path(path) = target else {
+    let Some(path) = target.path() else {
         return Vec::new();
     };
     let Ok(meta) = std::fs::metadata(path) else {
@@ -238,8 +240,6 @@ struct Lines {
     parser: Parser,
     untagged: Untagged,
     queue: VecDeque<Task<Item>>,
-    /// A line naming `-` has been handed to the engine, which reads standard input to its end.
-    stdin_hashed: bool,
 }
 
 impl Iterator for Lines {
@@ -252,7 +252,7 @@ impl Iterator for Lines {
             }
             let Some(current) = &mut self.current else {
                 let (index, target) = self.files.pop_front()?;
-                match open_sum_file(&target, self.stdin_hashed) {
+                match open_sum_file(&target) {
                     Ok(reader) => {
                         let is_stdin = target == Target::Stdin;
                         self.current = Some(SumFile {
@@ -335,15 +335,7 @@ impl Lines {
         if from_stdin && entry.name == b"-" {
             return Some(improper());
         }
-        let mut target = Target::from_arg(OsString::from_vec(entry.name.clone()));
-        if target == Target::Stdin {
-            if self.stdin_hashed {
-                // An earlier line is reading standard input to its end.
-                target = Target::Path(EMPTY_INPUT.into());
-            }
-            // Every layout reads it (one that needs the length, to learn it).
-            self.stdin_hashed = true;
-        }
+        let target = Target::from_arg(OsString::from_vec(entry.name.clone()));
         let tagged = entry.spec.is_some();
         let guesses = match self.untagged.auto_part_size && !tagged {
             true => size_guesses(layout, &target, &entry.expected),
@@ -378,15 +370,11 @@ impl Lines {
     }
 }
 
-/// What a line naming `-` reads once standard input has been read to its end.
-const EMPTY_INPUT: &str = "/dev/null";
-
 /// Opens a sum file; standard input that a line naming `-` reads is empty by then.
-fn open_sum_file(target: &Target, stdin_hashed: bool) -> io::Result<Box<dyn BufRead>> {
+fn open_sum_file(target: &Target) -> io::Result<Box<dyn BufRead>> {
     Ok(match target {
-        Target::Stdin if stdin_hashed => Box::new(io::empty()),
-        Target::Stdin => Box::new(BufReader::new(crate::source::stdin_file()?)),
-        Target::Path(p) => Box::new(BufReader::new(File::open(p)?)),
+        Target::Stdin => Box::new(BufReader::new(source::stdin()?)),
+        Target::Path(p) | Target::File(p) => Box::new(BufReader::new(File::open(p)?)),
     })
 }
 

@@ -34,7 +34,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 /// Why one input could not be hashed. The message is the part after `mtsum: NAME: `.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +45,10 @@ pub enum InputError {
     /// A directory was named without asking for recursion.
     #[error("Is a directory")]
     IsADirectory,
+    /// A [`Target::File`] (or a file being audited) that is not a regular file: the walk found
+    /// one, and something else took its place before it was opened.
+    #[error("not a regular file")]
+    NotRegular,
     /// The size or modification time moved while the file was read, or the file ended early.
     #[error("changed while being read")]
     Changed,
@@ -88,7 +92,7 @@ pub enum InputError {
 
 /// An I/O error as coreutils prints it: `No such file or directory`, without Rust's
 /// ` (os error 2)` suffix.
-fn os_message(e: &io::Error) -> String {
+pub fn os_message(e: &io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(i) if e.raw_os_error().is_some() => text[..i].to_string(),
@@ -105,10 +109,38 @@ pub fn stdin_file() -> io::Result<File> {
     Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
 }
 
+/// Claims standard input, which is read once front to back as coreutils reads it: the first
+/// claim in the process gets its bytes, every later one finds it at its end, as if it came
+/// after the first had read it all. Handing each use standard input itself instead would let
+/// two workers read the one stream at once, each hashing whichever bytes it happened to get
+/// (`mtsum - -`). The claim is process-wide because file descriptor 0 is; callers that open
+/// uses on several threads claim in the order of the uses (the engine does it as it takes
+/// tasks), not in the order the threads get to them.
+fn claim_stdin() -> bool {
+    static CLAIMED: AtomicBool = AtomicBool::new(false);
+    !CLAIMED.swap(true, Ordering::Relaxed)
+}
+
+/// Standard input to read as a stream, claimed ([`claim_stdin`]): its bytes the first time
+/// in the process, nothing after that.
+pub fn stdin() -> io::Result<Box<dyn Read + Send>> {
+    Ok(match claim_stdin() {
+        true => Box::new(stdin_file()?),
+        false => Box::new(io::empty()),
+    })
+}
+
 /// What the user asked to hash: a path, or standard input (`-`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
+    /// A path named by the user: whatever it is, it is opened as `sha256sum` opens it, so a
+    /// FIFO is read once some process writes to it.
     Path(PathBuf),
+    /// A path that must be a regular file, as the walk found it below a directory: it is
+    /// opened without waiting, and anything else found there by then is refused with
+    /// [`InputError::NotRegular`]. A FIFO put in its place would otherwise block the open
+    /// until some process wrote to it, which may be never.
+    File(PathBuf),
     Stdin,
 }
 
@@ -125,9 +157,17 @@ impl Target {
 
     /// The name to print: the path as given, or `-`.
     pub fn display_name(&self) -> std::borrow::Cow<'_, str> {
+        match self.path() {
+            Some(p) => p.to_string_lossy(),
+            None => "-".into(),
+        }
+    }
+
+    /// The path, or `None` for standard input.
+    pub fn path(&self) -> Option<&Path> {
         match self {
-            Target::Path(p) => p.to_string_lossy(),
-            Target::Stdin => "-".into(),
+            Target::Path(p) | Target::File(p) => Some(p),
+            Target::Stdin => None,
         }
     }
 }
@@ -301,8 +341,9 @@ enum End {
 }
 
 impl Input {
-    /// Opens standard input: as a file when it is one read from its start (`< file`), as a
-    /// stream otherwise.
+    /// Opens standard input, claimed ([`claim_stdin`]): as a file when it is one read from
+    /// its start (`< file`), as a stream otherwise, and as an empty stream after the first
+    /// claim in the process.
     pub fn stdin() -> Result<Input, InputError> {
         Input::open(&Target::Stdin)
     }
@@ -331,6 +372,7 @@ impl Input {
         before_waiting: &mut dyn FnMut(),
     ) -> Result<Input, InputError> {
         let (file, meta, mode) = match target {
+            Target::Stdin if !claim_stdin() => return Ok(Input::Stream(Box::new(io::empty()))),
             Target::Stdin => {
                 let file = stdin_file()?;
                 let meta = file.metadata()?;
@@ -349,6 +391,11 @@ impl Input {
             }
             Target::Path(p) => {
                 let (file, meta) = open_for_reading(p, before_waiting)?;
+                (file, meta, mode)
+            }
+            Target::File(p) => {
+                let file = open_regular(p)?;
+                let meta = file.metadata()?;
                 (file, meta, mode)
             }
         };
@@ -398,12 +445,7 @@ fn open_for_reading(
     path: &Path,
     before_waiting: &mut dyn FnMut(),
 ) -> io::Result<(File, std::fs::Metadata)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path);
-    let file = match opened {
+    let file = match open_nonblocking(path) {
         Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => {
             before_waiting();
             File::open(path)?
@@ -419,11 +461,7 @@ fn open_for_reading(
         before_waiting();
         wait_for_writer(&file)?;
     }
-    // SAFETY: fcntl with integer arguments on a descriptor we own. F_SETFL to 0 clears
-    // O_NONBLOCK; the file was opened with no other flag that F_SETFL changes.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    set_status_flag(&file, libc::O_NONBLOCK, false)?;
     Ok((file, meta))
 }
 
@@ -446,6 +484,28 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
             return Err(e);
         }
     }
+}
+
+/// Opens `path` if it is a regular file, without waiting: a file the walk found may have been
+/// replaced by a FIFO since, whose `open` would wait for a writer that may never come. So the
+/// file is opened with `O_NONBLOCK` (which opens a FIFO at once), examined, and refused unless
+/// it is a regular file. Its reads then block as usual: `O_NONBLOCK` is turned off again.
+fn open_regular(path: &Path) -> Result<File, InputError> {
+    let file = open_nonblocking(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(InputError::NotRegular);
+    }
+    set_status_flag(&file, libc::O_NONBLOCK, false)?;
+    Ok(file)
+}
+
+/// Opens `path` to read with `O_NONBLOCK`: opening a FIFO then does not wait for a writer.
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// Whether `file`, a regular file of `meta`, may hold other than `st_size` bytes: it lives
@@ -571,15 +631,16 @@ fn direct_alignment(file: &File) -> Result<u64, String> {
 /// Turns `O_DIRECT` on for an open file; Linux refuses it with `EINVAL` where the file system
 /// cannot (tmpfs).
 fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    set_status_flag(file, libc::O_DIRECT, on)
+}
+
+/// Turns the file status flag `flag` (`O_DIRECT`, `O_NONBLOCK`) on or off for an open file.
+fn set_status_flag(file: &File, flag: libc::c_int, on: bool) -> io::Result<()> {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on our own open descriptor with integer arguments.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFL);
-        let flags = if on {
-            flags | libc::O_DIRECT
-        } else {
-            flags & !libc::O_DIRECT
-        };
+        let flags = if on { flags | flag } else { flags & !flag };
         if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags) != 0 {
             return Err(io::Error::last_os_error());
         }

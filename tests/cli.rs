@@ -323,6 +323,35 @@ fn no_names_prints_the_bare_digest() {
 }
 
 #[test]
+fn zero_ends_each_bare_digest_with_nul() {
+    let dir = tempdir();
+    write(dir.path(), "one", &[0]);
+    write(dir.path(), "empty", b"");
+    run(dir.path(), ["-z", "--no-names", "one", "empty"]).assert(
+        0,
+        &format!("{MTSUM_SHA256_ONE_ZERO_BYTE}\0{MTSUM_SHA256_EMPTY}\0"),
+        "",
+    );
+}
+
+#[test]
+fn a_full_standard_output_is_one_line_without_the_os_error_number() {
+    if !Path::new("/dev/full").exists() {
+        return skip(
+            "a_full_standard_output_is_one_line_without_the_os_error_number",
+            "no /dev/full",
+        );
+    }
+    let dir = tempdir();
+    write(dir.path(), "one", &[0]);
+    let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let mut cmd = StdCommand::new(MTSUM);
+    cmd.arg("one").current_dir(dir.path()).stdout(full);
+    let r = Run::from_output(cmd.output().expect("mtsum starts"));
+    r.assert(1, "", "mtsum: standard output: No space left on device\n");
+}
+
+#[test]
 fn several_files_are_printed_in_command_line_order() {
     let dir = tempdir();
     // The large file first and names out of alphabetical order: the small files finish
@@ -507,6 +536,28 @@ fn merkle_and_rfc6962_on_standard_input_equal_the_files_digest() {
         run_stdin(dir.path(), &args, &data).assert(0, &format!("{from_file}\n"), "");
         let args = [layout, &["-"]].concat();
         run_stdin(dir.path(), &args, &data).assert(0, &format!("{from_file}  -\n"), "");
+    }
+}
+
+#[test]
+fn standard_input_named_twice_gives_its_bytes_to_the_first_dash_and_nothing_to_the_second() {
+    // As `sha256sum - -`: the first `-` reads the stream to its end, the second finds it there.
+    // Several MiB, so that two workers reading it at once would each get a part of it.
+    let dir = tempdir();
+    let data = pattern(30 << 20);
+    write(dir.path(), "data", &data);
+    write(dir.path(), "empty", b"");
+    for layout in [&["-t", "plain"][..], &["-t", "merkle"], &["-t", "mtsum"]] {
+        let from_file = digest_of(dir.path(), layout, "data");
+        let empty = digest_of(dir.path(), layout, "empty");
+        for threads in ["1", "2", "4"] {
+            let args = [layout, &["-p", threads, "-", "-"]].concat();
+            run_stdin(dir.path(), &args, &data).assert(
+                0,
+                &format!("{from_file}  -\n{empty}  -\n"),
+                "",
+            );
+        }
     }
 }
 

@@ -452,6 +452,14 @@ fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
     );
     let (_, err, status) = mtsum(dir.path(), &["--range", "x", "f"], b"");
     assert_eq!(status, 2, "{err}");
+    let (_, err, status) = mtsum(dir.path(), &["--plan", "0", "f"], b"");
+    assert_eq!(
+        (status, err.as_str()),
+        (
+            2,
+            "mtsum: invalid value '0' for '--plan <N>': the number of ranges must be at least 1 (try 'mtsum --help')\n"
+        )
+    );
     let (_, err, status) = mtsum(dir.path(), &["--plan", "2", "f", "f"], b"");
     assert_eq!(
         (status, err.as_str()),

@@ -492,11 +492,15 @@ proptest! {
 // The command line
 // ---------------------------------------------------------------------------------------------
 
-/// Runs mtsum in `dir`: exit code, stdout, stderr.
+/// No run may take this long: a hang fails instead.
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs mtsum in `dir`: exit code (-1 when killed, by the [`TIMEOUT`] say), stdout, stderr.
 fn mtsum(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(common::MTSUM)
+    let out = assert_cmd::Command::new(common::MTSUM)
         .args(args)
         .current_dir(dir)
+        .timeout(TIMEOUT)
         .output()
         .expect("mtsum runs");
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
@@ -650,6 +654,24 @@ fn errors_suggest_only_what_works_and_name_what_was_wrong() {
     );
     let (code, out, _) = mtsum(p, &["-c", "-t", "s3", "-a", "crc32c", "sums"]);
     assert_eq!((code, out.as_str()), (0, "f: OK\n"));
+}
+
+#[test]
+fn part_size_auto_fails_an_empty_file_listed_with_a_value_of_several_parts() {
+    // No part size gives an empty object two parts: the line fails at once.
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "empty0", b"");
+    let etag = "d41d8cd98f00b204e9800998ecf8427e";
+    for parts in ["2", "3", "10000"] {
+        write_file(p, "sums", format!("{etag}-{parts}  empty0\n").as_bytes());
+        let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+        assert_eq!(
+            (code, out.as_str()),
+            (1, "empty0: FAILED\n"),
+            "{parts} parts: {err}"
+        );
+    }
 }
 
 #[test]

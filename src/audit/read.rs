@@ -267,7 +267,8 @@ pub fn hash_file(
     io: &Io,
     limiter: Option<&RateLimiter>,
 ) -> Result<Hashed, InputError> {
-    let target = Target::Path(path.to_path_buf());
+    // Audited files are regular files: one replaced by a FIFO is refused, not waited for.
+    let target = Target::File(path.to_path_buf());
     match Input::open_with(&target, io.read_mode)? {
         Input::Sized(file) => match hash_sized(&file, want, io, limiter) {
             // A file system that misreports the size: the file is read again, to its end.

@@ -92,9 +92,9 @@ pub(super) fn run(
 /// more than they gain), else `None`: one per core.
 fn default_readers(targets: &[Target]) -> Option<std::num::NonZeroUsize> {
     use std::os::unix::fs::MetadataExt;
-    let spins = targets.iter().any(|t| match t {
-        Target::Path(p) => fs::metadata(p).is_ok_and(|m| plan::is_rotational(m.dev())),
-        Target::Stdin => false,
+    let spins = targets.iter().any(|t| {
+        t.path()
+            .is_some_and(|p| fs::metadata(p).is_ok_and(|m| plan::is_rotational(m.dev())))
     });
     spins.then_some(std::num::NonZeroUsize::MIN)
 }
@@ -252,7 +252,7 @@ impl Planner<'_> {
 
     fn plan(&mut self, arg: &Target, walked: Walked) {
         let path = match walked {
-            Walked::Input(Target::Path(path)) => path,
+            Walked::Input(Target::Path(path) | Target::File(path)) => path,
             Walked::Input(Target::Stdin) => return self.unreadable("-".into(), FileError::Stdin),
             Walked::Skipped { path, reason } => return self.pass(Item::Skipped { path, reason }),
             Walked::Error { path, error } => {
@@ -285,7 +285,7 @@ impl Planner<'_> {
             return self.unreadable(path, InputError::IsADirectory);
         }
         if !meta.is_file() {
-            return self.unreadable(path, FileError::NotRegular);
+            return self.unreadable(path, InputError::NotRegular);
         }
         let mut shared = self.shared.borrow_mut();
         if shared.store.is_own(&path, &meta) {
@@ -361,8 +361,8 @@ impl Planner<'_> {
             migrate_to,
             has_outboard: entry.has_outboard,
             repairing: entry.repairing,
-            copy: match (&self.options.repair_from, arg) {
-                (Some(dir), Target::Path(arg)) => repair::copy_path(dir, arg, &path),
+            copy: match (&self.options.repair_from, arg.path()) {
+                (Some(dir), Some(arg)) => repair::copy_path(dir, arg, &path),
                 _ => None,
             },
         };
@@ -384,7 +384,7 @@ impl Planner<'_> {
 
     /// Queues the records below `arg` that its walk did not meet.
     fn report_missing(&mut self, arg: &Target) {
-        let Target::Path(arg) = arg else {
+        let Some(arg) = arg.path() else {
             return;
         };
         let unwalked = std::mem::take(&mut self.unwalked);

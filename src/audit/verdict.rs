@@ -216,8 +216,6 @@ pub enum FileError {
     /// Opening, reading or examining the file failed, or it changed while being read.
     #[error("{0}")]
     Input(#[from] InputError),
-    #[error("not a regular file")]
-    NotRegular,
     /// The walk listed it, and then it was gone.
     #[error("vanished during the audit")]
     Vanished,

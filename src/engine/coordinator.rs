@@ -186,12 +186,7 @@ where
                 fold: None,
             };
             self.pending.insert(index, pending);
-            batch.push(Opening {
-                input: index,
-                target,
-                request,
-                slice: task.slice,
-            });
+            batch.push(Opening::new(index, target, request, task.slice));
         }
         batch
     }

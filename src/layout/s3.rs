@@ -307,4 +307,33 @@ mod tests {
             assert!(c.iter().all(|p| p.parts(n) == parts), "{n} {parts}");
         }
     }
+
+    #[test]
+    fn candidates_walk_only_the_sizes_s3_accepts_whatever_the_object_and_count() {
+        // An empty object of 2 or more parts wrapped `n - 1` around; a huge object of 2 parts
+        // would walk its whole range of sizes. A hang fails after a generous wait.
+        let cases = [
+            (0, 2),
+            (0, 10_000),
+            (0, u64::MAX),
+            (1, 2),
+            (u64::MAX, 2),
+            (u64::MAX, 3),
+            (u64::MAX, u64::MAX),
+            (1 << 62, 2),
+            (10 * PartSize::MAX, 2),
+        ];
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, count) in cases {
+                tx.send(PartSize::candidates(n, Some(count))).unwrap();
+            }
+        });
+        for (n, count) in cases {
+            let got = rx.recv_timeout(std::time::Duration::from_secs(60));
+            let sizes = got.unwrap_or_else(|e| panic!("{n} bytes in {count} parts: {e}"));
+            // None of them has that many parts of 5 MiB to 5 GiB.
+            assert_eq!(sizes, [], "{n} bytes in {count} parts");
+        }
+    }
 }

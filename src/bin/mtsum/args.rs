@@ -119,7 +119,8 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["check", "json", "graph", "no_names"])]
     tag: bool,
 
-    /// End each line with NUL instead of newline, and do not escape names.
+    /// End each line (each bare digest with --no-names) with NUL instead of newline, and do
+    /// not escape names.
     #[arg(short = 'z', long = "zero", conflicts_with_all = ["check", "json", "graph"])]
     zero: bool,
 
@@ -294,7 +295,7 @@ pub struct Args {
 
     /// Print at most N byte ranges START-END of the file, about equal and on subtree
     /// boundaries, to hash apart with --range and join with --combine.
-    #[arg(long, value_name = "N", conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    #[arg(long, value_name = "N", value_parser = parse_ranges, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
     plan: Option<NonZeroUsize>,
 
     /// Hash bytes START-END (a range of --plan) of the file and print a partial line.
@@ -344,13 +345,25 @@ fn parse_part_size(s: &str) -> Result<PartSizeArg, String> {
 const MAX_PROCESSORS: usize = 1024;
 
 fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
-    let n: usize = s
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of processors"))?;
-    if n > MAX_PROCESSORS {
+    let n = parse_count(s, "processors")?;
+    if n.get() > MAX_PROCESSORS {
         return Err(format!("at most {MAX_PROCESSORS} processors"));
     }
-    NonZeroUsize::new(n).ok_or_else(|| "the number of processors must be at least 1".to_string())
+    Ok(n)
+}
+
+/// `--plan N`.
+fn parse_ranges(s: &str) -> Result<NonZeroUsize, String> {
+    parse_count(s, "ranges")
+}
+
+/// A count of `what` that must be at least 1, with a message that says what it counts
+/// (clap's own for `NonZeroUsize` speaks of types).
+fn parse_count(s: &str, what: &str) -> Result<NonZeroUsize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of {what}"))?;
+    NonZeroUsize::new(n).ok_or_else(|| format!("the number of {what} must be at least 1"))
 }
 
 /// `START-END`, two byte offsets.
@@ -452,7 +465,6 @@ pub enum RangeStep {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
     Line(Format, Terminator),
-    BareDigest,
     Json,
     Graph,
 }
@@ -589,7 +601,7 @@ impl Output {
             false => Terminator::Newline,
         };
         if args.no_names {
-            Output::BareDigest
+            Output::Line(Format::Bare, terminator)
         } else if args.tag {
             Output::Line(Format::Tag, terminator)
         } else {

@@ -67,7 +67,7 @@ pub fn encoded(root: Root, encoding: Option<Encoding>) -> Root {
 }
 
 /// The line of a root as hash mode and `--combine` print it: a checksum line, or the value
-/// alone (`--no-names`).
+/// alone (`--no-names`, [`sumfile::Format::Bare`]).
 ///
 /// # Panics
 /// For the outputs that are not one line per root (`--json`, `-g`).
@@ -79,7 +79,6 @@ pub fn root_line(
     name: &[u8],
 ) -> Vec<u8> {
     match output {
-        Output::BareDigest => format!("{root}\n").into_bytes(),
         Output::Line(format, terminator) => {
             sumfile::format_line(format, terminator, layout, alg, root, name)
         }

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use console::Term;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mtsum::source::Target;
 use mtsum::walk::Walked;
 
 use crate::args::When;
@@ -152,8 +151,10 @@ pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> Option<(
     let mut counts = (0, 0);
     for item in items {
         let metadata = match item.borrow() {
-            Walked::Input(Target::Stdin) => return None,
-            Walked::Input(Target::Path(p)) => std::fs::metadata(p),
+            Walked::Input(target) => match target.path() {
+                Some(p) => std::fs::metadata(p),
+                None => return None,
+            },
             Walked::Error { .. } | Walked::Skipped { .. } => continue,
         };
         match metadata {

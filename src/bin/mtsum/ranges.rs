@@ -168,10 +168,10 @@ fn split_name(line: &[u8]) -> (&[u8], &[u8]) {
 
 fn read(target: &Target) -> io::Result<Vec<u8>> {
     match target {
-        Target::Path(path) => std::fs::read(path),
+        Target::Path(path) | Target::File(path) => std::fs::read(path),
         Target::Stdin => {
             let mut text = Vec::new();
-            mtsum::source::stdin_file()?.read_to_end(&mut text)?;
+            mtsum::source::stdin()?.read_to_end(&mut text)?;
             Ok(text)
         }
     }

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use mtsum::engine::Engine;
 use mtsum::report;
+use mtsum::source::os_message;
 
 use crate::args::Common;
 use crate::progress::{self, Progress};
@@ -145,7 +146,7 @@ impl Printer {
     pub fn stdout_failed(&self, error: &io::Error) {
         if !self.broken() {
             self.broken.set(true);
-            let line = format!("mtsum: standard output: {error}\n");
+            let line = format!("mtsum: standard output: {}\n", os_message(error));
             let _ = self.progress.write(&mut io::stderr(), line.as_bytes());
         }
         self.fail();
