@@ -54,8 +54,8 @@ fn leaf_size(leaf: Option<&Bound<'_, PyAny>>) -> PyResult<Option<LeafSize>> {
     match n.extract::<u64>() {
         Ok(bytes) => LeafSize::new(bytes)
             .map(Some)
-            .ok_or_else(|| value_error(LeafSizeError::Zero(n.to_string()))),
-        Err(_) => Err(value_error(LeafSizeError::Syntax(n.to_string()))),
+            .ok_or_else(|| value_error(LeafSizeError::Zero(n.to_string(), "leaf size"))),
+        Err(_) => Err(value_error(LeafSizeError::Syntax(n.to_string(), "leaf size"))),
     }
 }
 
@@ -263,10 +263,7 @@ fn sum_files(
 }
 
 fn target_path(target: &Target) -> &std::path::Path {
-    match target {
-        Target::Path(p) => p,
-        Target::Stdin => std::path::Path::new("-"),
-    }
+    target.path().unwrap_or(std::path::Path::new("-"))
 }
 
 /// At most `parts` byte ranges `(start, end)` that cover a file of `size` bytes.
