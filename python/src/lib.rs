@@ -55,7 +55,10 @@ fn leaf_size(leaf: Option<&Bound<'_, PyAny>>) -> PyResult<Option<LeafSize>> {
         Ok(bytes) => LeafSize::new(bytes)
             .map(Some)
             .ok_or_else(|| value_error(LeafSizeError::Zero(n.to_string(), "leaf size"))),
-        Err(_) => Err(value_error(LeafSizeError::Syntax(n.to_string(), "leaf size"))),
+        Err(_) => Err(value_error(LeafSizeError::Syntax(
+            n.to_string(),
+            "leaf size",
+        ))),
     }
 }
 
