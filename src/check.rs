@@ -7,9 +7,10 @@
 //! tasks: each sum file's summary is printed right after its last verdict, as coreutils does.
 //!
 //! Standard input is read once, front to back, as coreutils reads it: the first use (a sum
-//! file `-`, or a line naming `-`) gets its bytes, and a later use finds it at its end. A line
-//! naming `-` is hashed on a worker while the next lines are read, so once stdin has been given
-//! to one, later uses are handed an empty input instead of racing it for the rest.
+//! file `-`, or a line naming `-`) gets its bytes, and a later use finds it at its end
+//! ([`source::stdin`](crate::source::stdin), which the engine claims for a line naming `-` as
+//! it takes the line, in order, so that a sum file `-` read later gets nothing rather than
+//! racing the worker that hashes it).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -18,10 +19,10 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStringExt;
 
 use crate::algorithm::Algorithm;
-use crate::engine::{Engine, Request, Task};
+use crate::engine::{Engine, FileDigest, Request, Sink, Task};
 use crate::layout::{Layout, Root};
 use crate::report::error_line;
-use crate::source::{InputError, Target};
+use crate::source::{self, InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
 
 /// How much `-c` prints.
@@ -72,9 +73,21 @@ impl Untagged {
         (alg.digest_len() == len).then_some((self.layout, alg))
     }
 
+    /// For an untagged value of `len` bytes that only CRCs have (which are checked only when
+    /// `-a` names one, see [`Untagged::spec`]): the `-a` choices it may be, `crc32 or crc32c`.
+    fn crc_hint(&self, len: usize) -> Option<String> {
+        let fits = sumfile::algorithms_with_digest_len(len);
+        let only_crcs = !fits.is_empty() && fits.iter().all(|a| a.is_crc());
+        (self.algorithm.is_none() && only_crcs).then(|| {
+            let names: Vec<&str> = fits.iter().map(|a| a.name()).collect();
+            names.join(" or ")
+        })
+    }
+
     /// The word `--warn` uses for a checksum line: `SHA256`, `MTSUM-SHA256`.
     fn tag(&self) -> String {
-        sumfile::tag(self.layout, self.algorithm.unwrap_or(Algorithm::Sha256))
+        let alg = self.algorithm.unwrap_or(self.layout.default_algorithm());
+        sumfile::tag(self.layout, alg)
     }
 }
 
@@ -113,7 +126,6 @@ pub fn check(
         parser: Parser::new(Terminator::Newline),
         untagged: options.untagged,
         queue: VecDeque::new(),
-        stdin_hashed: false,
     };
     let mut verdicts = Verdicts {
         options,
@@ -127,7 +139,7 @@ pub fn check(
         untagged_matches: 0,
         tries: Tries::default(),
     };
-    engine.run(lines, |item, result| verdicts.on(item, result));
+    engine.run_to(lines, &mut verdicts);
     if let Some(e) = verdicts.io_error {
         return Err(e);
     }
@@ -136,10 +148,14 @@ pub fn check(
     let all_failed = n > 0 && verdicts.untagged_matches == 0;
     if options.hint_untagged_layout && all_failed && options.verbosity != Verbosity::Status {
         let layout = options.untagged.layout;
-        let lines = if n == 1 { "line" } else { "lines" };
+        let (lines, were) = if n == 1 {
+            ("line", "was")
+        } else {
+            ("lines", "were")
+        };
         writeln!(
             verdicts.err,
-            "mtsum: note: untagged {lines} were checked with the {layout} layout; \
+            "mtsum: note: untagged {lines} {were} checked with the {layout} layout; \
              use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum"
         )?;
     }
@@ -166,8 +182,13 @@ enum Item {
         /// With `--part-size auto`: the part size this hash tries.
         attempt: Option<Attempt>,
     },
-    /// Line `line` (1-based) of sum file `file` is not a checksum line.
-    Improper { file: usize, line: u64 },
+    /// Line `line` (1-based) of sum file `file` is not a checksum line; `crc`: it would be
+    /// one of these CRCs, named with `-a` ([`Untagged::crc_hint`]).
+    Improper {
+        file: usize,
+        line: u64,
+        crc: Option<String>,
+    },
     /// Sum file `file` could not be opened (`error`), or failed while being read (`None`:
     /// coreutils then says only `read error`).
     Unreadable {
@@ -192,7 +213,7 @@ struct Attempt {
 /// (none for standard input or a file that cannot be read, which is then hashed once and
 /// reported as usual).
 fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout> {
-    let Target::Path(path) = target else {
+    let Some(path) = target.path() else {
         return Vec::new();
     };
     let Ok(meta) = std::fs::metadata(path) else {
@@ -219,8 +240,6 @@ struct Lines {
     parser: Parser,
     untagged: Untagged,
     queue: VecDeque<Task<Item>>,
-    /// A line naming `-` has been handed to the engine, which reads standard input to its end.
-    stdin_hashed: bool,
 }
 
 impl Iterator for Lines {
@@ -233,7 +252,7 @@ impl Iterator for Lines {
             }
             let Some(current) = &mut self.current else {
                 let (index, target) = self.files.pop_front()?;
-                match open_sum_file(&target, self.stdin_hashed) {
+                match open_sum_file(&target) {
                     Ok(reader) => {
                         let is_stdin = target == Target::Stdin;
                         self.current = Some(SumFile {
@@ -291,6 +310,7 @@ impl Lines {
             Task::pass(Item::Improper {
                 file,
                 line: line_no,
+                crc: None,
             })
         };
         let entry = match self.parser.parse_line(line) {
@@ -302,21 +322,20 @@ impl Lines {
             .spec
             .or_else(|| self.untagged.spec(entry.expected.digest().as_bytes().len()));
         let Some((layout, alg)) = spec else {
-            return Some(improper());
+            let crc = self
+                .untagged
+                .crc_hint(entry.expected.digest().as_bytes().len());
+            return Some(Task::pass(Item::Improper {
+                file,
+                line: line_no,
+                crc,
+            }));
         };
         // Standard input cannot be both the sum file and a file listed in it.
         if from_stdin && entry.name == b"-" {
             return Some(improper());
         }
-        let mut target = Target::from_arg(OsString::from_vec(entry.name.clone()));
-        if target == Target::Stdin {
-            if self.stdin_hashed {
-                // An earlier line is reading standard input to its end.
-                target = Target::Path(EMPTY_INPUT.into());
-            }
-            // Every layout reads it (one that needs the length, to learn it).
-            self.stdin_hashed = true;
-        }
+        let target = Target::from_arg(OsString::from_vec(entry.name.clone()));
         let tagged = entry.spec.is_some();
         let guesses = match self.untagged.auto_part_size && !tagged {
             true => size_guesses(layout, &target, &entry.expected),
@@ -351,15 +370,11 @@ impl Lines {
     }
 }
 
-/// What a line naming `-` reads once standard input has been read to its end.
-const EMPTY_INPUT: &str = "/dev/null";
-
 /// Opens a sum file; standard input that a line naming `-` reads is empty by then.
-fn open_sum_file(target: &Target, stdin_hashed: bool) -> io::Result<Box<dyn BufRead>> {
+fn open_sum_file(target: &Target) -> io::Result<Box<dyn BufRead>> {
     Ok(match target {
-        Target::Stdin if stdin_hashed => Box::new(io::empty()),
-        Target::Stdin => Box::new(BufReader::new(io::stdin())),
-        Target::Path(p) => Box::new(BufReader::new(File::open(p)?)),
+        Target::Stdin => Box::new(BufReader::new(source::stdin()?)),
+        Target::Path(p) | Target::File(p) => Box::new(BufReader::new(File::open(p)?)),
     })
 }
 
@@ -373,6 +388,8 @@ struct Tally {
     unreadable: u64,
     /// The sum file itself could not be read.
     failed: bool,
+    /// The CRCs an improper line's value may be, if it is one (said once, at the end).
+    crc: Option<String>,
 }
 
 /// Prints verdicts and summaries in order, and keeps the overall result.
@@ -396,9 +413,25 @@ struct Verdicts<'a> {
 struct Tries {
     /// The first layout (size) whose value matched.
     matched: Option<Layout>,
-    /// Some attempt hashed the file (so a miss is a mismatch, not an unreadable file).
-    hashed: bool,
+    /// The attempts that hashed the file: a miss after any is a mismatch, not an unreadable
+    /// file, and its verdict says how many sizes were tried.
+    hashed: usize,
     error: Option<InputError>,
+}
+
+impl Sink<Item> for &mut Verdicts<'_> {
+    fn take(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) {
+        self.on(item, result);
+    }
+
+    /// Verdicts written to a buffer reach it while a later line's file blocks.
+    fn idle(&mut self) {
+        if self.io_error.is_none()
+            && let Err(e) = self.out.flush()
+        {
+            self.io_error = Some(e);
+        }
+    }
 }
 
 impl Verdicts<'_> {
@@ -430,11 +463,12 @@ impl Verdicts<'_> {
                     Err(e) => Err(e),
                 };
                 let mut ok_text = String::from(": OK\n");
+                let mut failed_text = String::from(": FAILED\n");
                 if let Some(attempt) = attempt {
                     let tries = &mut self.tries;
                     match matched {
                         Ok(true) => _ = tries.matched.get_or_insert(attempt.layout),
-                        Ok(false) => tries.hashed = true,
+                        Ok(false) => tries.hashed += 1,
                         Err(e) => _ = tries.error.get_or_insert(e),
                     }
                     if !attempt.last {
@@ -447,8 +481,13 @@ impl Verdicts<'_> {
                             ok_text = format!(": OK (--part-size {size})\n");
                             Ok(true)
                         }
-                        (None, true, _) | (None, false, None) => Ok(false),
-                        (None, false, Some(e)) => Err(e),
+                        (None, 0, Some(e)) => Err(e),
+                        (None, hashed, _) => {
+                            if hashed > 1 {
+                                failed_text = format!(": FAILED ({hashed} part sizes tried)\n");
+                            }
+                            Ok(false)
+                        }
                     };
                 }
                 self.tally.proper += 1;
@@ -464,7 +503,7 @@ impl Verdicts<'_> {
                     Ok(false) => {
                         self.tally.mismatched += 1;
                         self.untagged_mismatches += u64::from(!tagged);
-                        b": FAILED\n"
+                        failed_text.as_bytes()
                     }
                     Err(InputError::Io(e))
                         if self.options.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
@@ -483,13 +522,17 @@ impl Verdicts<'_> {
                     self.out.write_all(&line)?;
                 }
             }
-            Item::Improper { file, line } => {
+            Item::Improper { file, line, crc } => {
                 self.tally.improper += 1;
                 if self.options.warn {
                     let tag = self.options.untagged.tag();
-                    let cause = format!("{line}: improperly formatted {tag} checksum line");
+                    let mut cause = format!("{line}: improperly formatted {tag} checksum line");
+                    if let Some(crc) = &crc {
+                        cause += &format!(" (a {crc} value needs -a)");
+                    }
                     self.err.write_all(&error_line(&self.names[file], &cause))?;
                 }
+                self.tally.crc = self.tally.crc.take().or(crc);
             }
             Item::Unreadable { file, error } => {
                 self.tally.failed = true;
@@ -516,8 +559,11 @@ impl Verdicts<'_> {
         }
         let name = &self.names[file];
         if t.proper == 0 {
-            let msg = error_line(name, &"no properly formatted checksum lines found");
-            return self.err.write_all(&msg);
+            let mut cause = String::from("no properly formatted checksum lines found");
+            if let Some(crc) = &t.crc {
+                cause += &format!(" (untagged CRC lines need -a: {crc})");
+            }
+            return self.err.write_all(&error_line(name, &cause));
         }
         if self.options.verbosity == Verbosity::Status {
             return Ok(());

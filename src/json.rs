@@ -73,13 +73,13 @@ pub fn verdict(name: &[u8], v: &Verdict) -> Vec<u8> {
         o.insert("mtime".into(), stamp.mtime.to_string().into());
     }
     if let Some(r) = &v.current {
-        insert_digest(&mut o, r.layout, r.algorithm, &r.digest);
+        insert_digest(&mut o, r.layout, r.algorithm, &r.value);
     }
     match &v.prior {
         Prior::None => {}
         Prior::Record(r) => {
             o.insert("record".into(), r.tag().into());
-            o.insert("expected".into(), r.digest.to_hex().into());
+            o.insert("expected".into(), r.value.to_string().into());
             o.insert("recorded_size".into(), r.stamp.len.into());
             o.insert("recorded_mtime".into(), r.stamp.mtime.to_string().into());
         }

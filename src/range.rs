@@ -58,10 +58,21 @@ pub struct Spec {
     pub size: u64,
 }
 
+/// The most jobs a plan of ranges makes (about 32 bytes each, so 512 MiB): 64 TiB in the
+/// finest jobs (4 MiB, of `merkle` and plain BLAKE3), 1 PiB and more of `mtsum`. A size is
+/// a number anyone can write (`plan(2**63)`, a forged partial line), and its jobs are made
+/// in memory: beyond this they are refused before they are made, instead of exhausting it.
+pub const MAX_JOBS: u64 = 1 << 24;
+
 impl Spec {
-    /// The jobs of the file, in order: the independent byte ranges of [`Layout::plan`].
-    fn jobs(self) -> Vec<(Range<u64>, JobKind)> {
-        self.layout.plan(self.algorithm, self.size, false)
+    /// The jobs of the file, in order: the independent byte ranges of [`Layout::plan`], if
+    /// there are at most [`MAX_JOBS`].
+    fn jobs(self) -> Result<Vec<(Range<u64>, JobKind)>, RangeError> {
+        let jobs = self.layout.job_count(self.algorithm, self.size);
+        if jobs > MAX_JOBS {
+            return Err(RangeError::TooLarge { spec: self, jobs });
+        }
+        Ok(self.layout.plan(self.algorithm, self.size, false))
     }
 }
 
@@ -78,6 +89,8 @@ impl fmt::Display for Spec {
 pub enum RangeError {
     #[error("the number of parts must be at least 1")]
     NoParts,
+    #[error("{spec} is too large to plan: {jobs} jobs, at most {MAX_JOBS}")]
+    TooLarge { spec: Spec, jobs: u64 },
     #[error(
         "bytes {start}-{end} are not a range of the plan of {spec}: a range starts and ends at 0, the size or a job boundary (see plan)"
     )]
@@ -197,7 +210,7 @@ fn jobs_of_range<'a>(
 /// range (each a node of the whole file's tree), for the other layouts the jobs of
 /// [`Layout::plan`] in the range.
 pub fn nodes(spec: Spec, range: Range<u64>) -> Result<Vec<Range<u64>>, RangeError> {
-    node_ranges(spec, &spec.jobs(), &range)
+    node_ranges(spec, &spec.jobs()?, &range)
 }
 
 /// [`nodes`] with the plan made once.
@@ -263,7 +276,7 @@ pub fn plan(spec: Spec, parts: usize) -> Result<Vec<Range<u64>>, RangeError> {
         return Err(RangeError::NoParts);
     }
     let mut cuts: Vec<u64> = spec
-        .jobs()
+        .jobs()?
         .into_iter()
         .map(|(r, _)| r.start)
         .filter(|&s| s > 0 && s < spec.size)
@@ -303,7 +316,7 @@ pub fn hash_range(
     spec: Spec,
     range: Range<u64>,
 ) -> Result<Result<Partial, InputError>, RangeError> {
-    let plan = spec.jobs();
+    let plan = spec.jobs()?;
     let mine = jobs_of_range(spec, &plan, &range)?;
     let request = Request::new(spec.layout, spec.algorithm);
     let hashed = match engine.hash_jobs_in(&request, target, spec.size, range.clone()) {
@@ -354,7 +367,7 @@ pub fn combine(partials: impl IntoIterator<Item = Partial>) -> Result<Root, Rang
         return Err(RangeError::Mixed(spec, other.spec));
     }
     partials.sort_by_key(|p| (p.range.start, p.range.end));
-    let jobs = spec.jobs();
+    let jobs = spec.jobs()?;
     let mut combiner = spec.layout.combiner(spec.algorithm);
     let mut index = 0;
     let mut last: Option<&Partial> = None;

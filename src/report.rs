@@ -10,9 +10,9 @@ use crate::source::Target;
 /// The name of `target` as raw bytes: paths are printed byte for byte, as coreutils does, even
 /// when they are not valid UTF-8.
 pub fn name_bytes(target: &Target) -> &[u8] {
-    match target {
-        Target::Path(p) => p.as_os_str().as_bytes(),
-        Target::Stdin => b"-",
+    match target.path() {
+        Some(p) => p.as_os_str().as_bytes(),
+        None => b"-",
     }
 }
 

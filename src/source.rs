@@ -34,7 +34,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 /// Why one input could not be hashed. The message is the part after `mtsum: NAME: `.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +45,10 @@ pub enum InputError {
     /// A directory was named without asking for recursion.
     #[error("Is a directory")]
     IsADirectory,
+    /// A [`Target::File`] (or a file being audited) that is not a regular file: the walk found
+    /// one, and something else took its place before it was opened.
+    #[error("not a regular file")]
+    NotRegular,
     /// The size or modification time moved while the file was read, or the file ended early.
     #[error("changed while being read")]
     Changed,
@@ -88,7 +92,7 @@ pub enum InputError {
 
 /// An I/O error as coreutils prints it: `No such file or directory`, without Rust's
 /// ` (os error 2)` suffix.
-fn os_message(e: &io::Error) -> String {
+pub fn os_message(e: &io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(i) if e.raw_os_error().is_some() => text[..i].to_string(),
@@ -96,10 +100,47 @@ fn os_message(e: &io::Error) -> String {
     }
 }
 
+/// Standard input as a file of its own (a duplicate of its descriptor), to read it through:
+/// every read error is reported, where `io::stdin()` reads a descriptor failing with EBADF as
+/// empty (the `mtsum` command keeps a standard input that was closed at start-up failing so,
+/// as coreutils finds it), and nothing is kept in a buffer of `io::stdin()`'s.
+pub fn stdin_file() -> io::Result<File> {
+    use std::os::fd::AsFd;
+    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
+}
+
+/// Claims standard input, which is read once front to back as coreutils reads it: the first
+/// claim in the process gets its bytes, every later one finds it at its end, as if it came
+/// after the first had read it all. Handing each use standard input itself instead would let
+/// two workers read the one stream at once, each hashing whichever bytes it happened to get
+/// (`mtsum - -`). The claim is process-wide because file descriptor 0 is; callers that open
+/// uses on several threads claim in the order of the uses (the engine does it as it takes
+/// tasks), not in the order the threads get to them.
+fn claim_stdin() -> bool {
+    static CLAIMED: AtomicBool = AtomicBool::new(false);
+    !CLAIMED.swap(true, Ordering::Relaxed)
+}
+
+/// Standard input to read as a stream, claimed ([`claim_stdin`]): its bytes the first time
+/// in the process, nothing after that.
+pub fn stdin() -> io::Result<Box<dyn Read + Send>> {
+    Ok(match claim_stdin() {
+        true => Box::new(stdin_file()?),
+        false => Box::new(io::empty()),
+    })
+}
+
 /// What the user asked to hash: a path, or standard input (`-`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
+    /// A path named by the user: whatever it is, it is opened as `sha256sum` opens it, so a
+    /// FIFO is read once some process writes to it.
     Path(PathBuf),
+    /// A path that must be a regular file, as the walk found it below a directory: it is
+    /// opened without waiting, and anything else found there by then is refused with
+    /// [`InputError::NotRegular`]. A FIFO put in its place would otherwise block the open
+    /// until some process wrote to it, which may be never.
+    File(PathBuf),
     Stdin,
 }
 
@@ -116,9 +157,17 @@ impl Target {
 
     /// The name to print: the path as given, or `-`.
     pub fn display_name(&self) -> std::borrow::Cow<'_, str> {
+        match self.path() {
+            Some(p) => p.to_string_lossy(),
+            None => "-".into(),
+        }
+    }
+
+    /// The path, or `None` for standard input.
+    pub fn path(&self) -> Option<&Path> {
         match self {
-            Target::Path(p) => p.to_string_lossy(),
-            Target::Stdin => "-".into(),
+            Target::Path(p) | Target::File(p) => Some(p),
+            Target::Stdin => None,
         }
     }
 }
@@ -292,9 +341,11 @@ enum End {
 }
 
 impl Input {
-    /// Opens standard input as a stream.
-    pub fn stdin() -> Input {
-        Input::Stream(Box::new(io::stdin()))
+    /// Opens standard input, claimed ([`claim_stdin`]): as a file when it is one read from
+    /// its start (`< file`), as a stream otherwise, and as an empty stream after the first
+    /// claim in the process.
+    pub fn stdin() -> Result<Input, InputError> {
+        Input::open(&Target::Stdin)
     }
 
     /// Opens `target` for reads through the page cache: a regular file or block device
@@ -307,23 +358,47 @@ impl Input {
     /// Opens `target` as [`Input::open`] does, to be read with `mode` if it is sized. A mode
     /// that the file refuses falls back (see [`SizedFile::fallback`]); it is never an error.
     pub fn open_with(target: &Target, mode: ReadMode) -> Result<Input, InputError> {
-        Input::open_with_known(target, mode, &mut FileSystems::default())
+        Input::open_with_known(target, mode, &mut FileSystems::default(), &mut || {})
     }
 
     /// Opens `target` as [`Input::open_with`] does, asking what its file system is only if it
     /// is not the one `known` last met: one `fstatfs` per file system instead of one per file
-    /// for whoever opens many files.
+    /// for whoever opens many files. `before_waiting` is called before waiting for a FIFO's
+    /// writer (see [`open_for_reading`]).
     pub(crate) fn open_with_known(
         target: &Target,
         mode: ReadMode,
         known: &mut FileSystems,
+        before_waiting: &mut dyn FnMut(),
     ) -> Result<Input, InputError> {
-        let path = match target {
-            Target::Stdin => return Ok(Input::stdin()),
-            Target::Path(p) => p,
+        let (file, meta, mode) = match target {
+            Target::Stdin if !claim_stdin() => return Ok(Input::Stream(Box::new(io::empty()))),
+            Target::Stdin => {
+                let file = stdin_file()?;
+                let meta = file.metadata()?;
+                let ft = meta.file_type();
+                // Redirected from a file (`mtsum < file`), standard input is hashed as that
+                // file is, by positioned reads, when it is read from the start: a file past
+                // what a stream may hold is then no error. From elsewhere (after `head -c 10`
+                // read some) it is read as a stream, from where it stands, as coreutils does.
+                // Only positioned reads: its open file is shared with whoever handed it over,
+                // so no flag (O_DIRECT) of ours may be set on it.
+                let sized = ft.is_file() || ft.is_block_device();
+                if !sized || io::Seek::stream_position(&mut &file)? != 0 {
+                    return Ok(Input::Stream(Box::new(file)));
+                }
+                (file, meta, ReadMode::Pread)
+            }
+            Target::Path(p) => {
+                let (file, meta) = open_for_reading(p, before_waiting)?;
+                (file, meta, mode)
+            }
+            Target::File(p) => {
+                let file = open_regular(p)?;
+                let meta = file.metadata()?;
+                (file, meta, mode)
+            }
         };
-        let file = File::open(path)?;
-        let meta = file.metadata()?;
         let ft = meta.file_type();
         if ft.is_dir() {
             return Err(InputError::IsADirectory);
@@ -354,6 +429,83 @@ impl Input {
         }
         Ok(Input::Stream(Box::new(file)))
     }
+}
+
+/// Opens `path` to read, and its metadata. Opening a FIFO waits for a writer, for as long as
+/// that takes (as `cat fifo` does); so may opening a file another process holds a lease on.
+/// Then `before_waiting` is called first, so that a caller holding finished results (a
+/// reader's batch of small files) hands them on instead of keeping them while it waits.
+///
+/// The file is opened without waiting (`O_NONBLOCK`), which costs nothing more: Linux ignores
+/// the flag when reading regular files and block devices, so it stays on them; a stream gets
+/// blocking reads. A FIFO is waited for on the descriptor already open, not opened again: a
+/// writer let in by the first open could otherwise write, close and leave before a second
+/// open, which would then wait for a writer that never comes.
+fn open_for_reading(
+    path: &Path,
+    before_waiting: &mut dyn FnMut(),
+) -> io::Result<(File, std::fs::Metadata)> {
+    let file = match open_nonblocking(path) {
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => {
+            before_waiting();
+            File::open(path)?
+        }
+        opened => opened?,
+    };
+    let meta = file.metadata()?;
+    let ft = meta.file_type();
+    if ft.is_file() || ft.is_block_device() || ft.is_dir() {
+        return Ok((file, meta));
+    }
+    if ft.is_fifo() {
+        before_waiting();
+        wait_for_writer(&file)?;
+    }
+    set_status_flag(&file, libc::O_NONBLOCK, false)?;
+    Ok((file, meta))
+}
+
+/// Waits until the FIFO open on `file` has bytes to read or a writer came and left (its end):
+/// what a blocking open and the first read would wait for. A blocking read alone would not
+/// wait: with no writer yet it finds the end at once.
+fn wait_for_writer(file: &File) -> io::Result<()> {
+    let mut fd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: poll reads and writes the one pollfd we own, for the length we give.
+        if unsafe { libc::poll(&mut fd, 1, -1) } >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Opens `path` if it is a regular file, without waiting: a file the walk found may have been
+/// replaced by a FIFO since, whose `open` would wait for a writer that may never come. So the
+/// file is opened with `O_NONBLOCK` (which opens a FIFO at once), examined, and refused unless
+/// it is a regular file. Its reads then block as usual: `O_NONBLOCK` is turned off again.
+fn open_regular(path: &Path) -> Result<File, InputError> {
+    let file = open_nonblocking(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(InputError::NotRegular);
+    }
+    set_status_flag(&file, libc::O_NONBLOCK, false)?;
+    Ok(file)
+}
+
+/// Opens `path` to read with `O_NONBLOCK`: opening a FIFO then does not wait for a writer.
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// Whether `file`, a regular file of `meta`, may hold other than `st_size` bytes: it lives
@@ -479,15 +631,16 @@ fn direct_alignment(file: &File) -> Result<u64, String> {
 /// Turns `O_DIRECT` on for an open file; Linux refuses it with `EINVAL` where the file system
 /// cannot (tmpfs).
 fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    set_status_flag(file, libc::O_DIRECT, on)
+}
+
+/// Turns the file status flag `flag` (`O_DIRECT`, `O_NONBLOCK`) on or off for an open file.
+fn set_status_flag(file: &File, flag: libc::c_int, on: bool) -> io::Result<()> {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on our own open descriptor with integer arguments.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFL);
-        let flags = if on {
-            flags | libc::O_DIRECT
-        } else {
-            flags & !libc::O_DIRECT
-        };
+        let flags = if on { flags | flag } else { flags & !flag };
         if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags) != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -1840,7 +1993,8 @@ mod tests {
         let mut known = FileSystems::default();
         for path in [&*regular, pseudo, pseudo, &regular, &regular, pseudo] {
             let target = Target::Path(path.to_path_buf());
-            let input = Input::open_with_known(&target, ReadMode::Pread, &mut known).unwrap();
+            let input =
+                Input::open_with_known(&target, ReadMode::Pread, &mut known, &mut || {}).unwrap();
             let streamed = matches!(input, Input::Stream(_));
             assert_eq!(streamed, path == pseudo, "{}", path.display());
         }

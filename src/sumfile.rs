@@ -5,10 +5,11 @@
 //!
 //! # Writing
 //!
-//! [`format_line`] writes one of two [`Format`]s:
+//! [`format_line`] writes one of three [`Format`]s:
 //!
 //! - GNU (the default): `HEX  NAME`, exactly what `sha256sum` prints;
-//! - BSD tag (`--tag`): `TAG (NAME) = HEX`, exactly what `sha256sum --tag` prints.
+//! - BSD tag (`--tag`): `TAG (NAME) = HEX`, exactly what `sha256sum --tag` prints;
+//! - bare (`--no-names`): `HEX`, as C++ mtsum prints it (not read back by `-c`).
 //!
 //! A name containing `\`, a newline or a carriage return is escaped (`\\`, `\n`, `\r`) and the
 //! whole line then starts with a `\`, so that one line always holds one name. With `-z`
@@ -77,6 +78,8 @@ pub enum Format {
     Gnu,
     /// `TAG (NAME) = HEX`, as `sha256sum --tag` prints it; the tag names layout and algorithm.
     Tag,
+    /// `HEX` alone, as C++ mtsum prints it with `--no-names`; no name, so nothing to escape.
+    Bare,
 }
 
 /// What ends a checksum line.
@@ -258,7 +261,8 @@ pub fn verdict_name(name: &[u8]) -> Cow<'_, [u8]> {
 }
 
 /// One checksum line, terminator included, byte for byte as coreutils prints it: `HEX  NAME`
-/// or `TAG (NAME) = HEX` (see [`tag`]), escaped as described in the module documentation.
+/// or `TAG (NAME) = HEX` (see [`tag`]), escaped as described in the module documentation; or
+/// the bare `HEX`.
 /// `layout` and `alg` matter only for [`Format::Tag`].
 pub fn format_line(
     format: Format,
@@ -278,6 +282,11 @@ pub fn format_line(
             line.extend_from_slice(b") = ");
             line.extend_from_slice(hex.as_bytes());
         }),
+        Format::Bare => {
+            let mut line = hex.into_bytes();
+            line.push(terminator.byte());
+            line
+        }
     }
 }
 

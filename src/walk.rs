@@ -27,7 +27,9 @@
 //!   ([`Recursion::FollowSymlinks`], `-L`); then a link that leads back to a directory being
 //!   walked is a [`FilesystemLoop`] error instead of an endless walk. FIFOs, sockets and
 //!   devices met during recursion are skipped with a note: reading one could block forever or
-//!   never end. Named on the command line, they are hashed.
+//!   never end. Named on the command line, they are hashed. A regular file found below a
+//!   directory is a [`Target::File`], which must still be one when it is opened: one replaced
+//!   by a FIFO meanwhile is refused instead of waited for.
 //! - Invalid UTF-8 names survive byte for byte: paths stay `OsString`s throughout.
 //!
 //! ```
@@ -48,8 +50,8 @@
 //! assert_eq!(
 //!     inputs,
 //!     [
-//!         Target::Path(dir.path().join("a")),
-//!         Target::Path(dir.path().join("sub/b")),
+//!         Target::File(dir.path().join("a")),
+//!         Target::File(dir.path().join("sub/b")),
 //!     ]
 //! );
 //! # Ok::<(), std::io::Error>(())
@@ -292,6 +294,8 @@ fn classify(root: &Path, entry: walkdir::Result<DirEntry>) -> Option<Walked> {
         // The argument itself turns up as a FIFO only if it was replaced after `is_dir`
         // looked; named on the command line, it is hashed all the same.
         Some(reason) if path != root => Some(Walked::Skipped { path, reason }),
+        // Found as a regular file: it must still be one when it is opened.
+        None if kind.is_file() && path != root => Some(Walked::Input(Target::File(path))),
         _ => Some(Walked::Input(Target::Path(path))),
     }
 }

@@ -272,6 +272,58 @@ fn an_unreadable_file_is_reported_with_its_cause_and_the_others_are_audited() {
     assert!(manifest.get(b"secret").is_some(), "its record is kept");
 }
 
+#[test]
+fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them() {
+    let stores: &[&[&str]] = if cfg!(feature = "database") {
+        &[&["--manifest", "m"], &["--db", "db"]]
+    } else {
+        &[&["--manifest", "m"]]
+    };
+    for store in stores {
+        let unprivileged = || match mtsum_unprivileged() {
+            Ok(cmd) => Ok(Command::from_std(cmd)),
+            Err(why) => Err(why),
+        };
+        let mut first = match unprivileged() {
+            Ok(cmd) => cmd,
+            Err(why) => return skip("unreadable_directory", &why),
+        };
+        let dir = tempdir();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        for name in ["u", "u/sub"] {
+            fs::create_dir(dir.path().join(name)).unwrap();
+            fs::set_permissions(dir.path().join(name), fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        write(dir.path(), "u/a", b"a");
+        write(dir.path(), "u/sub/d", b"d");
+        first.args(["--audit", "-r"]).args(*store).arg("u");
+        let r = run_cmd(first.current_dir(dir.path()));
+        assert_eq!(r.stdout, "new  u/a\nnew  u/sub/d\n", "{}", r.stderr);
+        fs::set_permissions(dir.path().join("u/sub"), fs::Permissions::from_mode(0o000)).unwrap();
+
+        let mut cmd = unprivileged().unwrap();
+        cmd.args(["--audit", "-r", "--update"])
+            .args(*store)
+            .arg("u");
+        let r = run_cmd(cmd.current_dir(dir.path()));
+        fs::set_permissions(dir.path().join("u/sub"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            r.stdout, "ok  u/a\nunreadable  u/sub\n",
+            "{store:?}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+        assert_eq!(r.code, Some(1));
+        // The record is still there: readable again, the file checks out.
+        let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
+        assert_eq!(
+            r.stdout, "ok  u/a\nok  u/sub/d\n",
+            "{store:?}: {}",
+            r.stderr
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Records: written when asked, never otherwise
 // ---------------------------------------------------------------------------------------------
@@ -307,7 +359,7 @@ fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
             stamp: Stamp::of(&meta),
-            digest: reference::root(Layout::Plain, Algorithm::Blake3, b"alpha"),
+            value: reference::root(Layout::Plain, Algorithm::Blake3, b"alpha").into(),
         }
     );
     let names: Vec<_> = xattr::list(&a).unwrap().collect();
@@ -581,7 +633,7 @@ fn kill_9_during_a_manifest_update_leaves_the_previous_manifest_intact() {
         layout: Layout::Plain,
         algorithm: Algorithm::Blake3,
         stamp: Stamp::new(1, Mtime::new(1, 0).unwrap()),
-        digest: Algorithm::Blake3.hash(b"x"),
+        value: Algorithm::Blake3.hash(b"x").into(),
     };
     for i in 0..400_000 {
         old.insert(
@@ -652,6 +704,30 @@ fn a_file_that_is_not_a_manifest_is_refused_and_left_alone() {
         "mtsum: notes.txt: not an mtsum audit manifest (the first line is not '# mtsum audit manifest 1')\n"
     );
     assert_eq!(fs::read(&notes).unwrap(), b"my precious notes\n");
+}
+
+#[test]
+fn a_manifest_that_cannot_be_written_is_refused_before_anything_is_read() {
+    let dir = tempdir();
+    write(dir.path(), "t/f", b"data");
+    let r = audit_in(dir.path(), &["-r", "t", "--manifest", "nowhere/m.txt"]);
+    assert_eq!(r.code, Some(2));
+    assert_eq!(r.stdout, "", "nothing audited");
+    assert_eq!(
+        r.stderr,
+        "mtsum: nowhere/m.txt: cannot write the manifest: its directory does not exist\n"
+    );
+    // A dry run writes no manifest: it needs none to write.
+    let r = audit_in(
+        dir.path(),
+        &["-r", "t", "--manifest", "nowhere/m.txt", "--dry-run"],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "new  t/f\n"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -733,6 +809,47 @@ fn json_reports_every_file_and_a_summary() {
 }
 
 #[test]
+fn a_record_the_store_refuses_is_counted_as_an_error_not_as_recorded() {
+    // A file we may read but not write, and do not own: its attribute cannot be written.
+    if !common::is_root() {
+        return skip(
+            "a_record_the_store_refuses",
+            "needs a file of another user: run as root",
+        );
+    }
+    let cmd = match mtsum_unprivileged() {
+        Ok(cmd) => cmd,
+        Err(why) => return skip("a_record_the_store_refuses", &why),
+    };
+    let dir = tempdir();
+    if !xattrs_work(dir.path()) {
+        return skip(
+            "a_record_the_store_refuses",
+            "no user extended attributes here",
+        );
+    }
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let f = write(dir.path(), "f", b"data");
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = Command::from_std(cmd);
+    cmd.args(["--audit", "f", "--json"]);
+    let r = run_cmd(cmd.current_dir(dir.path()));
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let lines: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["action_error"], "Permission denied");
+    let s = &lines[1]["summary"];
+    assert_eq!(
+        (s["recorded"].as_u64(), s["action_errors"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert!(xattr_record(&f).is_none());
+}
+
+#[test]
 fn a_failing_stdout_stops_the_audit_at_the_next_file_with_status_1() {
     let dir = tempdir();
     if !Path::new("/dev/full").exists() {
@@ -743,19 +860,19 @@ fn a_failing_stdout_stops_the_audit_at_the_next_file_with_status_1() {
     }
     let full = File::options().write(true).open("/dev/full").unwrap();
     let out = StdCommand::new(MTSUM)
-        .args(["--audit", "--manifest", "m", "-r", "t"])
+        .args(["--audit", "--manifest", "m", "-r", "t", "--readers", "1"])
+        .env("MTSUM_ROTATIONAL", "0")
         .current_dir(dir.path())
         .stdout(full)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(
-        stderr,
-        "mtsum: standard output: No space left on device (os error 28)\n"
-    );
+    assert_eq!(stderr, "mtsum: standard output: No space left on device\n");
     // The first file was recorded before its line failed; no other file was decided, and
-    // what was recorded is kept.
+    // what was recorded is kept. (Files are recorded as soon as they are read: with several
+    // readers, or in a rotational disk's physical order, a file read before the first one
+    // would be recorded too.)
     let recorded = Manifest::load(&dir.path().join("m")).unwrap();
     assert_eq!(recorded.len(), 1);
 }
@@ -876,6 +993,6 @@ fn the_library_reports_the_record_and_the_current_digest() {
         panic!("{prior:?}")
     };
     let blake3 = |b: &[u8]| reference::root(Layout::Plain, Algorithm::Blake3, b);
-    assert_eq!(recorded.digest, blake3(b"before"));
-    assert_eq!(current.unwrap().digest, blake3(b"refore"));
+    assert_eq!(recorded.value, blake3(b"before"));
+    assert_eq!(current.unwrap().value, blake3(b"refore"));
 }

@@ -185,8 +185,12 @@ fn a_closed_stdout_ends_the_audit_by_sigpipe_keeping_what_was_committed() {
     // The pipe is closed before mtsum writes anything: its first line meets SIGPIPE.
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
+    // One reader in walk order: files are recorded as soon as they are read, so a file read
+    // ahead of the first one (by another reader, or earlier in a rotational disk's physical
+    // order) would be recorded too.
     let out = StdCommand::new(MTSUM)
-        .args(["--audit", "--db", "db", "-r", "t"])
+        .args(["--audit", "--db", "db", "-r", "t", "--readers", "1"])
+        .env("MTSUM_ROTATIONAL", "0")
         .current_dir(dir.path())
         .stdout(writer)
         .output()
@@ -251,6 +255,19 @@ fn databases_of_other_programs_and_damaged_files_are_refused_untouched() {
         fs::read(&db).unwrap(),
         bytes,
         "the damaged file is left as it was"
+    );
+}
+
+#[test]
+fn a_database_in_a_directory_that_does_not_exist_is_refused_saying_so() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let r = mtsum(dir.path(), &["--audit", "--db", "nowhere/x.db", "-r", "t"]);
+    assert_eq!(r.code, Some(2));
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        r.stderr,
+        "mtsum: nowhere/x.db: cannot create the database: its directory does not exist\n"
     );
 }
 
@@ -358,6 +375,90 @@ fn kill_9_at_any_moment_loses_no_record_and_max_age_skips_what_was_verified() {
             || stored.is_empty()
     );
     assert!(last.verdicts().iter().all(|(s, _)| s == "new"));
+}
+
+/// Bytes the process `pid` has read so far (`rchar` of /proc/PID/io), 0 once it is gone.
+fn bytes_read_by(pid: u32) -> u64 {
+    let io = fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_kill_during_a_read_in_physical_order_loses_no_file_already_read() {
+    // Files on a rotational disk are read in physical order, and their verdicts printed in
+    // walk order; each record is still written as soon as its file is read. The walk's first
+    // file is created last, so that it tends to lie last on the disk, too.
+    const FILES: usize = 100;
+    const SIZE: usize = 32 << 10;
+    for signal in [libc::SIGKILL, libc::SIGINT] {
+        let dir = tempdir();
+        fs::create_dir(dir.path().join("t")).unwrap();
+        for i in (0..FILES).rev() {
+            fs::write(
+                dir.path().join(format!("t/{i:03}")),
+                pattern(SIZE, i as u64),
+            )
+            .unwrap();
+        }
+        let child = StdCommand::new(MTSUM)
+            .args([
+                "--audit",
+                "--db",
+                "db",
+                "--readers",
+                "1",
+                "--limit-rate",
+                "1M",
+            ])
+            .args(["-r", "t"])
+            .env("MTSUM_ROTATIONAL", "1")
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut child = ChildGuard(child);
+        // Half the tree read, less what else the process reads (sysfs, the database).
+        let half = (FILES * SIZE / 2) as u64;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while bytes_read_by(pid) < half {
+            assert!(Instant::now() < deadline, "the audit does not read");
+            assert!(
+                child.0.try_wait().unwrap().is_none(),
+                "the audit ended early"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+        // SAFETY: `pid` is our child, not yet waited for: no other process has its id.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
+        let status = child.0.wait().unwrap();
+        assert!(status.code().is_none(), "killed by {signal}: {status:?}");
+        let stored = records(&dir.path().join("db"));
+        assert!(
+            stored.len() >= FILES / 4,
+            "signal {signal}: {} records after half the files were read",
+            stored.len()
+        );
+        for (name, (_, _, hex, _)) in &stored {
+            let data = fs::read(dir.path().join(name)).unwrap();
+            let digest = reference::root(Layout::Plain, Algorithm::Blake3, &data);
+            assert_eq!(*hex, digest.to_hex(), "{name}");
+        }
+    }
+}
+
+/// A child killed when the test panics, so that a failed assertion leaves no audit running.
+struct ChildGuard(std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
@@ -531,6 +632,23 @@ fn limit_rate_keeps_the_average_rate_below_the_limit() {
 }
 
 #[test]
+fn limit_rate_holds_the_average_including_the_last_read() {
+    // One read of 150 KiB at 100 KiB/s: the average holds only if the audit waits after it.
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("t")).unwrap();
+    let size = 150 << 10;
+    fs::write(dir.path().join("t/f"), pattern(size, 3)).unwrap();
+    let started = Instant::now();
+    let r = audit(dir.path(), &["--limit-rate", "100K", "-r", "t"]);
+    let elapsed = started.elapsed();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        elapsed >= Duration::from_millis(1500),
+        "150 KiB at most at 100 KiB/s take 1.5 s at least, not {elapsed:?}"
+    );
+}
+
+#[test]
 fn records_travel_between_database_manifest_and_sum_files() {
     let dir = tempdir();
     let names = tree(dir.path(), 3);
@@ -685,5 +803,88 @@ fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk(
         let _ = child.wait();
         assert!(classes.iter().all(|&c| c == class), "{flag:?}: {classes:?}");
         assert_eq!(classes.len(), readers, "reader threads");
+    }
+}
+
+#[test]
+fn exported_s3_records_keep_their_part_count_and_check_out() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("au")).unwrap();
+    // Three 5 MiB parts, the last one short; and an empty file, a single upload.
+    fs::write(dir.path().join("au/big"), pattern((11 << 20) + 7, 1)).unwrap();
+    fs::write(dir.path().join("au/0"), b"").unwrap();
+    let part_count = "-3";
+    for (store, alg) in [("--manifest", "md5"), ("--db", "md5"), ("--db", "sha256")] {
+        let file = format!("{}-{alg}", &store[2..]);
+        let spec = ["-t", "s3", "--part-size", "5M", "-a", alg];
+        let r = mtsum(
+            dir.path(),
+            &[&["--audit", "-r", store, &file], &spec[..], &["au"]].concat(),
+        );
+        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr);
+        let sums = format!("{file}.sums");
+        let r = mtsum(
+            dir.path(),
+            &[
+                "--audit",
+                store,
+                &file,
+                "--export",
+                &sums,
+                "--export-as",
+                "sums",
+            ],
+        );
+        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr);
+        let exported = fs::read_to_string(dir.path().join(&sums)).unwrap();
+        let line = exported.lines().find(|l| l.contains("(au/big)")).unwrap();
+        assert!(line.ends_with(part_count), "{store} {alg}: {exported}");
+        let check = mtsum(dir.path(), &["-c", &sums]);
+        assert_eq!(check.code, Some(0), "{store} {alg}: {}", check.stdout);
+        // The value the audit computes again is the one it recorded.
+        let again = mtsum(dir.path(), &["--audit", "-r", store, &file, "au"]);
+        assert_eq!(again.code, Some(0), "{store} {alg}: {}", again.stdout);
+        assert!(again.verdicts().iter().all(|(s, _)| s == "ok"));
+    }
+}
+
+#[test]
+fn an_imported_s3_value_gets_the_verdict_of_check() {
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("au")).unwrap();
+    let one = pattern(8 << 20, 2);
+    let three = pattern((16 << 20) + 1, 3);
+    fs::write(dir.path().join("au/8m"), &one).unwrap();
+    fs::write(dir.path().join("au/3p"), &three).unwrap();
+    let md5 = |d: &[u8]| Algorithm::Md5.hash(d);
+    let s3 = Layout::from_name("s3", None).unwrap();
+    let three_parts = reference::checksum(s3, Algorithm::Md5, &three).unwrap();
+    let hex = three_parts.digest().to_hex();
+    // The AWS CLI uploads a file of exactly 8 MiB as one part: H(H(data))-1, which -c
+    // accepts; a wrong count is a wrong value.
+    for (name, value, verdict) in [
+        ("au/8m", format!("{}-1", md5(md5(&one).as_bytes())), "ok"),
+        ("au/3p", format!("{hex}-7"), "corrupt"),
+        ("au/3p", format!("{hex}-3"), "ok"),
+    ] {
+        let sums = dir.path().join("imp.sums");
+        fs::write(&sums, format!("S3-MD5-8M ({name}) = {value}\n")).unwrap();
+        let check = mtsum(dir.path(), &["-c", "imp.sums"]);
+        let checked = if verdict == "ok" { Some(0) } else { Some(1) };
+        assert_eq!(check.code, checked, "{value}: {}", check.stdout);
+        for store in ["--manifest", "--db"] {
+            let file = format!("{}-{name}-{value}", &store[2..]).replace('/', "_");
+            let r = mtsum(
+                dir.path(),
+                &["--audit", store, &file, "--import", "imp.sums"],
+            );
+            assert_eq!(r.code, Some(0), "{store}: {}", r.stderr);
+            let audited = mtsum(dir.path(), &["--audit", store, &file, name]);
+            assert_eq!(
+                audited.verdicts(),
+                [(verdict.to_string(), name.to_string())],
+                "{store} {value}"
+            );
+        }
     }
 }

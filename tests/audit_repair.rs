@@ -200,6 +200,23 @@ fn a_copy_damaged_in_a_needed_leaf_or_of_another_size_is_refused_and_nothing_wri
 }
 
 #[test]
+fn a_copy_that_cannot_be_read_is_named_in_the_error_not_the_file() {
+    let dir = tempdir();
+    let (file, _) = recorded_with_copy(dir.path(), 2 * MIN_LEAF as usize);
+    flip(&file, &[MIN_LEAF]);
+    let before = fs::read(&file).unwrap();
+    for extra in [&[][..], &["--dry-run"][..]] {
+        let r = repair(dir.path(), "b/gone", extra);
+        assert_eq!(r.code, Some(1));
+        assert_eq!(
+            r.stderr,
+            "mtsum: t/f: cannot read the copy b/gone: No such file or directory\n"
+        );
+        assert_eq!(fs::read(&file).unwrap(), before, "not one byte written");
+    }
+}
+
+#[test]
 fn a_dry_run_says_what_it_would_repair_and_writes_nothing() {
     let dir = tempdir();
     let (file, _) = recorded_with_copy(dir.path(), 2 * MIN_LEAF as usize);

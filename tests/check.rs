@@ -1328,6 +1328,36 @@ fn long_options_may_be_abbreviated_as_in_coreutils() {
 }
 
 #[test]
+fn one_untagged_line_of_another_layout_gets_the_hint_in_the_singular() {
+    let dir = open_tempdir();
+    put(dir.path(), b"a", b"a\n");
+    put(
+        dir.path(),
+        b"sums",
+        (sha256_hex(b"a\n") + "  a\n").as_bytes(),
+    );
+    let out = mtsum_in(dir.path(), &strs(&["-c", "sums"]), b"");
+    assert_eq!(out.code, Some(1));
+    let hint = "mtsum: note: untagged line was checked with the mtsum layout;";
+    assert!(out.stderr().contains(hint), "{}", out.stderr());
+}
+
+#[test]
+fn warn_names_an_untagged_line_with_the_layouts_default_algorithm() {
+    // S3's default algorithm is MD5 (the ETag), not SHA-256.
+    let dir = open_tempdir();
+    put(dir.path(), b"sums", b"junk line\n");
+    let out = mtsum_in(
+        dir.path(),
+        &strs(&["-c", "-t", "s3", "--warn", "sums"]),
+        b"",
+    );
+    assert_eq!(out.code, Some(1));
+    let warning = "mtsum: sums: 1: improperly formatted S3-MD5-8M checksum line\n";
+    assert!(out.stderr().starts_with(warning), "{}", out.stderr());
+}
+
+#[test]
 fn sums_of_another_layout_get_a_hint_about_the_layout() {
     let dir = open_tempdir();
     put(dir.path(), b"a", b"a\n");

@@ -211,6 +211,85 @@ impl FifoWriter {
     }
 }
 
+/// mtsum running in the background, its standard output and error going to files that a test
+/// reads as they grow, and its standard input (if [`Background::start`] is given none) a pipe
+/// held open until [`Background::close_stdin`].
+struct Background {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Background {
+    /// Starts `mtsum ARGS` in `dir`, first writing `input` into its standard input.
+    fn start<S: AsRef<OsStr>>(
+        dir: &Path,
+        args: impl IntoIterator<Item = S>,
+        input: &[u8],
+    ) -> Background {
+        let (out, err) = (dir.join("background.out"), dir.join("background.err"));
+        let mut child = StdCommand::new(MTSUM)
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(File::create(&out).unwrap())
+            .stderr(File::create(&err).unwrap())
+            .spawn()
+            .expect("mtsum starts");
+        let mut stdin = child.stdin.take().expect("a pipe");
+        stdin.write_all(input).expect("mtsum reads its input");
+        Background {
+            child,
+            stdin: Some(stdin),
+            out,
+            err,
+        }
+    }
+
+    fn stdout(&self) -> String {
+        fs::read_to_string(&self.out).unwrap()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&fs::read(&self.err).unwrap()).into_owned()
+    }
+
+    /// Ends mtsum's standard input, so that it can finish.
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits (at most [`TIMEOUT`]) for mtsum to end; what it printed.
+    fn wait(mut self) -> Run {
+        self.close_stdin();
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("mtsum did not end");
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        Run::from_output(Output {
+            status,
+            stdout: fs::read(&self.out).unwrap(),
+            stderr: fs::read(&self.err).unwrap(),
+        })
+    }
+}
+
+impl Drop for Background {
+    /// A test that failed while mtsum runs leaves no process behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn set_blocking(file: &File) {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own, with integer arguments only.
@@ -241,6 +320,35 @@ fn no_names_prints_the_bare_digest() {
         &format!("{MTSUM_SHA256_ONE_ZERO_BYTE}\n"),
         "",
     );
+}
+
+#[test]
+fn zero_ends_each_bare_digest_with_nul() {
+    let dir = tempdir();
+    write(dir.path(), "one", &[0]);
+    write(dir.path(), "empty", b"");
+    run(dir.path(), ["-z", "--no-names", "one", "empty"]).assert(
+        0,
+        &format!("{MTSUM_SHA256_ONE_ZERO_BYTE}\0{MTSUM_SHA256_EMPTY}\0"),
+        "",
+    );
+}
+
+#[test]
+fn a_full_standard_output_is_one_line_without_the_os_error_number() {
+    if !Path::new("/dev/full").exists() {
+        return skip(
+            "a_full_standard_output_is_one_line_without_the_os_error_number",
+            "no /dev/full",
+        );
+    }
+    let dir = tempdir();
+    write(dir.path(), "one", &[0]);
+    let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let mut cmd = StdCommand::new(MTSUM);
+    cmd.arg("one").current_dir(dir.path()).stdout(full);
+    let r = Run::from_output(cmd.output().expect("mtsum starts"));
+    r.assert(1, "", "mtsum: standard output: No space left on device\n");
 }
 
 #[test]
@@ -380,6 +488,36 @@ fn mtsum_layout_on_standard_input_longer_than_it_holds_fails_with_the_stream_hin
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }
 
+/// `mtsum ARGS` in `dir` with standard input `file` (as `< file` gives it).
+fn run_with_stdin_file(dir: &Path, args: &[&str], file: File) -> Run {
+    let mut cmd = StdCommand::new(MTSUM);
+    let cmd = cmd.args(args).current_dir(dir).stdin(file);
+    Run::from_output(cmd.output().expect("mtsum starts"))
+}
+
+#[test]
+fn mtsum_layout_on_standard_input_redirected_from_a_large_file_equals_the_files_digest() {
+    let dir = tempdir();
+    let path = write(dir.path(), "big", &pattern(LONGER_THAN_HELD));
+    let digest = digest_of(dir.path(), &[], "big");
+    let r = run_with_stdin_file(dir.path(), &[], File::open(&path).unwrap());
+    r.assert(0, &format!("{digest}  -\n"), "");
+}
+
+#[test]
+fn standard_input_redirected_from_a_file_is_hashed_from_where_it_stands() {
+    let dir = tempdir();
+    let data = pattern(100_000);
+    let path = write(dir.path(), "data", &data);
+    write(dir.path(), "rest", &data[10..]);
+    let digest = digest_of(dir.path(), &["-t", "plain"], "rest");
+    // As after `head -c 10` read from it: coreutils hashes the bytes after those.
+    let mut file = File::open(&path).unwrap();
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(10)).unwrap();
+    let r = run_with_stdin_file(dir.path(), &["-t", "plain"], file);
+    r.assert(0, &format!("{digest}  -\n"), "");
+}
+
 #[test]
 fn merkle_and_rfc6962_on_standard_input_equal_the_files_digest() {
     let dir = tempdir();
@@ -398,6 +536,28 @@ fn merkle_and_rfc6962_on_standard_input_equal_the_files_digest() {
         run_stdin(dir.path(), &args, &data).assert(0, &format!("{from_file}\n"), "");
         let args = [layout, &["-"]].concat();
         run_stdin(dir.path(), &args, &data).assert(0, &format!("{from_file}  -\n"), "");
+    }
+}
+
+#[test]
+fn standard_input_named_twice_gives_its_bytes_to_the_first_dash_and_nothing_to_the_second() {
+    // As `sha256sum - -`: the first `-` reads the stream to its end, the second finds it there.
+    // Several MiB, so that two workers reading it at once would each get a part of it.
+    let dir = tempdir();
+    let data = pattern(30 << 20);
+    write(dir.path(), "data", &data);
+    write(dir.path(), "empty", b"");
+    for layout in [&["-t", "plain"][..], &["-t", "merkle"], &["-t", "mtsum"]] {
+        let from_file = digest_of(dir.path(), layout, "data");
+        let empty = digest_of(dir.path(), layout, "empty");
+        for threads in ["1", "2", "4"] {
+            let args = [layout, &["-p", threads, "-", "-"]].concat();
+            run_stdin(dir.path(), &args, &data).assert(
+                0,
+                &format!("{from_file}  -\n{empty}  -\n"),
+                "",
+            );
+        }
     }
 }
 
@@ -855,6 +1015,83 @@ fn closed_stdout_ends_quietly_by_sigpipe_like_coreutils() {
 }
 
 #[test]
+fn results_are_written_while_a_later_input_waits_for_its_writer() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    write(dir.path(), "b", b"b");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    write(dir.path(), "fifo bytes", b"fifo");
+    let fifo_digest = digest_of(dir.path(), &["-t", "plain"], "fifo bytes");
+    let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
+    let expected = [a, format!("{fifo_digest}  fifo\n"), b];
+    let run = Background::start(dir.path(), ["-t", "plain", "a", "fifo", "b"], b"");
+    // Into a file, gathered: still written while mtsum waits for the FIFO's writer, as
+    // sha256sum has written it by then.
+    wait_until("a's line is written", || run.stdout() == expected[0]);
+    let writer = FifoWriter::start(&fifo, b"fifo".to_vec());
+    let r = run.wait();
+    writer.finish();
+    r.assert(0, &expected.concat(), "");
+}
+
+/// Runs `mtsum ARGS` in `dir` with `redirection` applied by the shell (`<&-` closes
+/// standard input: a test harness cannot close it otherwise).
+fn run_redirected(dir: &Path, args: &[&str], redirection: &str) -> Run {
+    let script = format!(r#""$0" "$@" {redirection}"#);
+    let output = StdCommand::new("sh")
+        .args(["-c", &script, MTSUM])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("sh starts");
+    Run::from_output(output)
+}
+
+#[test]
+fn standard_input_closed_at_start_is_a_bad_file_descriptor_and_the_others_are_still_hashed() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let expected = line_of(dir.path(), &["-t", "plain"], "a");
+    let r = run_redirected(dir.path(), &["-t", "plain", "-", "a"], "<&-");
+    r.assert(1, &expected, &error_line("-", "Bad file descriptor"));
+}
+
+#[test]
+fn standard_input_closed_at_start_fails_a_check_line_naming_it() {
+    let dir = tempdir();
+    write(
+        dir.path(),
+        "SUMS",
+        format!("{SHA256_EMPTY}  -\n").as_bytes(),
+    );
+    let r = run_redirected(dir.path(), &["-t", "plain", "-c", "SUMS"], "<&-");
+    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    assert_eq!(r.stdout(), "-: FAILED open or read\n");
+    assert!(
+        r.stderr
+            .starts_with(&error_line("-", "Bad file descriptor")),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn standard_output_closed_at_start_is_a_write_error_with_status_1() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let r = run_redirected(dir.path(), &["-t", "plain", "a"], ">&-");
+    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("mtsum: standard output: Bad file descriptor"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}
+
+#[test]
 fn verbose_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     let dir = tempdir();
     write(dir.path(), "a", b"hello\n");
@@ -941,6 +1178,64 @@ fn version_flags_print_the_version_and_exit_0() {
     for flag in ["--version", "-V", "-v"] {
         run(dir.path(), [flag]).assert(0, &expected, "");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress bar
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn progress_flag_shows_the_bar_on_a_stderr_that_is_not_a_terminal() {
+    let dir = tempdir();
+    let run = Background::start(dir.path(), ["--progress", "-t", "plain"], &[0; 1000]);
+    // The bar shows after a second, while standard input is still open.
+    wait_until("the bar shows", || !run.stderr().is_empty());
+    let r = run.wait();
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    let digest = "541b3e9daa09b20bf85fa273e5cbd3e80185aa4ec298e765db87742b70138a53";
+    assert_eq!(r.stdout(), format!("{digest}  -\n"));
+}
+
+#[test]
+fn progress_bar_of_standard_input_is_a_spinner_without_a_total() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let mut run = Background::start(dir.path(), ["--progress", "-t", "plain", "a", "-"], b"b");
+    wait_until("the bar shows", || !run.stderr().is_empty());
+    run.close_stdin();
+    let r = run.wait();
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    assert!(r.stderr.contains(" hashed, "), "{}", r.stderr);
+    // Not a known total of 1 byte and 1 file, of which 2 bytes and 2 files were then done.
+    assert!(!r.stderr.contains("/1 B "), "{}", r.stderr);
+    assert!(!r.stderr.contains("/1 files"), "{}", r.stderr);
+}
+
+#[test]
+fn progress_bar_is_not_redrawn_for_each_result_going_elsewhere_than_its_terminal() {
+    let dir = tempdir();
+    let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
+    for name in &names {
+        write(dir.path(), name, name.as_bytes());
+    }
+    // Standard input first: every file's line is printed after the bar shows.
+    let options = ["--progress", "-t", "plain", "-"];
+    let args = options
+        .iter()
+        .map(|s| s.to_string())
+        .chain(names.iter().cloned());
+    let run = Background::start(dir.path(), args, b"");
+    wait_until("the bar shows", || !run.stderr().is_empty());
+    let r = run.wait();
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    assert_eq!(r.stdout().lines().count(), 2001);
+    // The bar redraws at its own rate (at most 20 times a second), not once per line.
+    let redraws = r.stderr.matches(" files").count();
+    assert!(
+        redraws < names.len(),
+        "{redraws} redraws for {} lines",
+        names.len()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1059,5 +1354,23 @@ fn too_many_processors_for_the_system_is_an_error_not_a_panic() {
             assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
         }
         other => panic!("exit {other:?}:\n{}", r.stderr),
+    }
+}
+
+#[test]
+fn the_ranges_options_with_audit_or_check_name_the_option_given() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    for mode in ["--audit", "--check"] {
+        for ranges in [&["--plan", "4"][..], &["--range", "0-1"], &["--combine"]] {
+            let r = run(dir.path(), [&[mode][..], ranges, &["a"]].concat());
+            r.assert_usage_error(&format!("'{mode}' cannot be used with '{}", ranges[0]));
+            let other = if mode == "--audit" {
+                "--check"
+            } else {
+                "--audit"
+            };
+            assert!(!r.stderr.contains(other), "{}", r.stderr);
+        }
     }
 }

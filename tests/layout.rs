@@ -426,10 +426,40 @@ proptest! {
     }
 
     #[test]
+    fn job_count_is_the_number_of_jobs_of_the_plan(
+        (layout, n) in layout_and_any_length(),
+        alg in algorithm(),
+    ) {
+        prop_assert_eq!(layout.job_count(alg, n), layout.plan(alg, n, false).len() as u64);
+    }
+
+    #[test]
     fn one_leaf_per_job_gives_exactly_the_leaves_of_walk((layout, n) in layout_and_any_length()) {
         prop_assume!(leaf_count(layout, n) <= 1 << 17);
         prop_assert_eq!(layout.jobs(n, true), shape(layout, n).leaves);
     }
+}
+
+#[test]
+fn job_count_of_the_storage_layouts_is_the_number_of_jobs_of_the_plan() {
+    for name in mtsum::layout::NAMES {
+        let layout = Layout::from_name(name, None).unwrap();
+        for n in [0, 1, 4 << 20, (4 << 20) + 1, 5 << 30, (1 << 36) + 3] {
+            let count = layout.job_count(layout.default_algorithm(), n);
+            let plan = layout.plan(layout.default_algorithm(), n, false);
+            assert_eq!(count, plan.len() as u64, "{name}, {n} bytes");
+        }
+    }
+}
+
+#[test]
+fn job_count_of_an_mtsum_stream_of_any_size_is_its_leaf_count() {
+    // 2^63 bytes: 2^36 leaves of 128 MiB, counted without walking them.
+    assert_eq!(Layout::Mtsum.job_count(Algorithm::Sha256, 1 << 63), 1 << 36);
+    assert_eq!(
+        Layout::Mtsum.job_count(Algorithm::Sha256, u64::MAX),
+        1 << 37
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

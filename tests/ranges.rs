@@ -381,12 +381,18 @@ fn cli_plan_range_each_then_combine_prints_the_line_of_mtsum_file() {
     let dir = tempdir();
     let size = 3 * JOB + 77;
     write_file(dir.path(), "big file", &pattern(size as usize, 11));
-    let options: [(&[&str], &[&str]); 5] = [
+    let options: [(&[&str], &[&str]); 7] = [
         (&[], &[]),
         (&["-t", "rfc6962", "-l", "4K"], &[]),
         (&["-t", "merkle", "-a", "md5"], &[]),
         (&["-t", "plain", "-a", "blake3"], &["--tag"]),
         (&["-t", "plain", "-a", "sha1"], &["--tag"]),
+        // --base64 spells the combined root as it spells the root of the whole file.
+        (&["-t", "glacier"], &["--base64"]),
+        (
+            &["-t", "s3", "--part-size", "5M"],
+            &["--base64", "--no-names"],
+        ),
     ];
     for (opts, tag) in options {
         let with = |extra: &[&str]| -> Vec<String> {
@@ -446,6 +452,14 @@ fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
     );
     let (_, err, status) = mtsum(dir.path(), &["--range", "x", "f"], b"");
     assert_eq!(status, 2, "{err}");
+    let (_, err, status) = mtsum(dir.path(), &["--plan", "0", "f"], b"");
+    assert_eq!(
+        (status, err.as_str()),
+        (
+            2,
+            "mtsum: invalid value '0' for '--plan <N>': the number of ranges must be at least 1 (try 'mtsum --help')\n"
+        )
+    );
     let (_, err, status) = mtsum(dir.path(), &["--plan", "2", "f", "f"], b"");
     assert_eq!(
         (status, err.as_str()),
@@ -477,5 +491,51 @@ fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
     assert_eq!(
         (status, err.as_str()),
         (1, "mtsum: nothere: No such file or directory\n")
+    );
+}
+
+#[test]
+fn a_size_of_more_jobs_than_a_plan_holds_is_refused_before_the_jobs_are_made() {
+    let dir = tempdir();
+    let path = write_file(dir.path(), "f", b"small");
+    let huge = |size| spec(Layout::Mtsum, Algorithm::Sha256, size);
+    let too_large = |size: u64| RangeError::TooLarge {
+        spec: huge(size),
+        jobs: Layout::Mtsum.job_count(Algorithm::Sha256, size),
+    };
+    // 2^63 bytes are 2^36 leaves: made in memory, 2 TiB of plan.
+    assert_eq!(
+        range::plan(huge(1 << 63), 1_000_000),
+        Err(too_large(1 << 63))
+    );
+    let engine = Engine::default();
+    let got = range::hash_range(&engine, Target::Path(path), huge(1 << 62), 0..1 << 62);
+    assert_eq!(got.unwrap_err(), too_large(1 << 62));
+    let forged = "MTSUM-PARTIAL/2 MTSUM-SHA256 1000000000000000000 0-0 -";
+    let partial = Partial::from_line(forged).unwrap();
+    let err = range::combine([partial]).unwrap_err();
+    assert_eq!(err, too_large(1_000_000_000_000_000_000));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "MTSUM-SHA256, 1000000000000000000 bytes is too large to plan: {} jobs, at most {}",
+            Layout::Mtsum.job_count(Algorithm::Sha256, 1_000_000_000_000_000_000),
+            range::MAX_JOBS
+        )
+    );
+    // A petabyte is still planned.
+    assert_eq!(range::plan(huge(1 << 50), 2).unwrap().len(), 2);
+}
+
+#[test]
+fn cli_refuses_a_forged_partial_of_a_huge_file_with_one_line() {
+    let dir = tempdir();
+    let forged = b"MTSUM-PARTIAL/2 MTSUM-SHA256 1000000000000000000 0-0 -\n";
+    let (out, err, status) = mtsum(dir.path(), &["--combine", "-"], forged);
+    assert_eq!((status, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.starts_with("mtsum: MTSUM-SHA256, 1000000000000000000 bytes is too large to plan")
+            && err.lines().count() == 1,
+        "{err}"
     );
 }

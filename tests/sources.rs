@@ -22,7 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mtsum::engine::{Engine, FileDigest, Request};
-use mtsum::source::{InputError, ReadMode, Target};
+use mtsum::source::{Input, InputError, ReadMode, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
 use tempfile::TempDir;
@@ -430,4 +430,44 @@ fn the_command_line_reports_a_file_truncated_under_mmap() {
         }
         other => panic!("killed or failed: {other:?} {stderr}"),
     }
+}
+
+#[test]
+fn a_file_target_replaced_by_a_fifo_is_refused_without_waiting_for_a_writer() {
+    // What `-r` and the audit open: a path the walk found as a regular file. A FIFO in its
+    // place would block `open` until some process wrote to it; here none ever does.
+    let dir = disk_dir();
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let target = Target::File(fifo.clone());
+    thread::spawn(move || tx.send(Input::open(&target).map(|_| ())));
+    // Generous: a refusal takes microseconds, a hang never ends.
+    let opened = rx.recv_timeout(Duration::from_secs(60));
+    if opened.is_err() {
+        // Lets the blocked open return, so that the thread ends.
+        let _ = File::options().write(true).open(&fifo);
+    }
+    assert!(
+        matches!(opened, Ok(Err(InputError::NotRegular))),
+        "{opened:?}"
+    );
+    assert_eq!(InputError::NotRegular.to_string(), "not a regular file");
+}
+
+#[test]
+fn a_file_target_that_is_a_regular_file_hashes_as_a_path_does() {
+    let dir = disk_dir();
+    let data = pattern(100_000, 7);
+    let path = write_file(dir.path(), "data", &data);
+    let request = Request::new(Layout::Plain, Algorithm::Sha256);
+    let engine = engine(2, 4096, ReadMode::Pread);
+    let as_file = engine.hash(&request, Target::File(path.clone())).unwrap();
+    let as_path = hash(&engine, &request, &path).unwrap();
+    assert_eq!(as_file.root, as_path.root);
+    assert_eq!(
+        as_file.root,
+        reference::root(Layout::Plain, Algorithm::Sha256, &data)
+    );
 }

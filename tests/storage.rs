@@ -492,11 +492,15 @@ proptest! {
 // The command line
 // ---------------------------------------------------------------------------------------------
 
-/// Runs mtsum in `dir`: exit code, stdout, stderr.
+/// No run may take this long: a hang fails instead.
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs mtsum in `dir`: exit code (-1 when killed, by the [`TIMEOUT`] say), stdout, stderr.
 fn mtsum(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(common::MTSUM)
+    let out = assert_cmd::Command::new(common::MTSUM)
         .args(args)
         .current_dir(dir)
+        .timeout(TIMEOUT)
         .output()
         .expect("mtsum runs");
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
@@ -585,11 +589,89 @@ fn part_size_auto_finds_the_size_of_the_upload_and_says_which() {
         out,
         "big: OK (--part-size 16M)\nsmall: OK (--part-size 8M)\n"
     );
-    // A value no size gives fails like any other.
+    // A value no size gives fails like any other, and says how many sizes were tried: 11,
+    // 12 and 13 MiB and MB give 4 parts of 40 MiB.
     let wrong = sums.replacen("-3", "-4", 1);
     write_file(p, "sums", wrong.as_bytes());
     let (code, out, _) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
-    assert_eq!((code, out.lines().next()), (1, Some("big: FAILED")));
+    assert_eq!(
+        (code, out.lines().next()),
+        (1, Some("big: FAILED (6 part sizes tried)"))
+    );
+}
+
+#[test]
+fn part_size_auto_tries_every_whole_mib_and_mb_that_gives_the_count() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "f", &pattern(10 * MIB as usize, 4));
+    for size in ["9M", "7000000", "6M"] {
+        let (_, sums, _) = mtsum(p, &["-t", "s3", "--part-size", size, "f"]);
+        write_file(p, "sums", sums.as_bytes());
+        let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+        assert_eq!(code, 0, "{size}: {out}{err}");
+        assert_eq!(out, format!("f: OK (--part-size {size})\n"));
+    }
+}
+
+#[test]
+fn errors_suggest_only_what_works_and_name_what_was_wrong() {
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "f", b"x");
+    // S3 has no composite CRC64NVME: only -t plain is offered.
+    let (code, _, err) = mtsum(p, &["-t", "rfc6962", "-a", "crc64nvme", "f"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("use -t plain (the full-object CRC)\n"),
+        "{err}"
+    );
+    assert!(!err.contains("-t s3"), "{err}");
+    let (_, _, err) = mtsum(p, &["-t", "rfc6962", "-a", "crc32c", "f"]);
+    assert!(err.contains("or -t s3 (S3's composite checksum)"), "{err}");
+    for (size, needle) in [
+        ("0", "invalid part size '0': S3 parts are at least 5 MiB"),
+        ("1X", "invalid part size '1X': expected a number"),
+    ] {
+        let (code, _, err) = mtsum(p, &["-t", "s3", "--part-size", size, "f"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(needle) && !err.contains("leaf size"), "{err}");
+    }
+    // Untagged composite CRCs are checked only with -a: the messages say so.
+    let (_, sums, _) = mtsum(p, &["-t", "s3", "-a", "crc32c", "f"]);
+    write_file(p, "sums", sums.as_bytes());
+    let (code, _, err) = mtsum(p, &["-c", "-t", "s3", "sums"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "mtsum: sums: no properly formatted checksum lines found (untagged CRC lines need -a: crc32 or crc32c)\n"
+    );
+    let (_, _, err) = mtsum(p, &["-c", "-t", "s3", "--warn", "sums"]);
+    let first = err.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "mtsum: sums: 1: improperly formatted S3-MD5-8M checksum line (a crc32 or crc32c value needs -a)"
+    );
+    let (code, out, _) = mtsum(p, &["-c", "-t", "s3", "-a", "crc32c", "sums"]);
+    assert_eq!((code, out.as_str()), (0, "f: OK\n"));
+}
+
+#[test]
+fn part_size_auto_fails_an_empty_file_listed_with_a_value_of_several_parts() {
+    // No part size gives an empty object two parts: the line fails at once.
+    let dir = tempdir();
+    let p = dir.path();
+    write_file(p, "empty0", b"");
+    let etag = "d41d8cd98f00b204e9800998ecf8427e";
+    for parts in ["2", "3", "10000"] {
+        write_file(p, "sums", format!("{etag}-{parts}  empty0\n").as_bytes());
+        let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+        assert_eq!(
+            (code, out.as_str()),
+            (1, "empty0: FAILED\n"),
+            "{parts} parts: {err}"
+        );
+    }
 }
 
 #[test]

@@ -81,7 +81,9 @@ impl Base {
     fn show(&self, item: Walked) -> String {
         match item {
             Walked::Input(Target::Stdin) => "input -".to_string(),
-            Walked::Input(Target::Path(path)) => format!("input {}", self.rel(&path)),
+            Walked::Input(Target::Path(path) | Target::File(path)) => {
+                format!("input {}", self.rel(&path))
+            }
             Walked::Skipped { path, reason } => format!("skip {}: {reason}", self.rel(&path)),
             Walked::Error { path, error } => {
                 let base = format!("{}/", self.root.display());
@@ -183,11 +185,33 @@ fn order_is_that_of_find_piped_to_a_bytewise_sort() {
 #[test]
 fn invalid_utf8_names_survive_byte_for_byte() {
     let base = regular_tree();
-    let name = Target::Path(base.path(b"t/\xff\xfe"));
+    let name = base.path(b"t/\xff\xfe");
     let walked = walk([Target::from_arg(base.path("t"))], RECURSIVE).last();
-    assert!(matches!(walked, Some(Walked::Input(t)) if t == name));
-    let named = walk([name.clone()], OFF).next();
-    assert!(matches!(named, Some(Walked::Input(t)) if t == name));
+    assert!(matches!(walked, Some(Walked::Input(Target::File(p))) if p == name));
+    let named = walk([Target::Path(name.clone())], OFF).next();
+    assert!(matches!(named, Some(Walked::Input(Target::Path(p))) if p == name));
+}
+
+#[test]
+fn files_found_below_a_directory_must_still_be_regular_files_when_opened() {
+    // A file the walk found is opened without waiting and refused if something else (a FIFO)
+    // took its place; a path named on the command line is opened whatever it is.
+    let base = Base::new();
+    base.dir("t");
+    base.file("t/f");
+    base.file("named");
+    for recursion in [RECURSIVE, FOLLOW] {
+        let targets = [base.path("t"), base.path("named")].map(Target::Path);
+        let walked: Vec<Walked> = walk(targets, recursion).collect();
+        assert!(
+            matches!(
+                &walked[..],
+                [Walked::Input(Target::File(f)), Walked::Input(Target::Path(n))]
+                    if *f == base.path("t/f") && *n == base.path("named")
+            ),
+            "{walked:?}"
+        );
+    }
 }
 
 #[test]

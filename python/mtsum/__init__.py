@@ -11,12 +11,14 @@ The Python face of the Rust library ``mtsum``: the same digests as the ``mtsum``
 
 Every function takes the keywords of the CLI: ``algorithm`` (``-a``: md5, sha1, sha224,
 sha256, sha384, sha512, blake3, xxh3, xxh128, and the CRCs crc32, crc32c, crc64nvme with the
-plain and s3 layouts; all in :data:`ALGORITHMS`), ``layout`` (``-t``: mtsum, plain, merkle,
+plain and s3 layouts; all in :data:`ALGORITHMS`; by default the layout's own, as in the CLI:
+md5 for s3, whose ETag it is, sha256 for the others), ``layout`` (``-t``: mtsum, plain, merkle,
 rfc6962, and the values storage systems report: s3, glacier, dropbox, btv2; all in
 :data:`LAYOUTS`) and ``leaf_size`` (``-l`` for merkle and rfc6962, ``--part-size`` for s3:
-bytes as an int, or ``"4K"``, ``"1M"``). Digests are printed as the CLI prints them:
+bytes as an int, or ``"4K"``, ``"1M"``). Digests are returned as the CLI prints them:
 lowercase hex, or as the storage system shows them (base64 for S3's checksums, ``-N`` after
-a multipart ETag).
+a multipart value); :meth:`Hasher.value` gives the same, :meth:`Hasher.hexdigest` always hex.
+A path is a str, bytes (a name that is not UTF-8) or a path-like object of either.
 
 Errors are exceptions whose message is the CLI's error line without ``mtsum:``:
 ``FileNotFoundError("missing.bin: No such file or directory")``, ``PermissionError``,
@@ -52,13 +54,23 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-StrPath = Union[str, "os.PathLike[str]"]
+StrPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 LeafSize = Union[int, str, None]
+
+_PATH_TYPES = (str, bytes, os.PathLike)
+
+
+def _paths(paths: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
+    """The paths as ``os.fspath`` gives them, each once, in order; a single path is the list
+    of that one path (an iterable of its characters would be one-letter paths)."""
+    if isinstance(paths, _PATH_TYPES):
+        paths = [paths]
+    return list(dict.fromkeys(os.fspath(p) for p in paths))
 
 
 def file_digest(
     path: StrPath,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     threads: Optional[int] = None,
@@ -94,22 +106,23 @@ class FileSum(NamedTuple):
 
 
 def sum_files(
-    paths: Iterable[StrPath],
-    algorithm: str = "sha256",
+    paths: Union[StrPath, Iterable[StrPath]],
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     threads: Optional[int] = None,
-) -> dict[str, FileSum]:
+) -> dict[Union[str, bytes], FileSum]:
     """The digest of every file, hashed in parallel on one pool of ``threads`` workers.
 
     Returns a dict from each path (as ``os.fspath`` gives it; a path given twice is hashed
-    once) to its :class:`FileSum`, in the order of ``paths``. One bad file never raises: its
+    once) to its :class:`FileSum`, in the order of ``paths``. A single path (str, bytes or
+    path-like) is that one file, as in :func:`mtsum.dask.sum_files`. One bad file never raises: its
     FileSum has ``error`` set and the others are hashed. Directories are not walked (their
     error is ``"NAME: Is a directory"``); pass the files, e.g. from ``glob``. Bad parameters
     raise ValueError before anything is read. Ctrl-C raises KeyboardInterrupt at once and
     stops the hash of every file (see the module's help).
     """
-    keys = list(dict.fromkeys(os.fspath(p) for p in paths))
+    keys = _paths(paths)
     results = _mtsum.sum_files(keys, algorithm, layout, leaf_size, threads)
     return {key: FileSum(*result) for key, result in zip(keys, results)}
 
@@ -117,7 +130,7 @@ def sum_files(
 def plan(
     size: int,
     parts: int,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
 ) -> list[tuple[int, int]]:
@@ -136,7 +149,7 @@ def hash_range(
     path: StrPath,
     start: int,
     end: int,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     size: Optional[int] = None,
@@ -165,6 +178,6 @@ def combine(partials: Iterable[str]) -> str:
 
     Raises ValueError, naming the bytes, when ranges are missing or overlap, when partials come
     from another layout, algorithm or file size, or when a line is not a partial. The same
-    partial given twice counts once.
+    partial given twice counts once. Lines may have white space around them (a line end).
     """
-    return _mtsum.combine([p.strip() for p in partials])
+    return _mtsum.combine(partials)

@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension; the documented API is in ``mtsum/__init__.py``."""
 
 import os
-from typing import Optional, Sequence, Union
+from typing import Iterable, Optional, Union, final
 
 from typing_extensions import Buffer
 
@@ -14,14 +14,14 @@ LAYOUTS: list[str]
 
 def file_digest(
     path: _Path,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
     threads: Optional[int] = None,
 ) -> str: ...
 def sum_files(
-    paths: Sequence[_Path],
-    algorithm: str = "sha256",
+    paths: Iterable[_Path],
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
     threads: Optional[int] = None,
@@ -29,7 +29,7 @@ def sum_files(
 def plan(
     size: int,
     parts: int,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
 ) -> list[tuple[int, int]]: ...
@@ -37,25 +37,28 @@ def hash_range(
     path: _Path,
     start: int,
     end: int,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
     size: Optional[int] = None,
     threads: Optional[int] = None,
 ) -> str: ...
-def combine(partials: Sequence[str]) -> str: ...
+def combine(partials: Iterable[str]) -> str: ...
 def _stat(path: _Path) -> tuple[int, int]: ...
 def _message(path: _Path, cause: str) -> str: ...
 
+# Built by __new__ and not subclassable at run time (a PyO3 class).
+@final
 class Hasher:
     """A hasher in hashlib's shape; see ``help(mtsum.Hasher)``."""
 
-    def __init__(
-        self, algorithm: str = "sha256", layout: str = "mtsum", leaf_size: _Leaf = None
-    ) -> None: ...
+    def __new__(
+        cls, algorithm: Optional[str] = None, layout: str = "mtsum", leaf_size: _Leaf = None
+    ) -> "Hasher": ...
     def update(self, data: Buffer, /) -> None: ...
     def digest(self) -> bytes: ...
     def hexdigest(self) -> str: ...
+    def value(self) -> str: ...
     def copy(self) -> "Hasher": ...
     @property
     def name(self) -> str: ...

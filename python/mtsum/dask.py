@@ -31,7 +31,7 @@ import os
 from typing import Any, Iterable, Optional, Tuple, Union
 
 import mtsum
-from mtsum import _mtsum
+from mtsum import LeafSize, StrPath, _mtsum
 
 try:
     import distributed
@@ -51,8 +51,6 @@ thousand tasks and a few GiB keep every worker busy."""
 BATCH_FILES = 1000
 """The most small files in one task of :func:`sum_files`."""
 
-StrPath = Union[str, "os.PathLike[str]"]
-LeafSize = Union[int, str, None]
 _Row = Tuple[Optional[int], Optional[str], Optional[str]]
 
 
@@ -73,12 +71,12 @@ def _threads(client: distributed.Client) -> int:
 
 
 def _hash_part(
-    path: str,
+    path: Union[str, bytes],
     start: int,
     end: int,
     size: int,
     mtime_ns: Optional[int],
-    algorithm: str,
+    algorithm: Optional[str],
     layout: str,
     leaf_size: LeafSize,
 ) -> tuple[Optional[str], Optional[str]]:
@@ -105,7 +103,7 @@ def file_digest(
     path: StrPath,
     client: Optional[distributed.Client] = None,
     parts: Optional[int] = None,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
 ) -> str:
@@ -137,35 +135,39 @@ def file_digest(
 
 
 def _sum_batch(
-    paths: list[str], algorithm: str, layout: str, leaf_size: LeafSize
+    paths: list[Union[str, bytes]], algorithm: Optional[str], layout: str, leaf_size: LeafSize
 ) -> list[mtsum.FileSum]:
     """A task: ``(size, digest, error)`` of each of a few small files."""
     return list(mtsum.sum_files(paths, algorithm, layout, leaf_size, threads=1).values())
 
 
-def _expand(paths_or_glob: Union[str, StrPath, Iterable[StrPath]]) -> list[str]:
-    """The paths: a glob pattern's matches that are not directories, in byte order of their
-    names (``**`` matches any depth), or the given paths in their order."""
-    if isinstance(paths_or_glob, (str, os.PathLike)):
+def _expand(paths_or_glob: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
+    """The paths: one path that exists (``run[1].nc`` is a file, not a pattern) or has no
+    glob characters is itself; another is a glob pattern, whose matches that are not
+    directories come in byte order of their names (``**`` matches any depth); an iterable
+    gives its paths in their order."""
+    if isinstance(paths_or_glob, mtsum._PATH_TYPES):
         pattern = os.fspath(paths_or_glob)
-        if not _glob.has_magic(pattern):
+        if os.path.lexists(pattern) or not _glob.has_magic(pattern):
             return [pattern]
         matches = _glob.glob(pattern, recursive=True)
         return sorted((m for m in matches if not os.path.isdir(m)), key=os.fsencode)
-    return list(dict.fromkeys(os.fspath(p) for p in paths_or_glob))
+    return mtsum._paths(paths_or_glob)
 
 
 def sum_files(
-    paths_or_glob: Union[str, StrPath, Iterable[StrPath]],
+    paths_or_glob: Union[StrPath, Iterable[StrPath]],
     client: Optional[distributed.Client] = None,
-    algorithm: str = "sha256",
+    algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
 ) -> "pandas.DataFrame":
     """The digest of every file, hashed on the cluster's workers.
 
-    ``paths_or_glob``: a list of paths (kept in their order, a path given twice once), or a
-    glob pattern such as ``"/data/**/*.nc"`` (its files, in byte order of their names).
+    ``paths_or_glob``: a list of paths (kept in their order, a path given twice once), one
+    path (str, bytes or path-like: that file, as in :func:`mtsum.sum_files`, even where its
+    name has glob characters), or a glob pattern such as ``"/data/**/*.nc"`` that is no
+    existing path (its files, in byte order of their names).
     Files of up to :data:`PART_BYTES` go to tasks in batches (up to that many bytes or
     :data:`BATCH_FILES` files each), larger ones are cut into ranges like :func:`file_digest`.
 

@@ -137,9 +137,11 @@ impl Spool {
             file: None,
         };
         if let Some(file) = &self.file {
-            copy.file()?;
-            let to = copy.file.as_ref().expect("just created").path();
-            std::fs::copy(file.path(), to)?;
+            // Through the copy's own handle, which then stands at the end of the data, where
+            // its next flush appends (a copy by path left it at 0, and that flush overwrote the
+            // data). The original is read through a handle of its own, leaving its offset be.
+            let mut from = file.reopen()?;
+            io::copy(&mut from, copy.file()?)?;
         }
         Ok(copy)
     }

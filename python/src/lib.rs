@@ -19,11 +19,12 @@ use std::thread;
 use std::time::Duration;
 
 use mtsum::engine::{Engine, Request};
-use mtsum::layout::LeafSizeError;
+use mtsum::layout::{Encoding, LeafSizeError};
 use mtsum::source::{Input, InputError, Target};
 use mtsum::{Algorithm, Layout, LeafSize, sumfile};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyString};
 
 use buffer::Bytes;
 use errors::{input_error, io_error, value_error};
@@ -37,60 +38,145 @@ const GIL_MIN_BYTES: usize = 4096;
 const MAX_THREADS: usize = 1024;
 
 /// A leaf size as Python gives it: a number of bytes, or a string as `-l` takes it (`"4K"`).
-#[derive(FromPyObject)]
-enum LeafArg {
-    Bytes(i128),
-    Text(String),
-}
-
-impl LeafArg {
-    fn parse(self) -> PyResult<LeafSize> {
-        match self {
-            LeafArg::Text(s) => s.parse().map_err(value_error),
-            LeafArg::Bytes(n) => match u64::try_from(n) {
-                Ok(bytes) => LeafSize::new(bytes)
-                    .ok_or_else(|| value_error(LeafSizeError::Zero(n.to_string()))),
-                Err(_) => Err(value_error(LeafSizeError::Syntax(n.to_string()))),
-            },
-        }
+/// An int out of range is a ValueError, as 0 is; anything else (a float, a bool: `True` is no
+/// byte count) a TypeError of one line.
+fn leaf_size(leaf: Option<&Bound<'_, PyAny>>) -> PyResult<Option<LeafSize>> {
+    let Some(leaf) = leaf else { return Ok(None) };
+    if let Ok(text) = leaf.cast::<PyString>() {
+        return text.to_cow()?.parse().map(Some).map_err(value_error);
+    }
+    let Some(n) = index(leaf)? else {
+        return Err(PyTypeError::new_err(format!(
+            "leaf_size must be an int or a str such as \"4K\", not {}",
+            type_name(leaf)
+        )));
+    };
+    match n.extract::<u64>() {
+        Ok(bytes) => LeafSize::new(bytes)
+            .map(Some)
+            .ok_or_else(|| value_error(LeafSizeError::Zero(n.to_string(), "leaf size"))),
+        Err(_) => Err(value_error(LeafSizeError::Syntax(
+            n.to_string(),
+            "leaf size",
+        ))),
     }
 }
 
-/// The layout and algorithm named by the keyword arguments every function takes.
+/// `obj` as a Python int if it is one or stands for one (`__index__`: a NumPy integer),
+/// except a bool, which is no number here.
+fn index<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if obj.is_instance_of::<PyBool>() || !obj.hasattr("__index__")? {
+        return Ok(None);
+    }
+    obj.call_method0("__index__").map(Some)
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+/// An int parameter named `name` that a `u64` holds: bytes, offsets, counts. A negative or
+/// huge one is a ValueError, as 0 is where 0 is refused (pyo3 would raise OverflowError),
+/// and one of another type (a float, a bool) a TypeError; each of one line.
+fn unsigned(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let Some(n) = index(obj)? else {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, not {}",
+            type_name(obj)
+        )));
+    };
+    n.extract::<u64>().map_err(|e| {
+        if e.is_instance_of::<PyOverflowError>(obj.py()) {
+            PyValueError::new_err(format!("{name} must be from 0 to 2**64 - 1, not {n}"))
+        } else {
+            e
+        }
+    })
+}
+
+/// [`unsigned`] where a number is optional.
+fn unsigned_opt(name: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    obj.map(|obj| unsigned(name, obj)).transpose()
+}
+
+/// A path as Python gives it: a str, bytes (the name as the system has it, which need not be
+/// UTF-8) or an `os.PathLike` of either, as `os.fsdecode` takes them. Every function that
+/// takes a path takes it through here.
+fn path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    let os = obj.py().import("os")?;
+    os.getattr("fsdecode")?.call1((obj,))?.extract()
+}
+
+/// The paths of an iterable of paths ([`path`]).
+fn paths(obj: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    iterate(obj, "paths")?.map(|p| path(&p?)).collect()
+}
+
+/// The strings of an iterable of strings, such as partial lines.
+fn strings(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    iterate(obj, "strings")?.map(|s| s?.extract()).collect()
+}
+
+/// The items of an iterable of `what`. One str or bytes is refused: its items would be its
+/// one-letter pieces, each taken as a path or a line of its own.
+fn iterate<'py>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<impl Iterator<Item = PyResult<Bound<'py, PyAny>>> + use<'py>> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "expected an iterable of {what}, not one {}",
+            type_name(obj)
+        )));
+    }
+    obj.try_iter()
+}
+
+/// The layout and algorithm named by the keyword arguments every function takes. Without an
+/// algorithm, the layout's default, as on the command line (md5 for `s3`, whose ETag it is).
 fn parse_spec(
-    algorithm: &str,
+    algorithm: Option<&str>,
     layout: &str,
-    leaf: Option<LeafArg>,
+    leaf: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Layout, Algorithm)> {
-    let algorithm: Algorithm = algorithm.parse().map_err(value_error)?;
-    let leaf = leaf.map(LeafArg::parse).transpose()?;
+    let leaf = leaf_size(leaf)?;
     let layout = Layout::from_name(layout, leaf).map_err(value_error)?;
+    let algorithm: Algorithm = match algorithm {
+        Some(name) => name.parse().map_err(value_error)?,
+        None => layout.default_algorithm(),
+    };
     layout.check_algorithm(algorithm).map_err(value_error)?;
     Ok((layout, algorithm))
 }
 
 /// The number of threads asked for, or every available core.
-fn thread_count(threads: Option<usize>) -> PyResult<NonZeroUsize> {
-    match threads {
-        None => Ok(std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)),
-        Some(n) if n > MAX_THREADS => Err(PyValueError::new_err(format!(
+fn thread_count(threads: Option<&Bound<'_, PyAny>>) -> PyResult<NonZeroUsize> {
+    let at_least_one = || PyValueError::new_err("the number of threads must be at least 1");
+    let Some(threads) = threads else {
+        return Ok(std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
+    };
+    match unsigned("threads", threads) {
+        Ok(n) if n > MAX_THREADS as u64 => Err(PyValueError::new_err(format!(
             "at most {MAX_THREADS} threads"
         ))),
-        Some(n) => NonZeroUsize::new(n)
-            .ok_or_else(|| PyValueError::new_err("the number of threads must be at least 1")),
+        Ok(n) => NonZeroUsize::new(n as usize).ok_or_else(at_least_one),
+        Err(e) if e.is_instance_of::<PyValueError>(threads.py()) => Err(at_least_one()),
+        Err(e) => Err(e),
     }
 }
 
 /// The root digest of one file, as `mtsum` prints it (hex).
 #[pyfunction]
-#[pyo3(signature = (path, algorithm="sha256", layout="mtsum", leaf_size=None, threads=None))]
+#[pyo3(signature = (path, algorithm=None, layout="mtsum", leaf_size=None, threads=None))]
 fn file_digest(
     py: Python<'_>,
-    path: PathBuf,
-    algorithm: &str,
+    #[pyo3(from_py_with = path)] path: PathBuf,
+    algorithm: Option<&str>,
     layout: &str,
-    leaf_size: Option<LeafArg>,
-    threads: Option<usize>,
+    leaf_size: Option<&Bound<'_, PyAny>>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
@@ -154,14 +240,14 @@ type FileRow = (Option<u64>, Option<String>, Option<String>);
 /// Many files on one pool of workers: for each path in order, `(size, digest, None)` or
 /// `(None, None, message)`, the message that `file_digest` would raise for that path.
 #[pyfunction]
-#[pyo3(signature = (paths, algorithm="sha256", layout="mtsum", leaf_size=None, threads=None))]
+#[pyo3(signature = (paths, algorithm=None, layout="mtsum", leaf_size=None, threads=None))]
 fn sum_files(
     py: Python<'_>,
-    paths: Vec<PathBuf>,
-    algorithm: &str,
+    #[pyo3(from_py_with = paths)] paths: Vec<PathBuf>,
+    algorithm: Option<&str>,
     layout: &str,
-    leaf_size: Option<LeafArg>,
-    threads: Option<usize>,
+    leaf_size: Option<&Bound<'_, PyAny>>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<FileRow>> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
@@ -180,23 +266,30 @@ fn sum_files(
 }
 
 fn target_path(target: &Target) -> &std::path::Path {
-    match target {
-        Target::Path(p) => p,
-        Target::Stdin => std::path::Path::new("-"),
-    }
+    target.path().unwrap_or(std::path::Path::new("-"))
 }
 
 /// At most `parts` byte ranges `(start, end)` that cover a file of `size` bytes.
 #[pyfunction]
-#[pyo3(signature = (size, parts, algorithm="sha256", layout="mtsum", leaf_size=None))]
+#[pyo3(signature = (size, parts, algorithm=None, layout="mtsum", leaf_size=None))]
 fn plan(
-    size: u64,
-    parts: usize,
-    algorithm: &str,
+    size: &Bound<'_, PyAny>,
+    parts: &Bound<'_, PyAny>,
+    algorithm: Option<&str>,
     layout: &str,
-    leaf_size: Option<LeafArg>,
+    leaf_size: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<(u64, u64)>> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+    let size = unsigned("size", size)?;
+    // More parts than a usize holds are as many as it holds: there are never that many jobs.
+    let parts = match unsigned("parts", parts) {
+        Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        Err(e) if e.is_instance_of::<PyValueError>(parts.py()) => match index(parts)? {
+            Some(n) if n.lt(0)? => 0, // as 0 is refused, with the library's message
+            _ => usize::MAX,
+        },
+        Err(e) => return Err(e),
+    };
     let spec = Spec {
         layout,
         algorithm,
@@ -208,20 +301,22 @@ fn plan(
 
 /// The partial line of bytes `start..end` of the file at `path`.
 #[pyfunction]
-#[pyo3(signature = (path, start, end, algorithm="sha256", layout="mtsum", leaf_size=None, size=None, threads=None))]
+#[pyo3(signature = (path, start, end, algorithm=None, layout="mtsum", leaf_size=None, size=None, threads=None))]
 #[allow(clippy::too_many_arguments)] // Python keywords, as in `mtsum.plan`
 fn hash_range(
     py: Python<'_>,
-    path: PathBuf,
-    start: u64,
-    end: u64,
-    algorithm: &str,
+    #[pyo3(from_py_with = path)] path: PathBuf,
+    start: &Bound<'_, PyAny>,
+    end: &Bound<'_, PyAny>,
+    algorithm: Option<&str>,
     layout: &str,
-    leaf_size: Option<LeafArg>,
-    size: Option<u64>,
-    threads: Option<usize>,
+    leaf_size: Option<&Bound<'_, PyAny>>,
+    size: Option<&Bound<'_, PyAny>>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
+    let (start, end) = (unsigned("start", start)?, unsigned("end", end)?);
+    let size = unsigned_opt("size", size)?;
     let engine = Engine::new(thread_count(threads)?);
     let target = Target::Path(path.clone());
     let result = interruptible(py, engine, move |engine| {
@@ -250,7 +345,7 @@ fn hash_range(
 /// `(size, mtime_ns)` of the file at `path`, or the exception hashing it would raise: what
 /// `mtsum.dask` plans with.
 #[pyfunction]
-fn _stat(py: Python<'_>, path: PathBuf) -> PyResult<(u64, i128)> {
+fn _stat(py: Python<'_>, #[pyo3(from_py_with = path)] path: PathBuf) -> PyResult<(u64, i128)> {
     use std::os::unix::fs::MetadataExt;
     let target = Target::Path(path.clone());
     let opened = py.detach(|| match Input::open(&target)? {
@@ -270,7 +365,7 @@ fn _stat(py: Python<'_>, path: PathBuf) -> PyResult<(u64, i128)> {
 
 /// `NAME: cause`, the message of an exception about `path`, as the CLI says it.
 #[pyfunction]
-fn _message(path: PathBuf, cause: &str) -> String {
+fn _message(#[pyo3(from_py_with = path)] path: PathBuf, cause: &str) -> String {
     errors::message(&path, &cause)
 }
 
@@ -284,7 +379,7 @@ fn stream_has_no_ranges(path: &std::path::Path) -> PyErr {
 
 /// The root digest (hex) from partial lines that cover a file once.
 #[pyfunction]
-fn combine(partials: Vec<String>) -> PyResult<String> {
+fn combine(#[pyo3(from_py_with = strings)] partials: Vec<String>) -> PyResult<String> {
     let partials: Vec<Partial> = partials
         .iter()
         .map(|line| Partial::from_line(line))
@@ -296,7 +391,10 @@ fn combine(partials: Vec<String>) -> PyResult<String> {
 /// A hasher in hashlib's shape for bytes that arrive in pieces: `update(data)` as often as
 /// needed, then `digest()` or `hexdigest()` (feeding may go on after them), `copy()` for an
 /// independent copy. The digest is the one `mtsum.file_digest` and the CLI give for the same
-/// bytes in one file.
+/// bytes in one file: `value()` is their string, `hexdigest()` the same in hex
+/// (`digest().hex()`, then `-N` after a value with a part count); they differ only for S3's
+/// checksums, which S3 shows in base64. Without an algorithm, the layout's own, as in the
+/// CLI: md5 for "s3" (the ETag), sha256 for the others.
 ///
 /// `update` takes any object with the buffer protocol (bytes, bytearray, memoryview,
 /// array.array, a NumPy array) without copying it, and releases the GIL while it hashes (from
@@ -334,8 +432,12 @@ impl Hasher {
 #[pymethods]
 impl Hasher {
     #[new]
-    #[pyo3(signature = (algorithm="sha256", layout="mtsum", leaf_size=None))]
-    fn new(algorithm: &str, layout: &str, leaf_size: Option<LeafArg>) -> PyResult<Hasher> {
+    #[pyo3(signature = (algorithm=None, layout="mtsum", leaf_size=None))]
+    fn new(
+        algorithm: Option<&str>,
+        layout: &str,
+        leaf_size: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Hasher> {
         let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
         Ok(Hasher {
             layout,
@@ -361,14 +463,22 @@ impl Hasher {
         result.map_err(|e| io_error(py, e))
     }
 
-    /// The digest of everything fed so far, as bytes.
-    fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    /// The digest of everything fed so far, as bytes (without S3's part count: see
+    /// `hexdigest` and `value`).
+    fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let root = self.root(py)?;
-        Ok(pyo3::types::PyBytes::new(py, root.digest().as_bytes()))
+        Ok(PyBytes::new(py, root.digest().as_bytes()))
     }
 
-    /// The digest of everything fed so far, in lowercase hex (as the CLI prints it).
+    /// The digest of everything fed so far in lowercase hex, `digest().hex()`, followed by
+    /// `-N` where the value has a part count (S3's multipart values: the ETag `hex-2`).
     fn hexdigest(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.root(py)?.with_encoding(Encoding::Hex).to_string())
+    }
+
+    /// The value of everything fed so far as the CLI prints it and `mtsum.file_digest`
+    /// returns it: `hexdigest()`, except for S3's checksums, which S3 shows in base64.
+    fn value(&self, py: Python<'_>) -> PyResult<String> {
         Ok(self.root(py)?.to_string())
     }
 

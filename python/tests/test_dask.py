@@ -148,3 +148,19 @@ def test_a_glob_that_matches_nothing_is_an_empty_frame(client, tmp_path):
     assert list(frame.columns) == ["path", "size", "digest", "error"]
     assert len(frame) == 0
     assert mtsum.sum_files([]) == {}
+
+
+def test_an_existing_path_with_glob_characters_is_that_file(client, tmp_path):
+    f = tmp_path / "run[1].nc"
+    f.write_bytes(b"data")
+    for given in [str(f), f, os.fsencode(f)]:
+        frame = mtsum.dask.sum_files(given, client=client)
+        assert list(frame["path"]) == [os.fspath(given) if not isinstance(given, bytes) else given]
+        assert list(frame["digest"]) == [mtsum.file_digest(f)]
+    assert mtsum.dask.file_digest(os.fsencode(f), client=client) == mtsum.file_digest(f)
+
+
+def test_the_default_algorithm_is_the_layouts(client, big):
+    assert mtsum.dask.file_digest(big, layout="s3") == mtsum.file_digest(big, "md5", "s3")
+    frame = mtsum.dask.sum_files([big], client=client, layout="s3")
+    assert list(frame["digest"]) == [mtsum.file_digest(big, "md5", "s3")]

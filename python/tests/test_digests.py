@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pathlib
 import random
 import subprocess
 
 import pytest
 
 import mtsum
-from conftest import ALGORITHMS, LAYOUTS, cli, defined
+from conftest import ALGORITHMS, LAYOUTS, cli, defined, random_bytes
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -116,7 +118,7 @@ def test_every_listed_layout_gives_the_cli_digest_or_is_refused_as_by_the_cli(
         assert mtsum.file_digest(path, algorithm, layout) == want, path.name
         h = mtsum.Hasher(algorithm, layout)
         h.update(path.read_bytes())
-        assert h.hexdigest() == want, path.name
+        assert h.value() == want, path.name
         size = path.stat().st_size
         partials = [
             mtsum.hash_range(path, s, e, algorithm, layout)
@@ -143,3 +145,59 @@ def test_names_and_constants():
     assert (h.name, h.algorithm, h.layout, h.leaf_size) == ("rfc6962-blake3-1m", "blake3", "rfc6962", 1 << 20)
     assert mtsum.Hasher("xxh3", "plain").digest_size == 8
     assert mtsum.Hasher("sha512").digest_size == 64
+
+
+class BytesPath:
+    """A path-like object whose path is bytes, as ``os.fspath`` takes it."""
+
+    def __init__(self, path: bytes):
+        self.path = path
+
+    def __fspath__(self) -> bytes:
+        return self.path
+
+
+def test_a_path_is_str_bytes_or_path_like_of_either_everywhere(tmp_path):
+    data = random_bytes(5000, 4)
+    # A name that is not UTF-8 can be given only as bytes.
+    raw = os.fsencode(tmp_path) + b"/caf\xe9.bin"
+    with open(raw, "wb") as f:
+        f.write(data)
+    want = mtsum.file_digest(os.fsdecode(raw))
+    for path in [raw, BytesPath(raw), os.fsdecode(raw), pathlib.Path(os.fsdecode(raw))]:
+        assert mtsum.file_digest(path) == want, path
+        assert mtsum.sum_files([path])[os.fspath(path)] == (5000, want, None), path
+        partials = [mtsum.hash_range(path, s, e) for s, e in mtsum.plan(5000, 2)]
+        assert mtsum.combine(partials) == want, path
+    missing = os.fsencode(tmp_path) + b"/missing"
+    with pytest.raises(FileNotFoundError, match="missing: No such file or directory"):
+        mtsum.file_digest(missing)
+    assert mtsum.sum_files([missing])[missing].error.endswith("missing: No such file or directory")
+
+
+def test_sum_files_takes_a_single_path_as_that_one_file(tmp_path):
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"abc")
+    want = {str(f): (3, mtsum.file_digest(f), None)}
+    assert mtsum.sum_files(str(f)) == want
+    assert mtsum.sum_files(f) == want
+    assert mtsum.sum_files(BytesPath(os.fsencode(f))) == {os.fsencode(f): want[str(f)]}
+    assert mtsum.sum_files(os.fsencode(f)) == {os.fsencode(f): want[str(f)]}
+
+
+def test_the_default_algorithm_is_the_layouts_as_in_the_cli(mtsum_bin, files):
+    """md5 for s3 (the ETag), sha256 for every other layout: ``mtsum -t LAYOUT`` without -a."""
+    f = files[-1]  # two parts of s3's 8 MiB: a multipart ETag
+    size = f.stat().st_size
+    for layout in mtsum.LAYOUTS:
+        out = subprocess.run([mtsum_bin, "--no-names", "-t", layout, str(f)],
+                             check=True, capture_output=True, text=True)
+        want = out.stdout.strip()
+        assert mtsum.file_digest(f, layout=layout) == want, layout
+        assert mtsum.sum_files([f], layout=layout)[str(f)].digest == want, layout
+        partials = [mtsum.hash_range(f, s, e, layout=layout) for s, e in mtsum.plan(size, 3, layout=layout)]
+        assert mtsum.combine(partials) == want, layout
+        h = mtsum.Hasher(layout=layout)
+        h.update(f.read_bytes())
+        assert h.value() == want, layout
+        assert h.algorithm == ("md5" if layout == "s3" else "sha256")

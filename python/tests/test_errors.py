@@ -63,6 +63,60 @@ def test_bad_parameters_are_value_errors_with_the_librarys_messages(tmp_path):
         mtsum.plan(10, 0)
 
 
+def one_line(error: pytest.ExceptionInfo) -> str:
+    message = str(error.value)
+    assert message and "\n" not in message, message
+    return message
+
+
+def test_negative_or_too_large_numbers_are_value_errors_as_zero_is(tmp_path):
+    f = tmp_path / "f"
+    f.write_bytes(b"x")
+    calls = {
+        "threads": lambda n: mtsum.file_digest(f, threads=n),
+        "sum_files threads": lambda n: mtsum.sum_files([f], threads=n),
+        "size": lambda n: mtsum.plan(n, 2),
+        "parts": lambda n: mtsum.plan(10, n),
+        "start": lambda n: mtsum.hash_range(f, n, 1),
+        "end": lambda n: mtsum.hash_range(f, 0, n),
+        "hash_range size": lambda n: mtsum.hash_range(f, 0, 1, size=n),
+        "hash_range threads": lambda n: mtsum.hash_range(f, 0, 1, threads=n),
+    }
+    for name, call in calls.items():
+        # At most 2**64 parts is no limit: there are never that many jobs.
+        for n in [-1, -(2**70)] + ([] if name == "parts" else [2**64]):
+            with pytest.raises(ValueError) as e:
+                call(n)
+            one_line(e)
+            assert not isinstance(e.value, OverflowError), (name, n)
+    assert mtsum.plan(10, 2**64) == mtsum.plan(10, 100)
+    for wrong in [1.0, True, "3"]:
+        with pytest.raises(TypeError, match="^size must be an int, not"):
+            mtsum.plan(wrong, 2)
+
+
+def test_a_leaf_size_is_an_int_or_a_string_and_anything_else_a_one_line_error(tmp_path):
+    f = tmp_path / "f"
+    f.write_bytes(b"x")
+    with pytest.raises(ValueError, match=f"^invalid leaf size '{2**200}'") as e:
+        mtsum.file_digest(f, layout="merkle", leaf_size=2**200)
+    one_line(e)
+    for wrong in [4096.0, True, b"4K", [4096]]:
+        with pytest.raises(TypeError, match="^leaf_size must be an int or a str") as e:
+            mtsum.file_digest(f, layout="merkle", leaf_size=wrong)
+        one_line(e)
+        with pytest.raises(TypeError, match="^leaf_size must be an int or a str"):
+            mtsum.Hasher("sha256", "merkle", wrong)
+
+
+def test_combine_takes_strings_only(tmp_path):
+    with pytest.raises(TypeError) as e:
+        mtsum.combine([1])
+    one_line(e)
+    with pytest.raises(TypeError):
+        mtsum.combine("MTSUM-PARTIAL/2 MTSUM-SHA256 0 0-0 -")
+
+
 def test_a_file_without_a_digest_in_the_layout_is_a_value_error_as_for_hasher(mtsum_bin, tmp_path):
     empty = tmp_path / "empty"
     empty.write_bytes(b"")

@@ -4,6 +4,7 @@ random pieces of any buffer type, with copy(); the spooling of the mtsum layout.
 from __future__ import annotations
 
 import array
+import base64
 import hashlib
 import random
 
@@ -94,6 +95,32 @@ def test_the_mtsum_layout_spools_and_gives_the_files_digest(tmp_path, size):
     assert copy.hexdigest() == want
 
 
+def one_shot(data: bytes) -> str:
+    h = mtsum.Hasher("sha256", "mtsum")
+    h.update(data)
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("size", [(1 << 20) - 1, 1 << 20, (1 << 20) + 1, 2 << 20, (3 << 20) + 5])
+@pytest.mark.parametrize("tail", [b"tail", random_bytes(3 << 20, 9)])
+def test_a_copy_of_a_spooled_hasher_goes_on_from_the_same_bytes(size, tail):
+    """Around the spool's 1 MiB in memory, then in a file: the copy and the original each
+    go on from the bytes fed before the copy, with more bytes of their own."""
+    data = random_bytes(size, size)
+    h = mtsum.Hasher("sha256", "mtsum")
+    h.update(data)
+    copy = h.copy()
+    copy.update(tail)
+    h.update(b"other")
+    assert copy.hexdigest() == one_shot(data + tail)
+    assert h.hexdigest() == one_shot(data + b"other")
+    # A copy of the copy, after the copy's spool grew.
+    again = copy.copy()
+    again.update(b"!")
+    assert again.hexdigest() == one_shot(data + tail + b"!")
+    assert copy.hexdigest() == one_shot(data + tail)
+
+
 def test_a_hasher_used_by_two_threads_takes_their_updates_in_turn():
     import threading
 
@@ -109,3 +136,29 @@ def test_a_hasher_used_by_two_threads_takes_their_updates_in_turn():
     # Every piece is the same, so any interleaving of whole updates gives this digest; a torn
     # update would not.
     assert h.hexdigest() == whole.hexdigest()
+
+
+@pytest.mark.parametrize("algorithm", ["md5", "sha256", "crc32c"])
+@pytest.mark.parametrize("size", [5, (8 << 20) + 3])
+def test_hexdigest_is_the_digests_hex_and_value_is_the_storage_systems(tmp_path, algorithm, size):
+    """hexdigest() is digest().hex(), with ``-N`` after a value that has a part count (S3's
+    multipart values); value() is the value as the CLI prints it and file_digest returns
+    it: base64 for S3's checksums."""
+    data = random_bytes(size, 2)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    h = mtsum.Hasher(algorithm, "s3")
+    h.update(data)
+    parts = "-2" if size > 8 << 20 else ""
+    assert h.hexdigest() == h.digest().hex() + parts
+    assert h.digest_size == len(h.digest())
+    shown = h.digest().hex() if algorithm == "md5" else base64.b64encode(h.digest()).decode()
+    assert h.value() == shown + parts == mtsum.file_digest(path, algorithm, "s3")
+    plain = mtsum.Hasher(algorithm, "plain")
+    plain.update(data)
+    assert plain.hexdigest() == plain.digest().hex() == plain.value()
+
+
+def test_hasher_is_final_at_run_time_as_in_its_stub():
+    with pytest.raises(TypeError):
+        type("Sub", (mtsum.Hasher,), {})

@@ -132,3 +132,20 @@ def test_tiny_files_are_one_range_and_combine(tmp_path, size):
         ranges = mtsum.plan(size, 4, **kw)
         partials = partials_of(p, ranges, **kw)
         assert mtsum.combine(reversed(partials)) == mtsum.file_digest(p, **kw), (layout, ranges)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda path: mtsum.plan(2**63, 10**6),
+        lambda path: mtsum.hash_range(path, 0, 2**62, size=2**62),
+        lambda path: mtsum.combine(["MTSUM-PARTIAL/2 MTSUM-SHA256 1000000000000000000 0-0 -"]),
+    ],
+    ids=["plan", "hash_range", "combine of a forged line"],
+)
+def test_a_size_of_more_jobs_than_a_plan_holds_is_a_value_error_not_an_abort(tmp_path, call):
+    """Billions of jobs would be made in memory before anything else is checked."""
+    path = tmp_path / "f"
+    path.write_bytes(b"small")
+    with pytest.raises(ValueError, match=r"^MTSUM-SHA256, \d+ bytes is too large to plan: \d+ jobs, at most 16777216$"):
+        call(path)

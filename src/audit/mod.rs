@@ -211,6 +211,10 @@ pub enum AuditError {
     /// The manifest could not be read.
     #[error("{error}")]
     ManifestRead { path: PathBuf, error: ManifestError },
+    /// The manifest could not be replaced at the end, found before the audit starts (`why`
+    /// ends the message: its directory does not exist, say).
+    #[error("cannot write the manifest: {why}")]
+    ManifestUnwritable { path: PathBuf, why: String },
     /// The manifest could not be written; the old one is intact.
     #[error("cannot write the manifest (the previous one is intact): {error}")]
     ManifestWrite { path: PathBuf, error: InputError },
@@ -229,6 +233,7 @@ impl AuditError {
             AuditError::XattrUnsupported { path }
             | AuditError::ManifestRead { path, .. }
             | AuditError::ManifestWrite { path, .. }
+            | AuditError::ManifestUnwritable { path, .. }
             | AuditError::Database { path, .. } => Some(path),
             AuditError::Unsupported(_) => None,
         }
@@ -261,7 +266,8 @@ impl Flow for ControlFlow<()> {
 /// When `on` answers [`ControlFlow::Break`], no further file is handed to the readers and
 /// none is decided or recorded (files already being read are read to their end, and
 /// dropped); what was recorded until then stays, a manifest included, and the summary counts
-/// only that.
+/// only that. (Files are decided, and recorded, as soon as they are read; those read ahead of
+/// their turn in walk order stay recorded though `on` does not hear of them.)
 pub fn audit<F: Flow>(
     targets: &[Target],
     options: &Options,

@@ -58,9 +58,23 @@ pub fn read_order(places: &[Place]) -> Vec<usize> {
     order
 }
 
-/// Whether the block device `dev` (`st_dev`) is rotational, from sysfs; a partition answers
-/// for its disk. Devices sysfs does not know (tmpfs, network file systems) are not.
+/// The environment variable that overrides sysfs for every device: `1` rotational, `0` not.
+/// For disks sysfs misreports (behind a RAID controller, in a virtual machine), and for
+/// tests of either plan on any disk.
+pub const ROTATIONAL_VAR: &str = "MTSUM_ROTATIONAL";
+
+/// Whether the block device `dev` (`st_dev`) is rotational, from sysfs (or
+/// [`ROTATIONAL_VAR`]); a partition answers for its disk. Devices sysfs does not know (tmpfs,
+/// network file systems) are not.
 pub fn is_rotational(dev: u64) -> bool {
+    match std::env::var_os(ROTATIONAL_VAR)
+        .as_deref()
+        .and_then(|v| v.to_str())
+    {
+        Some("1") => return true,
+        Some("0") => return false,
+        _ => {}
+    }
     static KNOWN: Mutex<Option<HashMap<u64, bool>>> = Mutex::new(None);
     let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
     *known

@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, unbounded};
+use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot};
+use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot, Root};
 use crate::source::{
     Buffer, Chunk, Input, InputError, MAX_HELD_STREAM, ReadMode, SizedFile, Target, hold_stream,
     read_stream_chunk,
@@ -82,8 +82,8 @@ pub struct Want {
 /// What one read of a file gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hashed {
-    /// One per [`Want::digests`], in order.
-    pub digests: Vec<Digest>,
+    /// One value per [`Want::digests`], in order, whole (S3's with its part count).
+    pub digests: Vec<Root>,
     /// Bytes read.
     pub size: u64,
     /// The leaf digests, if [`Want::leaves`] asked for them (never of a streamed file).
@@ -178,9 +178,9 @@ impl Sequential {
         }
     }
 
-    /// The root's digest (an error for a stream the layout has no root for, such as an
+    /// The root (an error for a stream the layout has no root for, such as an
     /// empty file in BitTorrent v2), and the leaves if they were kept.
-    fn finish(mut self, len: u64) -> Result<(Digest, Option<Vec<Digest>>), NoRoot> {
+    fn finish(mut self, len: u64) -> Result<(Root, Option<Vec<Digest>>), NoRoot> {
         // A stream's one job ends where the stream did.
         if let Some((index, range, hasher, _)) = self.current.take() {
             debug_assert_eq!(range.end, u64::MAX, "every byte of a known length was fed");
@@ -188,12 +188,14 @@ impl Sequential {
                 .add(index, range.start..len, hasher.finalize());
         }
         let root = self.combiner.finish(len)?;
-        Ok((*root.digest(), self.kept))
+        Ok((root, self.kept))
     }
 }
 
-/// Shares the average rate of all readers: each read waits until the bytes read so far are
-/// no more than `rate` per second since the first one.
+/// Shares the average rate of all readers: after each read, the reader waits until the bytes
+/// read so far, that read's included, are no more than `rate` per second since the first one.
+/// (Waiting only for the bytes before a read would let the last read of an audit through
+/// unpaid: a file of one chunk would be read at once whatever the rate.)
 #[derive(Debug)]
 pub struct RateLimiter {
     rate: u64,
@@ -208,14 +210,13 @@ impl RateLimiter {
         }
     }
 
-    /// Waits until `bytes` more may be read.
+    /// Counts `bytes` just read, and waits until they are due.
     pub fn take(&self, bytes: u64) {
         let wait = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let (start, used) = state.get_or_insert((Instant::now(), 0));
-            // The bytes already read are due by now; these are due when their time comes.
-            let due = Duration::from_secs_f64(*used as f64 / self.rate as f64);
             *used += bytes;
+            let due = Duration::from_secs_f64(*used as f64 / self.rate as f64);
             (*start + due).saturating_duration_since(Instant::now())
         };
         if !wait.is_zero() {
@@ -266,7 +267,8 @@ pub fn hash_file(
     io: &Io,
     limiter: Option<&RateLimiter>,
 ) -> Result<Hashed, InputError> {
-    let target = Target::Path(path.to_path_buf());
+    // Audited files are regular files: one replaced by a FIFO is refused, not waited for.
+    let target = Target::File(path.to_path_buf());
     match Input::open_with(&target, io.read_mode)? {
         Input::Sized(file) => match hash_sized(&file, want, io, limiter) {
             // A file system that misreports the size: the file is read again, to its end.
@@ -369,14 +371,15 @@ fn feed(
     let mut fed = 0;
     while let Some(chunk) = next(buffer)? {
         let len = chunk.len() as u64;
-        if let Some(limiter) = limiter {
-            limiter.take(len);
-        }
         for piece in chunk.pieces().iter() {
             update_all(sinks, piece);
         }
         if let Some(progress) = &io.progress {
             progress.fetch_add(len, Ordering::Relaxed);
+        }
+        // After hashing: the time spent on it is part of what the chunk waits.
+        if let Some(limiter) = limiter {
+            limiter.take(len);
         }
         fed += len;
         let (back, ok) = chunk.finish();
@@ -387,7 +390,7 @@ fn feed(
 }
 
 /// The roots of the whole-file digests of a stream of `len` bytes.
-fn roots(sinks: Vec<Sequential>, len: u64) -> Result<Vec<Digest>, NoRoot> {
+fn roots(sinks: Vec<Sequential>, len: u64) -> Result<Vec<Root>, NoRoot> {
     sinks
         .into_iter()
         .map(|s| s.finish(len).map(|(root, _)| root))
@@ -408,52 +411,103 @@ pub struct Work<T> {
     pub context: T,
 }
 
-/// What a read gave, once it is known: `Some(None)` for work that reads nothing.
-type Outcome = Option<Option<Result<Hashed, InputError>>>;
-
-/// Hands results to the sink in the order of the work, each as soon as all before it are.
-struct Reorder<'a, T, F> {
-    waiting: BTreeMap<usize, (T, Outcome)>,
-    next: usize,
-    sink: &'a mut F,
+/// What [`in_order`] does with each piece of work: decides it as soon as its read is done
+/// (or at once, for work that reads nothing), then reports the decisions in the order of the
+/// work. Deciding is where an audit writes its records, so a file's record never waits for
+/// files read after it in the order of the work (on a rotational disk, files are read in
+/// physical order): a `kill -9` loses nothing decided.
+pub trait Outcomes<T> {
+    /// A decision, waiting for its turn to be reported.
+    type Decided;
+    /// What the read of the work with `context` gave (`None`: it reads nothing).
+    fn decide(&mut self, context: T, result: Option<Result<Hashed, InputError>>) -> Self::Decided;
+    /// Called once per piece of work, in the order of the work.
+    fn report(&mut self, decided: Self::Decided);
 }
 
-impl<T, F> Reorder<'_, T, F>
-where
-    F: FnMut(T, Option<Result<Hashed, InputError>>),
-{
-    fn ready(&mut self, index: usize, context: T, result: Option<Result<Hashed, InputError>>) {
-        self.waiting.insert(index, (context, Some(result)));
+/// A piece of work before and after its decision.
+enum Slot<T, D> {
+    Reading(T),
+    Decided(D),
+}
+
+/// Decides results as they come and reports them in the order of the work, each as soon as
+/// all before it are.
+struct Reorder<'a, T, O: Outcomes<T>> {
+    waiting: BTreeMap<usize, Slot<T, O::Decided>>,
+    next: usize,
+    outcomes: &'a mut O,
+}
+
+impl<T, O: Outcomes<T>> Reorder<'_, T, O> {
+    /// Work `index` with `context`, whose file is being read.
+    fn reading(&mut self, index: usize, context: T) {
+        self.waiting.insert(index, Slot::Reading(context));
+    }
+
+    /// Work `index` that reads nothing.
+    fn ready(&mut self, index: usize, context: T) {
+        let decided = self.outcomes.decide(context, None);
+        self.waiting.insert(index, Slot::Decided(decided));
         self.flush();
     }
 
     fn done(&mut self, index: usize, result: Result<Hashed, InputError>) {
-        if let Some(slot) = self.waiting.get_mut(&index) {
-            slot.1 = Some(Some(result));
+        if let Some(Slot::Reading(context)) = self.waiting.remove(&index) {
+            let decided = self.outcomes.decide(context, Some(result));
+            self.waiting.insert(index, Slot::Decided(decided));
         }
         self.flush();
     }
 
     fn flush(&mut self) {
-        while let Some((_, Some(_))) = self.waiting.get(&self.next) {
-            let (context, result) = self.waiting.remove(&self.next).expect("present");
-            (self.sink)(context, result.expect("done"));
+        while let Some(Slot::Decided(_)) = self.waiting.get(&self.next) {
+            let Some(Slot::Decided(decided)) = self.waiting.remove(&self.next) else {
+                unreachable!("just seen")
+            };
+            self.outcomes.report(decided);
             self.next += 1;
         }
     }
 }
 
-/// Runs `work` on [`Io::readers`] threads and calls `sink` once per item, in the order of
-/// `work`, with its context and what reading gave (`None` for items that read nothing).
-pub fn in_order<T, I, F>(io: &Io, work: I, mut sink: F)
+/// A file for a reader: its index in the work, its path, what to compute.
+type Job = (usize, PathBuf, Want);
+
+/// Hands `job` to the readers, deciding the results that come back while they are all busy:
+/// a window of files in physical order may take long to hand out, and its results must not
+/// wait for that.
+fn hand_out<T, O: Outcomes<T>>(
+    job: Job,
+    jobs: &Sender<Job>,
+    done: &Receiver<(usize, Result<Hashed, InputError>)>,
+    out: &mut Reorder<'_, T, O>,
+) {
+    let mut select = Select::new();
+    let send = select.send(jobs);
+    select.recv(done);
+    loop {
+        let operation = select.select();
+        if operation.index() == send {
+            return operation.send(jobs, job).expect("readers run");
+        }
+        let (index, result) = operation.recv(done).expect("readers run");
+        out.done(index, result);
+    }
+}
+
+/// Runs `work` on [`Io::readers`] threads, decides each item with `outcomes` as soon as its
+/// read is done (`None` for items that read nothing), and reports the decisions in the order
+/// of `work`.
+pub fn in_order<T, I, O>(io: &Io, work: I, outcomes: &mut O)
 where
     I: IntoIterator<Item = Work<T>>,
-    F: FnMut(T, Option<Result<Hashed, InputError>>),
+    O: Outcomes<T>,
 {
     let readers = io.reader_count();
     let limiter = io.rate_limit.map(RateLimiter::new);
     thread::scope(|scope| {
-        let (job_tx, job_rx) = bounded::<(usize, PathBuf, Want)>(readers);
+        let (job_tx, job_rx) = bounded::<Job>(readers);
         let (done_tx, done_rx) = unbounded::<(usize, Result<Hashed, InputError>)>();
         let mut started = 0;
         for _ in 0..readers {
@@ -480,7 +534,8 @@ where
             for item in work {
                 let error =
                     || InputError::Io(std::io::Error::other("cannot start a reader thread"));
-                sink(item.context, item.read.map(|_| Err(error())));
+                let decided = outcomes.decide(item.context, item.read.map(|_| Err(error())));
+                outcomes.report(decided);
             }
             return;
         }
@@ -488,11 +543,11 @@ where
         let mut out = Reorder {
             waiting: BTreeMap::new(),
             next: 0,
-            sink: &mut sink,
+            outcomes,
         };
         // Files on rotational disks wait in a window and go out in physical order.
         let mut window: Vec<(usize, Read)> = Vec::new();
-        let send_window = |window: &mut Vec<(usize, Read)>| {
+        let send_window = |window: &mut Vec<(usize, Read)>, out: &mut Reorder<'_, T, O>| {
             let places: Vec<Place> = window
                 .iter()
                 .map(|(_, r)| r.place.expect("placed"))
@@ -500,25 +555,21 @@ where
             let mut taken: Vec<Option<(usize, Read)>> = window.drain(..).map(Some).collect();
             for i in plan::read_order(&places) {
                 let (index, read) = taken[i].take().expect("each once");
-                job_tx
-                    .send((index, read.path, read.want))
-                    .expect("readers run");
+                hand_out((index, read.path, read.want), &job_tx, &done_rx, out);
             }
         };
         for (index, item) in work.into_iter().enumerate() {
             match item.read {
-                None => out.ready(index, item.context, None),
+                None => out.ready(index, item.context),
                 Some(read) => {
-                    out.waiting.insert(index, (item.context, None));
+                    out.reading(index, item.context);
                     if read.place.is_some_and(|p| p.rotational) {
                         window.push((index, read));
                         if window.len() == WINDOW {
-                            send_window(&mut window);
+                            send_window(&mut window, &mut out);
                         }
                     } else {
-                        job_tx
-                            .send((index, read.path, read.want))
-                            .expect("readers run");
+                        hand_out((index, read.path, read.want), &job_tx, &done_rx, &mut out);
                     }
                 }
             }
@@ -526,7 +577,7 @@ where
                 out.done(index, result);
             }
         }
-        send_window(&mut window);
+        send_window(&mut window, &mut out);
         drop(job_tx);
         for (index, result) in done_rx.iter() {
             out.done(index, result);
@@ -570,7 +621,7 @@ mod tests {
             for (i, (layout, alg)) in specs.into_iter().enumerate() {
                 assert_eq!(
                     hashed.digests[i],
-                    reference::root(layout, alg, &data),
+                    reference::checksum(layout, alg, &data).unwrap(),
                     "{len} {layout} {alg}"
                 );
             }
@@ -618,7 +669,7 @@ mod tests {
             for (i, (layout, alg)) in specs.into_iter().enumerate() {
                 assert_eq!(
                     hashed.digests[i],
-                    reference::root(layout, alg, &data),
+                    reference::checksum(layout, alg, &data).unwrap(),
                     "{len} {layout} {alg}"
                 );
             }
@@ -646,7 +697,7 @@ mod tests {
             for (i, &(layout, alg)) in want.digests.iter().enumerate() {
                 assert_eq!(
                     hashed.digests[i],
-                    reference::root(layout, alg, &data),
+                    reference::checksum(layout, alg, &data).unwrap(),
                     "{len}"
                 );
             }
@@ -678,24 +729,83 @@ mod tests {
             readers: NonZeroUsize::new(4),
             ..Io::default()
         };
-        let mut seen = Vec::new();
-        in_order(&io, work, |i, result| {
-            assert_eq!(result.is_none(), i % 7 == 3);
-            if let Some(r) = result {
-                assert_eq!(r.unwrap().size, ((50 - i) * 1000) as u64);
+        let mut seen = Recorded::default();
+        in_order(&io, work, &mut seen);
+        for &(i, size) in &seen.decided {
+            assert_eq!(size.is_none(), i % 7 == 3);
+            if let Some(size) = size {
+                assert_eq!(size, ((50 - i) * 1000) as u64);
             }
-            seen.push(i);
-        });
-        assert_eq!(seen, (0..50).collect::<Vec<_>>());
+        }
+        assert_eq!(seen.reported, (0..50).collect::<Vec<_>>());
+    }
+
+    /// The decisions in the order they were made, with the sizes read, and the reports.
+    #[derive(Default)]
+    struct Recorded {
+        decided: Vec<(usize, Option<u64>)>,
+        reported: Vec<usize>,
+    }
+
+    impl Outcomes<usize> for Recorded {
+        type Decided = usize;
+        fn decide(&mut self, i: usize, result: Option<Result<Hashed, InputError>>) -> usize {
+            self.decided.push((i, result.map(|r| r.unwrap().size)));
+            i
+        }
+        fn report(&mut self, i: usize) {
+            self.reported.push(i);
+        }
     }
 
     #[test]
-    fn the_rate_limiter_lets_the_average_catch_up_and_no_further() {
+    fn files_read_in_physical_order_are_decided_as_they_are_read_and_reported_in_order() {
+        // One reader, and the walk's first file lies last on the disk: each file is decided
+        // as soon as it is read (a record written, were this an audit), in physical order,
+        // not held until the first one in walk order is read.
+        let dir = tempfile::tempdir().unwrap();
+        let n = 20usize;
+        let work = (0..n).map(|i| {
+            let path = dir.path().join(i.to_string());
+            std::fs::write(&path, vec![i as u8; 1000 + i]).unwrap();
+            let place = Place {
+                dev: 1,
+                rotational: true,
+                physical: Some((n - i) as u64 * 4096),
+                ino: 1,
+            };
+            let want = Want {
+                digests: vec![(Layout::Plain, Algorithm::Blake3)],
+                leaves: None,
+            };
+            let read = Some(Read {
+                path,
+                want,
+                place: Some(place),
+            });
+            Work { read, context: i }
+        });
+        let io = Io {
+            readers: NonZeroUsize::new(1),
+            ..Io::default()
+        };
+        let mut seen = Recorded::default();
+        in_order(&io, work.collect::<Vec<_>>(), &mut seen);
+        let decided: Vec<usize> = seen.decided.iter().map(|&(i, _)| i).collect();
+        assert_eq!(decided, (0..n).rev().collect::<Vec<_>>());
+        for &(i, size) in &seen.decided {
+            assert_eq!(size, Some((1000 + i) as u64));
+        }
+        assert_eq!(seen.reported, (0..n).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_rate_limiter_holds_the_average_including_the_last_read() {
         let limiter = RateLimiter::new(1000);
         let start = Instant::now();
-        limiter.take(100); // due at once
-        limiter.take(100); // due after 0.1 s
-        limiter.take(100); // due after 0.2 s
-        assert!(start.elapsed() >= Duration::from_millis(200));
+        limiter.take(100); // read: paid for until 0.1 s
+        limiter.take(100); // until 0.2 s
+        limiter.take(100); // until 0.3 s
+        assert!(start.elapsed() >= Duration::from_millis(300));
     }
 }

@@ -44,6 +44,9 @@ pub enum RepairError {
         "the leaf digests find no damage but the digest differs: the record and its leaf digests disagree"
     )]
     Undetected,
+    /// The copy could not be opened or read: the message names it, not the file.
+    #[error("cannot read the copy {copy}: {error}")]
+    CopyUnreadable { copy: PathBuf, error: InputError },
     #[error("the copy {copy} has {got} bytes, the file {want}: refused, nothing written")]
     CopySize { copy: PathBuf, want: u64, got: u64 },
     #[error("the copy {copy} is damaged too (bytes {}-{}): refused, nothing written", .range.start, .range.end - 1)]
@@ -127,7 +130,7 @@ pub fn repair(
         leaves: Some((recorded.layout(), outboard::ALGORITHM)),
     };
     let now = read::hash_file(file, &want, io, None)?;
-    let repaired = if now.digests[0] == record.digest && stamp == record.stamp {
+    let repaired = if record.matches(&now.digests[0]) && stamp == record.stamp {
         Repaired {
             ranges: Vec::new(),
             needed: false,
@@ -179,8 +182,8 @@ pub fn from_copy(
         return Err(RepairError::Undetected);
     }
     let len = record.stamp.len;
-    let source = File::open(copy)?;
-    let got = source.metadata()?.len();
+    let source = File::open(copy).map_err(copy_unreadable(copy))?;
+    let got = source.metadata().map_err(copy_unreadable(copy))?.len();
     if got != len {
         return Err(RepairError::CopySize {
             copy: copy.to_path_buf(),
@@ -217,7 +220,7 @@ pub fn from_copy(
         leaves: None,
     };
     let after = read::hash_file(file, &want, io, None)?;
-    if after.digests[0] != record.digest {
+    if !record.matches(&after.digests[0]) {
         return Err(RepairError::StillCorrupt);
     }
     Ok(Repaired {
@@ -225,6 +228,15 @@ pub fn from_copy(
         needed: true,
         written: true,
     })
+}
+
+/// An I/O error of the copy `copy`, as its own error: printed after the file's name, a bare
+/// cause would blame the file.
+fn copy_unreadable(copy: &Path) -> impl FnOnce(std::io::Error) -> RepairError + '_ {
+    move |error| RepairError::CopyUnreadable {
+        copy: copy.to_path_buf(),
+        error: InputError::Io(error),
+    }
 }
 
 /// The bytes of leaf `i` of `copy`, if they have the recorded digest.
@@ -237,7 +249,8 @@ fn good_leaf(
 ) -> Result<Vec<u8>, RepairError> {
     let range = recorded.range(i, len);
     let mut bytes = vec![0; (range.end - range.start) as usize];
-    copy.read_exact_at(&mut bytes, range.start)?;
+    copy.read_exact_at(&mut bytes, range.start)
+        .map_err(copy_unreadable(name))?;
     if recorded.layout().hash_leaf(outboard::ALGORITHM, &bytes) != recorded.leaves[i] {
         return Err(RepairError::CopyDamaged {
             copy: name.to_path_buf(),

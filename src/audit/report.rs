@@ -91,10 +91,16 @@ impl Summary {
             && self.action_errors == 0
     }
 
+    /// Counts `action`, or, where the store `refused` the record's change, the error: a record
+    /// that was not written is not counted as written. A record kept, or a file repaired, is
+    /// counted either way: what the store refused then was only the note that it was checked.
     pub(super) fn note(&mut self, action: Action, refused: bool) {
+        self.action_errors += u64::from(refused);
+        if refused && !matches!(action, Action::Kept | Action::Repaired) {
+            return;
+        }
         let index = Action::ALL.iter().position(|a| *a == action);
         self.actions[index.expect("listed")] += 1;
-        self.action_errors += u64::from(refused);
     }
 
     pub(super) fn add(&mut self, verdict: &Verdict) {

@@ -1,6 +1,7 @@
 //! The run: walks the arguments, looks up each file's record, decides which files are due,
-//! hands them to the readers ([`super::read`]), and turns each result into a verdict, in walk
-//! order (with a time budget: least recently verified first).
+//! hands them to the readers ([`super::read`]), and turns each result into a verdict as soon
+//! as it comes, writing its record at once; the verdicts are reported in walk order (with a
+//! time budget: least recently verified first).
 //!
 //! The stamp (size and mtime) of a file is taken before it is read and again after its
 //! digest is known; [`judge`] compares them. Records below an argument that its walk did not
@@ -63,6 +64,7 @@ pub(super) fn run(
         current: None,
         queue: VecDeque::new(),
         shared: &shared,
+        unwalked: Vec::new(),
         now: SystemTime::now(),
         deadline: options.time_budget.map(|budget| started + budget),
         ordered: None,
@@ -75,7 +77,7 @@ pub(super) fn run(
     };
     let mut io = options.io.clone();
     io.readers = io.readers.or_else(|| default_readers(targets));
-    read::in_order(&io, &mut planner, |item, result| sink.on(item, result));
+    read::in_order(&io, &mut planner, &mut sink);
     let mut summary = sink.summary;
     let mut shared = shared.into_inner();
     if let Some(e) = shared.fatal {
@@ -90,9 +92,9 @@ pub(super) fn run(
 /// more than they gain), else `None`: one per core.
 fn default_readers(targets: &[Target]) -> Option<std::num::NonZeroUsize> {
     use std::os::unix::fs::MetadataExt;
-    let spins = targets.iter().any(|t| match t {
-        Target::Path(p) => fs::metadata(p).is_ok_and(|m| plan::is_rotational(m.dev())),
-        Target::Stdin => false,
+    let spins = targets.iter().any(|t| {
+        t.path()
+            .is_some_and(|p| fs::metadata(p).is_ok_and(|m| plan::is_rotational(m.dev())))
     });
     spins.then_some(std::num::NonZeroUsize::MIN)
 }
@@ -146,6 +148,9 @@ struct Planner<'a> {
     current: Option<(Target, Walk<std::iter::Once<Target>>)>,
     queue: VecDeque<(Option<SystemTime>, Work<Item>)>,
     shared: &'a RefCell<Shared>,
+    /// The paths below the current argument that its walk could not read: their records
+    /// are not `missing`.
+    unwalked: Vec<PathBuf>,
     /// When the audit started, for `--max-age`.
     now: SystemTime,
     /// When the time budget runs out.
@@ -247,10 +252,19 @@ impl Planner<'_> {
 
     fn plan(&mut self, arg: &Target, walked: Walked) {
         let path = match walked {
-            Walked::Input(Target::Path(path)) => path,
+            Walked::Input(Target::Path(path) | Target::File(path)) => path,
             Walked::Input(Target::Stdin) => return self.unreadable("-".into(), FileError::Stdin),
             Walked::Skipped { path, reason } => return self.pass(Item::Skipped { path, reason }),
-            Walked::Error { path, error } => return self.unreadable(path, error),
+            Walked::Error { path, error } => {
+                // A directory that vanished took its files with it; one that could not be
+                // read says nothing of them.
+                let gone =
+                    matches!(&error, InputError::Io(e) if e.kind() == io::ErrorKind::NotFound);
+                if !gone {
+                    self.unwalked.push(path.clone());
+                }
+                return self.unreadable(path, error);
+            }
         };
         let named = matches!(arg, Target::Path(a) if *a == path);
         let meta = match fs::metadata(&path) {
@@ -271,7 +285,7 @@ impl Planner<'_> {
             return self.unreadable(path, InputError::IsADirectory);
         }
         if !meta.is_file() {
-            return self.unreadable(path, FileError::NotRegular);
+            return self.unreadable(path, InputError::NotRegular);
         }
         let mut shared = self.shared.borrow_mut();
         if shared.store.is_own(&path, &meta) {
@@ -347,8 +361,8 @@ impl Planner<'_> {
             migrate_to,
             has_outboard: entry.has_outboard,
             repairing: entry.repairing,
-            copy: match (&self.options.repair_from, arg) {
-                (Some(dir), Target::Path(arg)) => repair::copy_path(dir, arg, &path),
+            copy: match (&self.options.repair_from, arg.path()) {
+                (Some(dir), Some(arg)) => repair::copy_path(dir, arg, &path),
                 _ => None,
             },
         };
@@ -370,10 +384,11 @@ impl Planner<'_> {
 
     /// Queues the records below `arg` that its walk did not meet.
     fn report_missing(&mut self, arg: &Target) {
-        let Target::Path(arg) = arg else {
+        let Some(arg) = arg.path() else {
             return;
         };
-        let unseen = self.shared.borrow_mut().store.unseen_below(arg);
+        let unwalked = std::mem::take(&mut self.unwalked);
+        let unseen = self.shared.borrow_mut().store.unseen_below(arg, &unwalked);
         for (path, record) in unseen {
             self.pass(Item::Missing { path, record });
         }
@@ -389,7 +404,8 @@ struct Planned {
     copy: Option<PathBuf>,
 }
 
-/// Receives the readers' results in order, classifies, acts on the store and reports.
+/// Receives the readers' results as they come, classifies and acts on the store; reports in
+/// walk order.
 struct Sink<'a> {
     options: &'a Options,
     on: &'a mut dyn FnMut(Event) -> ControlFlow<()>,
@@ -397,31 +413,45 @@ struct Sink<'a> {
     shared: &'a RefCell<Shared>,
 }
 
-impl Sink<'_> {
-    fn on(&mut self, item: Item, result: Option<Result<Hashed, InputError>>) {
+/// A decision of the sink, waiting for its turn to be reported.
+enum Decided {
+    Verdict(Box<Verdict>),
+    Forgotten {
+        path: PathBuf,
+        error: Option<InputError>,
+    },
+    Skipped {
+        path: PathBuf,
+        reason: SkipReason,
+    },
+    Postponed {
+        path: PathBuf,
+        size: u64,
+        why: Postponed,
+    },
+    /// Nothing to report: a record that is not ours to forget, or work the caller stopped.
+    Nothing,
+}
+
+impl read::Outcomes<Item> for Sink<'_> {
+    type Decided = Decided;
+
+    /// Decides, acts on the store at once and counts; the report waits for its turn.
+    fn decide(&mut self, item: Item, result: Option<Result<Hashed, InputError>>) -> Decided {
         // What the readers had in hand when the caller stopped is neither decided nor
         // recorded: the caller would not hear of it.
         if self.shared.borrow().stopped {
-            return;
+            return Decided::Nothing;
         }
         let verdict = match item {
             Item::Done(verdict) => *verdict,
-            Item::Skipped { path, reason } => {
-                return self.report(Event::Skipped {
-                    path: &path,
-                    reason,
-                });
-            }
+            Item::Skipped { path, reason } => return Decided::Skipped { path, reason },
             Item::Postponed { path, size, why } => {
                 *match why {
                     Postponed::NotDue => &mut self.summary.not_due,
                     Postponed::Deferred => &mut self.summary.deferred,
                 } += 1;
-                return self.report(Event::Postponed {
-                    path: &path,
-                    size,
-                    why,
-                });
+                return Decided::Postponed { path, size, why };
             }
             Item::File {
                 path,
@@ -444,7 +474,7 @@ impl Sink<'_> {
             }
             Item::Missing { path, record } => {
                 if self.options.operation == Operation::Forget {
-                    return self.forget(&path);
+                    return self.forget(path);
                 }
                 let mut verdict = Verdict {
                     path,
@@ -463,23 +493,45 @@ impl Sink<'_> {
             }
             Item::Forget { path, prior } => {
                 // Only our records: cshatag's attributes are left alone.
-                if prior.is_ours() {
-                    self.forget(&path);
+                if !prior.is_ours() {
+                    return Decided::Nothing;
                 }
-                return;
+                return self.forget(path);
             }
         };
         self.summary.add(&verdict);
-        self.report(Event::Verdict(&verdict));
+        Decided::Verdict(Box::new(verdict))
     }
 
     /// Tells the caller, who may stop the audit.
-    fn report(&mut self, event: Event) {
+    fn report(&mut self, decided: Decided) {
+        if self.shared.borrow().stopped {
+            return;
+        }
+        let event = match &decided {
+            Decided::Verdict(verdict) => Event::Verdict(verdict),
+            Decided::Forgotten { path, error } => Event::Forgotten {
+                path,
+                error: error.as_ref(),
+            },
+            Decided::Skipped { path, reason } => Event::Skipped {
+                path,
+                reason: *reason,
+            },
+            Decided::Postponed { path, size, why } => Event::Postponed {
+                path,
+                size: *size,
+                why: *why,
+            },
+            Decided::Nothing => return,
+        };
         if (self.on)(event).is_break() {
             self.shared.borrow_mut().stopped = true;
         }
     }
+}
 
+impl Sink<'_> {
     /// The verdict on a file that was read.
     fn file(
         &mut self,
@@ -532,12 +584,7 @@ impl Sink<'_> {
                 action = Action::Migrated;
             }
             if action != Action::Kept {
-                *now = Record {
-                    layout,
-                    algorithm,
-                    stamp: now.stamp,
-                    digest,
-                };
+                *now = Record::new(layout, algorithm, now.stamp, digest);
             }
         }
         let located = match status {
@@ -615,11 +662,10 @@ impl Sink<'_> {
         Some((recorded, ranges))
     }
 
-    fn forget(&mut self, path: &Path) {
-        let error = self.store(path, Change::Remove);
+    fn forget(&mut self, path: PathBuf) -> Decided {
+        let error = self.store(&path, Change::Remove);
         self.summary.note(Action::Forgotten, error.is_some());
-        let error = error.as_ref();
-        self.report(Event::Forgotten { path, error });
+        Decided::Forgotten { path, error }
     }
 
     /// Carries out `verdict.action` on the store (a file read whose record stays is noted

@@ -56,7 +56,7 @@ pub fn export(
                     Terminator::Newline,
                     r.layout,
                     r.algorithm,
-                    &crate::layout::Root::new(r.digest),
+                    &r.value,
                     name,
                 );
                 out.write_all(&line).map_err(written)?;
@@ -131,12 +131,7 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
             match fs::metadata(&path) {
                 Ok(meta) if meta.is_file() => records.push((
                     path,
-                    Record {
-                        layout,
-                        algorithm,
-                        stamp: Stamp::of(&meta),
-                        digest: *entry.expected.digest(),
-                    },
+                    Record::new(layout, algorithm, Stamp::of(&meta), entry.expected),
                 )),
                 Ok(_) => {
                     let name = path.display().to_string();

@@ -21,8 +21,8 @@ use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use crate::algorithm::{Algorithm, Digest};
-use crate::layout::Layout;
+use crate::algorithm::Algorithm;
+use crate::layout::{Layout, Root};
 use crate::source::{InputError, Mtime, Stamp};
 
 use super::Operation;
@@ -216,8 +216,6 @@ pub enum FileError {
     /// Opening, reading or examining the file failed, or it changed while being read.
     #[error("{0}")]
     Input(#[from] InputError),
-    #[error("not a regular file")]
-    NotRegular,
     /// The walk listed it, and then it was gone.
     #[error("vanished during the audit")]
     Vanished,
@@ -264,7 +262,7 @@ pub struct Verdict {
 pub(super) fn judge(
     (prior, repairing): (&Prior, bool),
     before: Stamp,
-    hashed: Result<(Digest, u64), InputError>,
+    hashed: Result<(Root, u64), InputError>,
     after: io::Result<Stamp>,
     resolution: Resolution,
     (layout, algorithm): (Layout, Algorithm),
@@ -287,13 +285,8 @@ pub(super) fn judge(
     if after != before || hashed_size != before.len {
         return changed(InputError::Changed.into());
     }
-    let current = Record {
-        layout,
-        algorithm,
-        stamp: before,
-        digest,
-    };
-    let (recorded_size, mtime, expected) = match prior {
+    let current = Record::new(layout, algorithm, before, digest);
+    let (recorded_size, mtime, same_value) = match prior {
         Prior::None => return (Status::New, Some(current), None),
         Prior::Unusable(why) => {
             return (
@@ -302,12 +295,12 @@ pub(super) fn judge(
                 Some(FileError::Record(why.clone())),
             );
         }
-        Prior::Record(r) => (Some(r.stamp.len), r.stamp.mtime, r.digest),
-        Prior::Cshatag { mtime, digest } => (None, *mtime, *digest),
+        Prior::Record(r) => (Some(r.stamp.len), r.stamp.mtime, r.matches(&current.value)),
+        Prior::Cshatag { mtime, digest } => (None, *mtime, current.value == *digest),
     };
     let same_size = recorded_size.is_none_or(|s| s == current.stamp.len);
     let same_stamp = same_size && resolution.matches(mtime, current.stamp.mtime);
-    let status = match (same_stamp, expected == current.digest) {
+    let status = match (same_stamp, same_value) {
         (false, _) if repairing && same_size => Status::Corrupt,
         (false, _) => Status::Modified,
         (true, true) => Status::Ok,
@@ -344,8 +337,8 @@ mod tests {
         Mtime::new(sec, nsec).unwrap()
     }
 
-    fn hashed(data: &[u8]) -> Result<(Digest, u64), InputError> {
-        Ok((Algorithm::Blake3.hash(data), data.len() as u64))
+    fn hashed(data: &[u8]) -> Result<(Root, u64), InputError> {
+        Ok((Root::new(Algorithm::Blake3.hash(data)), data.len() as u64))
     }
 
     fn recorded(data: &[u8], mtime: Mtime) -> Prior {
@@ -353,7 +346,7 @@ mod tests {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
             stamp: Stamp::new(data.len() as u64, mtime),
-            digest: Algorithm::Blake3.hash(data),
+            value: Root::new(Algorithm::Blake3.hash(data)),
         })
     }
 

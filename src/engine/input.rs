@@ -28,16 +28,47 @@ pub(super) type JobDigest = (Range<u64>, Digest);
 pub(super) struct Opening {
     pub(super) input: usize,
     pub(super) target: Target,
+    /// For `-`: standard input, claimed by the coordinator in the order of the tasks (see
+    /// [`Opening::new`]).
+    pub(super) stdin: Option<Result<Input, InputError>>,
     pub(super) request: Request,
     pub(super) slice: Option<Slice>,
 }
 
 impl Opening {
+    /// Task `input`'s opening. Standard input is claimed here, as the coordinator takes the
+    /// tasks in order, and not where a worker opens it: workers open in any order, and the
+    /// first `-` of `mtsum - -` must get the bytes, the second the empty rest.
+    pub(super) fn new(
+        input: usize,
+        target: Target,
+        request: Request,
+        slice: Option<Slice>,
+    ) -> Opening {
+        let stdin = (target == Target::Stdin).then(Input::stdin);
+        Opening {
+            input,
+            target,
+            stdin,
+            request,
+            slice,
+        }
+    }
+
     /// Opens the input, to be read with `read_mode` if it is sized; `known` saves asking
-    /// again what its file system is.
-    pub(super) fn open(self, read_mode: ReadMode, known: &mut FileSystems) -> Unplanned {
+    /// again what its file system is; `before_waiting` is called before opening waits (a
+    /// FIFO without a writer).
+    pub(super) fn open(
+        self,
+        read_mode: ReadMode,
+        known: &mut FileSystems,
+        before_waiting: &mut dyn FnMut(),
+    ) -> Unplanned {
         let started = Instant::now();
-        let opened = Input::open_with_known(&self.target, read_mode, known);
+        let opened = match self.stdin {
+            Some(stdin) => stdin,
+            None => Input::open_with_known(&self.target, read_mode, known, before_waiting),
+        };
         Unplanned {
             input: self.input,
             request: self.request,

@@ -102,6 +102,32 @@ impl Request {
     }
 }
 
+/// Where [`Engine::run_to`] hands the outcome of each task, in the order of the tasks. Any
+/// closure `FnMut(context, outcome)` is one.
+///
+/// A sink that gathers what it writes (a buffered sum list) writes it out in
+/// [`Sink::idle`]: results then never wait unwritten while a later input blocks (a FIFO
+/// nobody writes to yet) and a run killed meanwhile has still printed them, while a run of
+/// many small files, where results keep coming, still writes them in large pieces.
+pub trait Sink<T> {
+    /// Takes the outcome of the next task: `None` for a task that only passes its context
+    /// through.
+    fn take(&mut self, context: T, outcome: Option<Result<FileDigest, InputError>>);
+
+    /// Called when no result is ready and the engine is about to wait for one (or to read a
+    /// stream into memory). Does nothing by default.
+    fn idle(&mut self) {}
+}
+
+impl<T, F> Sink<T> for F
+where
+    F: FnMut(T, Option<Result<FileDigest, InputError>>),
+{
+    fn take(&mut self, context: T, outcome: Option<Result<FileDigest, InputError>>) {
+        self(context, outcome)
+    }
+}
+
 /// The result of hashing one input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileDigest {
@@ -336,6 +362,16 @@ impl Engine {
         I: IntoIterator<Item = Task<T>>,
         F: FnMut(T, Option<Result<FileDigest, InputError>>),
     {
+        self.run_to(tasks, sink)
+    }
+
+    /// [`Engine::run`] with a [`Sink`] that may also want to know when the engine waits, to
+    /// write out the results it gathered.
+    pub fn run_to<T, I, S>(&self, tasks: I, mut sink: S)
+    where
+        I: IntoIterator<Item = Task<T>>,
+        S: Sink<T>,
+    {
         thread::scope(|scope| {
             // Room for every lane of every worker twice over: a reader filling its lanes
             // with small files finds them opened and waiting.
@@ -365,11 +401,10 @@ impl Engine {
             }
             drop((job_rx, open_rx, done_tx, opened_tx));
             if let (0, Some(e)) = (started, refusal) {
-                let mut sink = sink;
                 for task in tasks {
                     let error =
                         || std::io::Error::new(e.kind(), format!("cannot start a worker: {e}"));
-                    sink(task.context, task.input.map(|_| Err(error().into())));
+                    sink.take(task.context, task.input.map(|_| Err(error().into())));
                 }
                 return;
             }

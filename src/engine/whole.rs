@@ -52,7 +52,10 @@ impl Reader {
                     whole.report(Opened::Returned(half.into()))?;
                 }
                 let input = opening.input;
-                let opened = opening.open(self.read_mode, &mut self.file_systems);
+                let mut known = std::mem::take(&mut self.file_systems);
+                let opened =
+                    opening.open(self.read_mode, &mut known, &mut || self.hand_on(&mut whole));
+                self.file_systems = known;
                 match route(opened, self.multi_buffer) {
                     Route::Here(planned) => self.hash_whole(&mut whole, input, planned)?,
                     Route::Report(report) => whole.report(report)?,
@@ -211,6 +214,18 @@ impl Reader {
             }
         }
         Some(())
+    }
+
+    /// Finishes the inputs in the lanes and sends every report held, before the reader waits
+    /// for an input (a FIFO without a writer), so that the results finished before it are
+    /// printed meanwhile, not when the wait ends.
+    fn hand_on(&mut self, whole: &mut Whole) {
+        while whole.lanes_busy() {
+            if self.lane_event(whole).is_none() {
+                return;
+            }
+        }
+        let _ = whole.send();
     }
 
     /// Hashes in the reader's lanes until a chunk is done with (its job gets the next one) or

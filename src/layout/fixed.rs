@@ -86,16 +86,26 @@ impl Fixed {
     /// The jobs of a stream of `n` bytes: aligned runs of a power-of-two number of leaves of
     /// about [`TARGET_JOB_BYTES`], or single leaves with `one_leaf_per_job`.
     pub fn plan(&self, n: u64, one_leaf_per_job: bool) -> Vec<(Range<u64>, JobKind)> {
+        let job_len = self.job_len(one_leaf_per_job);
+        (0..n.div_ceil(job_len))
+            .map(|i| i * job_len..n.min((i + 1).saturating_mul(job_len)))
+            .map(|r| (r, JobKind::Layout))
+            .collect()
+    }
+
+    /// The number of jobs of [`Fixed::plan`] (runs of leaves), without making them.
+    pub fn job_count(&self, n: u64) -> u64 {
+        n.div_ceil(self.job_len(false))
+    }
+
+    /// The bytes of every job of [`Fixed::plan`] but the last.
+    fn job_len(&self, one_leaf_per_job: bool) -> u64 {
         let leaves_per_job = if one_leaf_per_job {
             1
         } else {
             prev_power_of_two((TARGET_JOB_BYTES / self.leaf).max(1))
         };
-        let job_len = leaves_per_job.saturating_mul(self.leaf);
-        (0..n.div_ceil(job_len))
-            .map(|i| i * job_len..n.min((i + 1).saturating_mul(job_len)))
-            .map(|r| (r, JobKind::Layout))
-            .collect()
+        leaves_per_job.saturating_mul(self.leaf)
     }
 
     /// The leaf slots a job of `len` bytes fills: its leaves, rounded up to a power of two

@@ -54,6 +54,14 @@ impl Flat {
 }
 
 impl Flat {
+    /// The part count that follows the value of a stream of `n` bytes: none for a shape
+    /// without counts, nor for S3's single upload.
+    pub fn count(&self, n: u64) -> Option<u64> {
+        let parts = self.parts(n);
+        let single = self.single_part_is_plain && parts == 1;
+        (self.count_suffix && !single).then_some(parts)
+    }
+
     /// The value of the same bytes uploaded as a multipart upload of one part, for a value of
     /// a single upload (`root` without a count): `H(H(part))-1`. S3 clients choose: the AWS CLI
     /// uploads a file of exactly its threshold (8 MiB) in one part, as multipart.

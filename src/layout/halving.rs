@@ -30,6 +30,32 @@ pub(super) fn plan(n: u64) -> Vec<(Range<u64>, JobKind)> {
     leaves.0.into_iter().map(|r| (r, JobKind::Layout)).collect()
 }
 
+/// The number of leaves of a stream of `n` bytes, without walking them: the nodes of one
+/// depth of the walk have two sizes at most (`n >> depth` and one more), so each depth is
+/// counted at once, whatever the size (a walk of 2^63 bytes would visit 2^36 leaves).
+pub(super) fn leaf_count(n: u64) -> u64 {
+    // (size, how many nodes of that size) at the current depth, below the root.
+    let mut level = vec![(n / 2, 1u64), (n - n / 2, 1)];
+    let mut leaves = 0;
+    while !level.is_empty() {
+        let mut next: Vec<(u64, u64)> = Vec::new();
+        for (size, count) in level {
+            if size <= MAX_LEAF {
+                leaves += count;
+                continue;
+            }
+            for child in [size / 2, size - size / 2] {
+                match next.iter_mut().find(|(s, _)| *s == child) {
+                    Some((_, c)) => *c += count,
+                    None => next.push((child, count)),
+                }
+            }
+        }
+        level = next;
+    }
+    leaves
+}
+
 /// `node(offset, size)` of C++ mtsum: halve the range; a child of at most 128 MiB is a
 /// leaf, except that the root is always split.
 pub(super) fn walk<B: TreeBuilder>(

@@ -113,17 +113,18 @@ impl fmt::Display for LeafSize {
     }
 }
 
-/// Why a leaf size could not be parsed.
+/// Why a size could not be parsed: the text, and what it was to be (`leaf size`, `part
+/// size`), which the message names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LeafSizeError {
     #[error(
-        "invalid leaf size '{0}': expected a number with an optional suffix K, M, G or T (KiB, MiB, ...)"
+        "invalid {1} '{0}': expected a number with an optional suffix K, M, G or T (KiB, MiB, ...)"
     )]
-    Syntax(String),
-    #[error("invalid leaf size '{0}': must be at least 1 byte")]
-    Zero(String),
-    #[error("invalid leaf size '{0}': too large")]
-    Overflow(String),
+    Syntax(String, &'static str),
+    #[error("invalid {1} '{0}': must be at least 1 byte")]
+    Zero(String, &'static str),
+    #[error("invalid {1} '{0}': too large")]
+    Overflow(String, &'static str),
 }
 
 impl FromStr for LeafSize {
@@ -132,22 +133,32 @@ impl FromStr for LeafSize {
     /// Parses `64`, `4K`, `4k`, `1M`, `1MiB`, `2G`, `1T`; suffixes are binary (K = 1024),
     /// as in `dd` and `truncate`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        LeafSize::parse_as(s, "leaf size")
+    }
+}
+
+impl LeafSize {
+    /// Parses `s` as [`LeafSize::from_str`] does, for a size that errors call `what`
+    /// (`part size`).
+    pub fn parse_as(s: &str, what: &'static str) -> Result<LeafSize, LeafSizeError> {
         let t = s.trim();
         let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (num, suffix) = t.split_at(digits);
-        let num: u64 = num.parse().map_err(|_| LeafSizeError::Syntax(s.into()))?;
+        let num: u64 = num
+            .parse()
+            .map_err(|_| LeafSizeError::Syntax(s.into(), what))?;
         let shift = match suffix.to_ascii_lowercase().as_str() {
             "" | "b" => 0,
             "k" | "kib" => 10,
             "m" | "mib" => 20,
             "g" | "gib" => 30,
             "t" | "tib" => 40,
-            _ => return Err(LeafSizeError::Syntax(s.into())),
+            _ => return Err(LeafSizeError::Syntax(s.into(), what)),
         };
         let bytes = num
             .checked_mul(1 << shift)
-            .ok_or_else(|| LeafSizeError::Overflow(s.into()))?;
-        LeafSize::new(bytes).ok_or_else(|| LeafSizeError::Zero(s.into()))
+            .ok_or_else(|| LeafSizeError::Overflow(s.into(), what))?;
+        LeafSize::new(bytes).ok_or_else(|| LeafSizeError::Zero(s.into(), what))
     }
 }
 
@@ -321,20 +332,32 @@ impl Layout {
         }
     }
 
+    /// The value this layout gives a stream of `n` bytes whose root digest is `digest`: the
+    /// digest in the layout's encoding, followed for S3's multipart values by the part count,
+    /// which the size and the part size determine. How a record kept as a bare digest (as
+    /// mtsum before 1.x kept them all) is read back as the value it stands for.
+    pub fn value_of(self, alg: Algorithm, n: u64, digest: Digest) -> Root {
+        let root = Root::new(digest).with_encoding(self.encoding(alg));
+        match self.shape() {
+            Shape::Flat(f) => match f.count(n) {
+                Some(parts) => root.with_parts(parts),
+                None => root,
+            },
+            _ => root,
+        }
+    }
+
     /// The same layout with the other sizes worth trying for a stream of `n` bytes whose value
     /// `value` was computed with a size nobody wrote down (`-c --part-size auto`): for S3, the
     /// part sizes of common clients and those that give `value`'s part count
-    /// ([`PartSize::candidates`]; one size for a value without a count, a single upload).
-    /// Empty for layouts whose size is always known.
+    /// ([`PartSize::candidates`]; one size for a value of one part, whose value no size of at
+    /// least the file's changes). Empty for layouts whose size is always known.
     pub fn size_guesses(self, n: u64, value: &Root) -> Vec<Layout> {
         match self {
-            Layout::S3(_) => {
-                let mut sizes = PartSize::candidates(n, value.parts());
-                if value.parts().is_none() {
-                    sizes.truncate(1);
-                }
-                sizes.into_iter().map(Layout::S3).collect()
-            }
+            Layout::S3(_) => PartSize::candidates(n, value.parts())
+                .into_iter()
+                .map(Layout::S3)
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -493,6 +516,18 @@ impl Layout {
         }
     }
 
+    /// The number of jobs of [`Layout::plan`] (without `one_leaf_per_job`), counted without
+    /// making them: what a caller given a size it has not read checks before planning it
+    /// (2^63 bytes would be billions of jobs).
+    pub fn job_count(self, alg: Algorithm, n: u64) -> u64 {
+        match self.shape() {
+            Shape::Whole => plain::job_count(alg, n),
+            Shape::Halving => halving::leaf_count(n),
+            Shape::Fixed(f) => f.job_count(n),
+            Shape::Flat(f) => f.parts(n),
+        }
+    }
+
     /// A hasher for a job of [`Layout::plan`] of the given kind.
     pub fn hasher_for(self, alg: Algorithm, kind: JobKind) -> JobHasher {
         match kind {
@@ -588,7 +623,8 @@ pub enum LayoutError {
     #[error("invalid part size {0}: {1}")]
     PartSize(LeafSize, &'static str),
     #[error(
-        "{alg} is a CRC, which has no meaning in the tree of the {layout} layout; use -t plain (the full-object CRC) or -t s3 (S3's composite checksum)"
+        "{alg} is a CRC, which has no meaning in the tree of the {layout} layout; use {}",
+        crc_layouts(*alg)
     )]
     CrcInTree {
         layout: &'static str,
@@ -602,6 +638,15 @@ pub enum LayoutError {
     },
     #[error("S3 has no composite {0} checksum (it is full-object only); use -t plain -a {0}")]
     FullObjectOnly(Algorithm),
+}
+
+/// The layouts a CRC is defined with, as the error of a CRC in a tree suggests them: S3 has
+/// no composite CRC64NVME, so only what works is offered.
+fn crc_layouts(alg: Algorithm) -> &'static str {
+    match s3::check_algorithm(alg) {
+        Ok(()) => "-t plain (the full-object CRC) or -t s3 (S3's composite checksum)",
+        Err(_) => "-t plain (the full-object CRC)",
+    }
 }
 
 /// Receives the nodes of a tree from [`Layout::walk`], children before parents.

@@ -18,8 +18,7 @@ use crate::algorithm::{self, Algorithm, Digest};
 /// where the algorithm joins pieces (a power of two of BLAKE3's 1 KiB chunks, so that each is
 /// a subtree of its tree) and `whole` does not ask for one job.
 pub(super) fn plan(alg: Algorithm, n: u64, whole: bool) -> Vec<(Range<u64>, JobKind)> {
-    let pieces = (alg.is_tree() || alg.is_crc()) && !whole && n > TARGET_JOB_BYTES;
-    if !pieces {
+    if !in_pieces(alg, n, whole) {
         return vec![(0..n, JobKind::Layout)];
     }
     (0..n.div_ceil(TARGET_JOB_BYTES))
@@ -32,6 +31,19 @@ pub(super) fn plan(alg: Algorithm, n: u64, whole: bool) -> Vec<(Range<u64>, JobK
             (r, kind)
         })
         .collect()
+}
+
+/// Whether [`plan`] cuts a stream of `n` bytes into pieces.
+fn in_pieces(alg: Algorithm, n: u64, whole: bool) -> bool {
+    (alg.is_tree() || alg.is_crc()) && !whole && n > TARGET_JOB_BYTES
+}
+
+/// The number of jobs of [`plan`] (not asking for one job), without making them.
+pub(super) fn job_count(alg: Algorithm, n: u64) -> u64 {
+    match in_pieces(alg, n, false) {
+        true => n.div_ceil(TARGET_JOB_BYTES),
+        false => 1,
+    }
 }
 
 /// The digest of the whole stream from the digests of its pieces, in order, with the ranges

@@ -75,38 +75,66 @@ impl PartSize {
     }
 
     /// The part sizes worth trying for an object of `n` bytes whose S3 value has `parts`
-    /// parts (`None`: one part, or unknown): those of common clients (the AWS CLI's 8 MiB and
-    /// its doubling, 5 MiB of most SDKs, s3cmd's 15 MiB, 16 MiB, 64 MiB, 100 MiB, 1 GiB), then
-    /// of the sizes that give exactly `parts` parts the powers of two of MiB, the first few
-    /// whole MiB and the first whole MB. Only sizes that give `n` that many parts are
-    /// returned, each once, in that order.
+    /// parts: those of common clients (the AWS CLI's 8 MiB and its doubling, 5 MiB of most
+    /// SDKs, s3cmd's 15 MiB, 16 MiB, 64 MiB, 100 MiB, 1 GiB), then of all the sizes S3 accepts
+    /// that give exactly `parts` parts the powers of two of MiB, every whole MiB and every
+    /// whole MB, each once, in that order, at most [`PartSize::MAX_GUESSES`] in all.
+    ///
+    /// A value of one part (`None`, a single upload, or `Some(1)`, a multipart upload of one
+    /// part) is the same for every size of at least `n` bytes: one size is returned, a
+    /// client's if one is large enough, else `n` rounded up to whole MiB (a single upload of
+    /// up to 5 GiB). None for an empty object, whose value no size changes, nor for a count S3
+    /// never gives (0, more than 10 000) or that no size gives `n` bytes.
+    ///
+    /// The sizes that give `count` parts are those from `n / count` to `(n - 1) / (count - 1)`;
+    /// clamped to S3's 5 MiB to 5 GiB, that is up to a few thousand whole MiB and MB (few for
+    /// a value of many parts, where the range is narrow), of which the smallest are tried.
     pub fn candidates(n: u64, parts: Option<u64>) -> Vec<PartSize> {
-        let mib = 1 << 20;
+        const MIB: u64 = 1 << 20;
+        const MB: u64 = 1_000_000;
+        let count = parts.unwrap_or(1);
+        if n == 0 || count == 0 || count > Self::MAX_PARTS {
+            return Vec::new();
+        }
         let mut sizes = vec![PartSize::aws_cli(n).get()];
-        sizes.extend([5, 8, 15, 16, 64, 100, 1024].map(|m| m * mib));
-        if let Some(count) = parts.filter(|&c| c >= 2) {
+        sizes.extend([5, 8, 15, 16, 64, 100, 1024].map(|m| m * MIB));
+        if count == 1 {
+            sizes.push(
+                n.div_ceil(MIB)
+                    .saturating_mul(MIB)
+                    .clamp(Self::MIN, Self::MAX),
+            );
+        } else {
             // Sizes p with ceil(n / p) = count: n / count <= p < n / (count - 1).
-            let (low, high) = (n.div_ceil(count), (n - 1) / (count - 1));
-            let whole_mib = (low.div_ceil(mib)..=high / mib).map(|m| m * mib);
-            sizes.extend(whole_mib.clone().filter(|s| (s / mib).is_power_of_two()));
-            sizes.extend(whole_mib.take(4));
-            sizes.push(low.div_ceil(1_000_000) * 1_000_000);
+            let low = n.div_ceil(count).max(Self::MIN);
+            let high = ((n - 1) / (count - 1)).min(Self::MAX);
+            let whole = |unit: u64| (low.div_ceil(unit)..=high / unit).map(move |k| k * unit);
+            sizes.extend(whole(MIB).filter(|s| (s / MIB).is_power_of_two()));
+            sizes.extend(whole(MIB));
+            sizes.extend(whole(MB));
         }
         let mut out: Vec<PartSize> = Vec::new();
         for size in sizes {
             let Ok(size) = PartSize::new(size) else {
                 continue;
             };
-            let fits = match parts {
-                Some(count) => size.parts(n) == count && count >= 2,
-                None => size.parts(n) == 1,
-            };
-            if fits && !out.contains(&size) {
+            if size.parts(n) == count && !out.contains(&size) {
                 out.push(size);
             }
         }
+        out.truncate(match count {
+            1 => 1,
+            _ => Self::MAX_GUESSES,
+        });
         out
     }
+
+    /// The most part sizes [`PartSize::candidates`] gives: each is a read of the whole file
+    /// by `-c --part-size auto`, all of them whatever matches, and a value of two parts of a
+    /// 1 GiB file allows a thousand whole-MiB and whole-MB sizes. The clients' sizes and the
+    /// powers of two come first; a file uploaded in parts of another size needs its size
+    /// named.
+    pub const MAX_GUESSES: usize = 16;
 }
 
 impl TryFrom<LeafSize> for PartSize {
@@ -220,11 +248,92 @@ mod tests {
                 .collect::<Vec<_>>(),
             [6_000_000]
         );
-        assert!(PartSize::candidates(n, Some(1)).is_empty());
-        assert!(
-            PartSize::candidates(5 * mib, None)
-                .iter()
-                .all(|p| p.parts(5 * mib) == 1)
-        );
+        assert_eq!(PartSize::candidates(5 * mib, None), [PartSize::DEFAULT]);
+    }
+
+    #[test]
+    fn candidates_include_every_whole_mib_and_mb_that_gives_the_count() {
+        let mib: u64 = 1 << 20;
+        for (n, part) in [
+            (24 * mib + 7, 20 * mib),
+            (16 * mib, 12 * mib),
+            (10 * mib, 9 * mib),
+            (10 * mib, 7_000_000),
+            (100 * mib, 6_000_000),
+        ] {
+            let count = n.div_ceil(part);
+            let c = PartSize::candidates(n, Some(count));
+            assert!(c.iter().any(|p| p.get() == part), "{n} {part}: {c:?}");
+            assert!(c.iter().all(|p| p.parts(n) == count));
+        }
+    }
+
+    #[test]
+    fn a_value_of_few_parts_of_a_large_file_is_tried_with_a_few_sizes_not_a_thousand() {
+        let gib: u64 = 1 << 30;
+        let c = PartSize::candidates(gib, Some(2));
+        assert_eq!(c.len(), PartSize::MAX_GUESSES, "{c:?}");
+        // No client's size gives two parts; of the powers of two, 512 MiB does, and comes first.
+        assert_eq!(c[0].get(), gib / 2);
+        assert!(c.iter().all(|p| p.parts(gib) == 2));
+    }
+
+    #[test]
+    fn a_value_of_one_part_gets_one_size_of_at_least_the_file() {
+        let mib: u64 = 1 << 20;
+        for n in [1, 5 * mib, 9 * mib, (1 << 30) + 1, 3 << 30, PartSize::MAX] {
+            for parts in [None, Some(1)] {
+                let c = PartSize::candidates(n, parts);
+                assert_eq!(c.len(), 1, "{n} {parts:?}");
+                assert_eq!(c[0].parts(n), 1, "{n} {parts:?}");
+            }
+        }
+        // More than 5 GiB was never a single upload.
+        assert!(PartSize::candidates(PartSize::MAX + 1, None).is_empty());
+    }
+
+    #[test]
+    fn no_candidates_for_an_empty_object_or_a_count_s3_never_gives() {
+        for parts in [None, Some(0), Some(1), Some(2), Some(10_000)] {
+            assert!(PartSize::candidates(0, parts).is_empty(), "{parts:?}");
+        }
+        let n = 100 << 20;
+        assert!(PartSize::candidates(n, Some(0)).is_empty());
+        assert!(PartSize::candidates(n, Some(10_001)).is_empty());
+        assert!(PartSize::candidates(n, Some(u64::MAX)).is_empty());
+        // Bounded by S3's part sizes, however large the object and few its parts.
+        for (n, parts) in [(u64::MAX, 2), (u64::MAX, 10_000), (1 << 40, 2)] {
+            let c = PartSize::candidates(n, Some(parts));
+            assert!(c.iter().all(|p| p.parts(n) == parts), "{n} {parts}");
+        }
+    }
+
+    #[test]
+    fn candidates_walk_only_the_sizes_s3_accepts_whatever_the_object_and_count() {
+        // An empty object of 2 or more parts wrapped `n - 1` around; a huge object of 2 parts
+        // would walk its whole range of sizes. A hang fails after a generous wait.
+        let cases = [
+            (0, 2),
+            (0, 10_000),
+            (0, u64::MAX),
+            (1, 2),
+            (u64::MAX, 2),
+            (u64::MAX, 3),
+            (u64::MAX, u64::MAX),
+            (1 << 62, 2),
+            (10 * PartSize::MAX, 2),
+        ];
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, count) in cases {
+                tx.send(PartSize::candidates(n, Some(count))).unwrap();
+            }
+        });
+        for (n, count) in cases {
+            let got = rx.recv_timeout(std::time::Duration::from_secs(60));
+            let sizes = got.unwrap_or_else(|e| panic!("{n} bytes in {count} parts: {e}"));
+            // None of them has that many parts of 5 MiB to 5 GiB.
+            assert_eq!(sizes, [], "{n} bytes in {count} parts");
+        }
     }
 }

@@ -43,7 +43,8 @@
 //!     layout        TEXT NOT NULL,      -- mtsum, plain, merkle, rfc6962, s3, glacier, ...
 //!     leaf_size     INTEGER,            -- merkle and rfc6962 (the part size for s3)
 //!     algorithm     TEXT NOT NULL,      -- md5, sha1, ..., blake3, xxh3, xxh128, crc32, ...
-//!     digest        BLOB NOT NULL,
+//!     digest        BLOB NOT NULL,      -- then the part count where an S3 value's is not
+//!                                       -- the one its size implies (Record::value_bytes)
 //!     verified      INTEGER,            -- ns since the epoch: when the file last matched
 //!     checked       INTEGER,            -- ns since the epoch: when an audit last read it
 //!     verdict       TEXT,               -- and what it found: ok, corrupt, modified, ...
@@ -77,7 +78,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
-use crate::algorithm::{Algorithm, Digest};
+use crate::algorithm::Algorithm;
 use crate::audit::AuditError;
 use crate::audit::outboard::Outboard;
 use crate::audit::verdict::Status;
@@ -86,8 +87,8 @@ use crate::source::{Mtime, Stamp};
 
 use super::manifest::{is_within, key};
 use super::{
-    Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError, nanos,
-    time,
+    Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError,
+    is_unwalked, nanos, time,
 };
 
 /// `PRAGMA application_id` of an mtsum database: `mtsm` in ASCII.
@@ -291,7 +292,7 @@ impl DatabaseStore {
                         record.layout.name(),
                         record.layout.size_parameter().map(|l| l.get() as i64),
                         record.algorithm.name(),
-                        record.digest.as_bytes(),
+                        record.value_bytes(),
                         now,
                         status.map(Status::name),
                         outboard.map(|o| o.leaf.get() as i64),
@@ -458,6 +459,9 @@ fn check_writable(path: &Path) -> Result<(), DatabaseError> {
         may_write(path).map_err(|e| DatabaseError::ReadOnly(format!(" ({})", os(e))))?;
     }
     may_write(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            return DatabaseError::NoDirectory;
+        }
         DatabaseError::ReadOnly(format!(
             " (its directory is not writable for the log beside it: {})",
             os(e)
@@ -504,19 +508,7 @@ fn parse_row(row: &rusqlite::Row) -> Result<Record, String> {
         .parse()
         .map_err(|e: crate::algorithm::UnknownAlgorithm| e.to_string())?;
     let digest: Vec<u8> = row.get(7).map_err(|e| e.to_string())?;
-    if digest.len() != algorithm.digest_len() {
-        return Err(format!(
-            "{} digest bytes, {algorithm} has {}",
-            digest.len(),
-            algorithm.digest_len()
-        ));
-    }
-    Ok(Record {
-        layout,
-        algorithm,
-        stamp: Stamp::new(size, mtime),
-        digest: Digest::from_slice(&digest),
-    })
+    Record::from_value_bytes(layout, algorithm, Stamp::new(size, mtime), &digest)
 }
 
 fn path_of(name: Vec<u8>) -> PathBuf {
@@ -579,7 +571,7 @@ impl RecordStore for DatabaseStore {
         false
     }
 
-    fn unseen_below(&mut self, arg: &Path) -> Vec<(PathBuf, Record)> {
+    fn unseen_below(&mut self, arg: &Path, unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
         let arg = key(arg);
         let start: &[u8] = if arg == b"." { b"" } else { &arg };
         let sql = format!(
@@ -598,7 +590,10 @@ impl RecordStore for DatabaseStore {
             if !name.starts_with(start) {
                 break;
             }
-            if !is_within(&name, &arg) || self.seen.contains_key(&name) {
+            if !is_within(&name, &arg)
+                || self.seen.contains_key(&name)
+                || is_unwalked(&name, unwalked)
+            {
                 continue;
             }
             if let Ok(record) = record
@@ -686,7 +681,7 @@ mod tests {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
             stamp: Stamp::new(3, Mtime::new(mtime, 0).unwrap()),
-            digest: Algorithm::Blake3.hash(b"abc"),
+            value: Algorithm::Blake3.hash(b"abc").into(),
         }
     }
 

@@ -42,7 +42,7 @@ use crate::audit::AuditError;
 use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile::{self, Format, Terminator};
 
-use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
+use super::{Change, Entry, Prior, Record, RecordStore, StoreError, is_unwalked};
 
 /// The first line, up to the version.
 const HEADER: &str = "# mtsum audit manifest ";
@@ -216,7 +216,7 @@ fn format_line(name: &[u8], record: &Record) -> Vec<u8> {
         Terminator::Newline,
         record.layout,
         record.algorithm,
-        &crate::layout::Root::new(record.digest),
+        &record.value,
         name,
     ));
     line
@@ -238,12 +238,7 @@ fn parse_line(line: &[u8]) -> Result<(Vec<u8>, Record), String> {
         .map_err(|e| e.to_string())?
         .ok_or("no checksum")?;
     let (layout, algorithm) = entry.spec.ok_or("the checksum has no tag")?;
-    let record = Record {
-        layout,
-        algorithm,
-        stamp: Stamp::new(size, mtime),
-        digest: *entry.expected.digest(),
-    };
+    let record = Record::new(layout, algorithm, Stamp::new(size, mtime), entry.expected);
     Ok((entry.name, record))
 }
 
@@ -261,6 +256,37 @@ pub fn is_temporary_of(path: &Path, target: &Path) -> bool {
     super::same_directory(path, target)
 }
 
+/// The directory `path` lies in.
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// A new, empty temporary file `.NAME.PID-N.tmp` beside `path`, and its name.
+fn create_temporary(path: &Path) -> io::Result<(PathBuf, File)> {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().unwrap_or(OsStr::new("manifest"));
+    loop {
+        let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let mut temp = b".".to_vec();
+        temp.extend_from_slice(name.as_bytes());
+        temp.extend_from_slice(format!(".{}-{n}.tmp", std::process::id()).as_bytes());
+        let temp_path = directory_of(path).join(OsStr::from_bytes(&temp));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .open(&temp_path)
+        {
+            Ok(file) => return Ok((temp_path, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Replaces the file at `path` with what `fill` writes, so that whatever happens the file is
 /// either the old one or the complete new one.
 ///
@@ -273,30 +299,9 @@ pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> io::Result<()> {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().unwrap_or(OsStr::new("manifest"));
+    let dir = directory_of(path);
     let old = fs::metadata(path).ok();
-    let (temp_path, file) = loop {
-        let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-        let mut temp = b".".to_vec();
-        temp.extend_from_slice(name.as_bytes());
-        temp.extend_from_slice(format!(".{}-{n}.tmp", std::process::id()).as_bytes());
-        let temp_path = dir.join(OsStr::from_bytes(&temp));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o666)
-            .open(&temp_path)
-        {
-            Ok(file) => break (temp_path, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    };
+    let (temp_path, file) = create_temporary(path)?;
     let result = (|| {
         if let Some(old) = &old {
             // Best effort: only root may give a file away, and a manifest readable by
@@ -335,12 +340,21 @@ pub struct ManifestStore {
 }
 
 impl ManifestStore {
-    /// Loads the manifest at `path` (none yet is an empty one).
-    pub fn open(path: &Path) -> Result<ManifestStore, AuditError> {
+    /// Loads the manifest at `path` (none yet is an empty one). A `writable` store makes sure
+    /// first that the manifest can be replaced at the end: an audit that would read a whole
+    /// tree only to fail at its last step fails before the first.
+    pub fn open(path: &Path, writable: bool) -> Result<ManifestStore, AuditError> {
         let old = Manifest::load(path).map_err(|error| AuditError::ManifestRead {
             path: path.to_path_buf(),
             error,
         })?;
+        if writable {
+            let (temp, _) = create_temporary(path).map_err(|e| AuditError::ManifestUnwritable {
+                path: path.to_path_buf(),
+                why: super::directory_error(e),
+            })?;
+            let _ = fs::remove_file(temp);
+        }
         Ok(ManifestStore {
             path: path.to_path_buf(),
             old,
@@ -375,11 +389,14 @@ impl RecordStore for ManifestStore {
         self.old.within(&key(path)).next().is_some()
     }
 
-    fn unseen_below(&mut self, arg: &Path) -> Vec<(PathBuf, Record)> {
+    fn unseen_below(&mut self, arg: &Path, unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
         let arg = key(arg);
         let mut unseen = Vec::new();
         for (name, record) in self.old.within(&arg) {
-            if !self.seen.contains(name) && self.reported.insert(name.to_vec()) {
+            if !self.seen.contains(name)
+                && !is_unwalked(name, unwalked)
+                && self.reported.insert(name.to_vec())
+            {
                 let path = PathBuf::from(OsString::from_vec(name.to_vec()));
                 unseen.push((path, *record));
             }
@@ -438,7 +455,7 @@ mod tests {
             layout: Layout::Plain,
             algorithm: Algorithm::Blake3,
             stamp: Stamp::new(n, Mtime::new(1_700_000_000 + n as i64, 7).unwrap()),
-            digest: Algorithm::Blake3.hash(&n.to_le_bytes()),
+            value: Algorithm::Blake3.hash(&n.to_le_bytes()).into(),
         }
     }
 
@@ -521,7 +538,7 @@ mod tests {
             if i == 1 {
                 r.layout = Layout::Rfc6962(LeafSize::new(4096).unwrap());
                 r.algorithm = Algorithm::Sha512;
-                r.digest = Algorithm::Sha512.hash(b"x");
+                r.value = Algorithm::Sha512.hash(b"x").into();
                 r.stamp.mtime = Mtime::new(-3, 5).unwrap();
             }
             m.insert(name.to_vec(), r);
@@ -541,7 +558,7 @@ mod tests {
         m.write(&mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         let second = text.lines().nth(1).unwrap();
-        let hex = record(1).digest.to_hex();
+        let hex = record(1).value;
         assert_eq!(
             second,
             format!("1 1700000001.000000007 BLAKE3 (a b) = {hex}")

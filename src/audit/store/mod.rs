@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::Layout;
+use crate::layout::{Layout, Root};
 use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile;
 
@@ -30,12 +30,88 @@ use super::verdict::Status;
 pub struct Record {
     pub layout: Layout,
     pub algorithm: Algorithm,
-    /// Size and mtime of the version of the file that `digest` belongs to.
+    /// Size and mtime of the version of the file that `value` belongs to.
     pub stamp: Stamp,
-    pub digest: Digest,
+    /// The whole value the layout gives the file, as the storage system shows it: with S3's
+    /// part count, so that an exported record checks out with `-c` (`<md5>-5`, not `<md5>`).
+    /// Imported values are kept as written, a count that is not the one the size implies
+    /// included (an AWS CLI `-1` ETag); [`Record::new`] reads a value without a count.
+    pub value: Root,
 }
 
 impl Record {
+    /// A record of `value`. A value without a part count where the layout gives the file
+    /// one (an S3 multipart value) stands for the value with the count its size implies:
+    /// earlier versions of mtsum kept S3 values as bare digests, and the count of a value
+    /// follows from the size and the part size ([`Layout::value_of`]). A bare digest that is
+    /// not the multipart digest differs from the file's value either way, with or without a
+    /// count, so the reading decides nothing but how old records are shown.
+    pub fn new(layout: Layout, algorithm: Algorithm, stamp: Stamp, value: Root) -> Record {
+        let value = match value.parts() {
+            Some(_) => value,
+            None => layout
+                .value_of(algorithm, stamp.len, *value.digest())
+                .with_encoding(value.encoding()),
+        };
+        Record {
+            layout,
+            algorithm,
+            stamp,
+            value,
+        }
+    }
+
+    /// Whether `current`, the file's value computed now in the record's layout and
+    /// algorithm, is the recorded value: as `-c` decides it ([`Layout::matches`]), so that an
+    /// audit and a check of an exported record never disagree.
+    pub fn matches(&self, current: &Root) -> bool {
+        self.layout.matches(self.algorithm, current, &self.value)
+    }
+
+    /// The record's value as the binary stores keep it (extended attributes, the database):
+    /// the digest's bytes, then, only where the value's part count is not the one the size
+    /// implies ([`Record::new`]), the count as 8 bytes little-endian. Records of every value
+    /// a file's bytes give are thus what earlier versions wrote, and read by them.
+    pub(crate) fn value_bytes(&self) -> Vec<u8> {
+        let mut out = self.value.digest().as_bytes().to_vec();
+        let implied = self
+            .layout
+            .value_of(self.algorithm, self.stamp.len, *self.value.digest());
+        if let (Some(parts), false) = (self.value.parts(), implied.parts() == self.value.parts()) {
+            out.extend_from_slice(&parts.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads a record whose value [`Record::value_bytes`] wrote; the error says what is
+    /// wrong with the bytes.
+    pub(crate) fn from_value_bytes(
+        layout: Layout,
+        algorithm: Algorithm,
+        stamp: Stamp,
+        bytes: &[u8],
+    ) -> Result<Record, String> {
+        let len = algorithm.digest_len();
+        let (digest, count) = match bytes.len() {
+            n if n == len => (bytes, None),
+            n if n == len + 8 => {
+                let (digest, count) = bytes.split_at(len);
+                let count = u64::from_le_bytes(count.try_into().expect("8 bytes"));
+                if count == 0 {
+                    return Err("part count 0".into());
+                }
+                (digest, Some(count))
+            }
+            n => return Err(format!("{n} digest bytes, {algorithm} has {len}")),
+        };
+        let value = Root::new(Digest::from_slice(digest)).with_encoding(layout.encoding(algorithm));
+        let value = match count {
+            Some(parts) => value.with_parts(parts),
+            None => value,
+        };
+        Ok(Record::new(layout, algorithm, stamp, value))
+    }
+
     /// The tag naming layout and algorithm, as in sum files: `BLAKE3`, `MTSUM-SHA256`.
     pub fn tag(&self) -> String {
         sumfile::tag(self.layout, self.algorithm)
@@ -67,11 +143,11 @@ impl Prior {
         }
     }
 
-    /// The recorded digest.
-    pub fn digest(&self) -> Option<&Digest> {
+    /// The recorded value (cshatag's: a plain digest).
+    pub fn value(&self) -> Option<Root> {
         match self {
-            Prior::Record(r) => Some(&r.digest),
-            Prior::Cshatag { digest, .. } => Some(digest),
+            Prior::Record(r) => Some(r.value),
+            Prior::Cshatag { digest, .. } => Some(Root::new(*digest)),
             Prior::None | Prior::Unusable(_) => None,
         }
     }
@@ -149,7 +225,6 @@ impl Store {
     /// Opens the store for one audit, or for reading only (`writable` false: a dry run,
     /// an export), which takes no lock and writes nothing. With `keep_times`, stores that
     /// keep verification times only where asked (extended attributes) keep them.
-    #[cfg_attr(not(feature = "database"), allow(unused_variables))]
     pub fn open(
         &self,
         writable: bool,
@@ -157,7 +232,7 @@ impl Store {
     ) -> Result<Box<dyn RecordStore>, AuditError> {
         Ok(match self {
             Store::Xattr => Box::new(xattr::XattrStore { keep_times }),
-            Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path)?),
+            Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path, writable)?),
             #[cfg(feature = "database")]
             Store::Database(path) => Box::new(database::DatabaseStore::open(path, writable)?),
             #[cfg(not(feature = "database"))]
@@ -176,6 +251,21 @@ impl Store {
             Store::Xattr => None,
             Store::Manifest(path) | Store::Database(path) => Some(path),
         }
+    }
+}
+
+/// The end of a message about a store whose directory does not exist.
+const NO_DIRECTORY: &str = "its directory does not exist";
+
+/// Why a store cannot create a file in its directory (a manifest's temporary file, a
+/// database or its log), as the end of a message.
+pub(crate) fn directory_error(e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => NO_DIRECTORY.into(),
+        _ => format!(
+            "cannot create a file in its directory: {}",
+            InputError::Io(e)
+        ),
     }
 }
 
@@ -200,6 +290,9 @@ pub enum DatabaseError {
     Busy,
     #[error("the database is read-only{0}")]
     ReadOnly(String),
+    /// The database would be created in a directory that does not exist.
+    #[error("cannot create the database: {NO_DIRECTORY}")]
+    NoDirectory,
     #[error("not an mtsum database ({0})")]
     Foreign(String),
     #[error(
@@ -220,6 +313,14 @@ pub enum StoreError {
     /// The store as a whole (no extended attributes on this file system, say): the audit
     /// stops.
     Fatal(AuditError),
+}
+
+/// Whether the record `name` lies at or below one of the `unwalked` paths
+/// ([`RecordStore::unseen_below`]).
+fn is_unwalked(name: &[u8], unwalked: &[PathBuf]) -> bool {
+    unwalked
+        .iter()
+        .any(|dir| manifest::is_within(name, &manifest::key(dir)))
 }
 
 /// A place records live in, as one audit uses it.
@@ -244,8 +345,10 @@ pub trait RecordStore {
 
     /// The records at or below the argument `arg` that no [`lookup`](Self::lookup) asked
     /// for, each only once per audit, in name order: the files gone since they were
-    /// recorded. Stores kept with the files themselves have none.
-    fn unseen_below(&mut self, _arg: &Path) -> Vec<(PathBuf, Record)> {
+    /// recorded. Records at or below the `unwalked` directories (which the walk could not
+    /// read) are not among them: nothing says their files are gone. Stores kept with the
+    /// files themselves have none.
+    fn unseen_below(&mut self, _arg: &Path, _unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
         Vec::new()
     }
 
@@ -313,6 +416,36 @@ mod tests {
         ] {
             assert_eq!(time(nanos(t)), t);
         }
+    }
+
+    #[test]
+    fn an_s3_record_without_a_count_has_the_count_its_size_implies() {
+        let layout = Layout::S3(crate::layout::PartSize::DEFAULT);
+        let alg = Algorithm::Md5;
+        let mtime = Mtime::new(1, 0).unwrap();
+        let digest = alg.hash(b"x");
+        // Three parts of 8 MiB: an old record (a bare digest) reads as `<md5>-3`.
+        let big = Stamp::new((16 << 20) + 1, mtime);
+        let old = Record::new(layout, alg, big, Root::new(digest));
+        assert_eq!(old.value, Root::new(digest).with_parts(3));
+        assert_eq!(old.value_bytes(), digest.as_bytes(), "written as before");
+        // One part: a single upload's value has no count.
+        let small = Stamp::new(5, mtime);
+        assert_eq!(Record::new(layout, alg, small, digest.into()).value, digest);
+        // A count the size does not imply (an AWS CLI `-1` ETag, a wrong count) is kept.
+        for (stamp, parts) in [(small, 1), (big, 7)] {
+            let odd = Record::new(layout, alg, stamp, Root::new(digest).with_parts(parts));
+            assert_eq!(odd.value.parts(), Some(parts));
+            let bytes = odd.value_bytes();
+            assert_eq!(bytes.len(), 16 + 8);
+            assert_eq!(
+                Record::from_value_bytes(layout, alg, stamp, &bytes),
+                Ok(odd)
+            );
+        }
+        let bad = [digest.as_bytes(), &[0; 8]].concat();
+        assert!(Record::from_value_bytes(layout, alg, big, &bad).is_err());
+        assert!(Record::from_value_bytes(layout, alg, big, &bad[..17]).is_err());
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //!     23   (8)  leaf size in bytes, u64 little-endian: merkle and rfc6962 only (the part
 //!               size for s3)
 //!   23/31     n  the digest, n = the algorithm's digest length
+//!        (8)  the part count, u64 little-endian: only where an S3 value's count is not
+//!               the one its size implies (an imported `-1` ETag); a record without it
+//!               has that count (`Record::value_bytes`)
 //! ```
 //!
 //! Version 2 is version 1 with one more field at the end, written only by audits that go by
@@ -102,7 +105,8 @@ pub fn encode(record: &Record) -> Vec<u8> {
         Layout::Btv2 => 7,
     };
     let leaf = record.layout.size_parameter();
-    let mut out = Vec::with_capacity(FIXED_LEN + 8 + record.digest.as_bytes().len());
+    let value = record.value_bytes();
+    let mut out = Vec::with_capacity(FIXED_LEN + 8 + value.len());
     out.extend_from_slice(&[VERSION, alg, layout]);
     out.extend_from_slice(&record.stamp.len.to_le_bytes());
     out.extend_from_slice(&record.stamp.mtime.sec.to_le_bytes());
@@ -110,7 +114,7 @@ pub fn encode(record: &Record) -> Vec<u8> {
     if let Some(leaf) = leaf {
         out.extend_from_slice(&leaf.get().to_le_bytes());
     }
-    out.extend_from_slice(record.digest.as_bytes());
+    out.extend_from_slice(&value);
     out
 }
 
@@ -178,19 +182,7 @@ pub fn decode_entry(bytes: &[u8]) -> Result<(Record, Option<SystemTime>), String
         7 => Layout::Btv2,
         code => return Err(format!("unknown layout code {code}")),
     };
-    if rest.len() != algorithm.digest_len() {
-        return Err(format!(
-            "{} digest bytes, {algorithm} has {}",
-            rest.len(),
-            algorithm.digest_len()
-        ));
-    }
-    let record = Record {
-        layout,
-        algorithm,
-        stamp: Stamp::new(size, mtime),
-        digest: Digest::from_slice(rest),
-    };
+    let record = Record::from_value_bytes(layout, algorithm, Stamp::new(size, mtime), rest)?;
     Ok((record, verified))
 }
 
@@ -325,7 +317,7 @@ mod tests {
             layout,
             algorithm,
             stamp: Stamp::new(0x0102_0304_0506_0708, Mtime::new(-2, 999_999_999).unwrap()),
-            digest: algorithm.hash(b"x"),
+            value: algorithm.hash(b"x").into(),
         }
     }
 
@@ -370,7 +362,7 @@ mod tests {
             layout: Layout::Plain,
             algorithm: Algorithm::Xxh3,
             stamp: Stamp::new(3, Mtime::new(1, 2).unwrap()),
-            digest: Digest::from_slice(&[0xaa; 8]),
+            value: Digest::from_slice(&[0xaa; 8]).into(),
         };
         let mut want = vec![
             1, 8, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0,

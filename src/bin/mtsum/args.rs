@@ -119,7 +119,8 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["check", "json", "graph", "no_names"])]
     tag: bool,
 
-    /// End each line with NUL instead of newline, and do not escape names.
+    /// End each line (each bare digest with --no-names) with NUL instead of newline, and do
+    /// not escape names.
     #[arg(short = 'z', long = "zero", conflicts_with_all = ["check", "json", "graph"])]
     zero: bool,
 
@@ -294,15 +295,15 @@ pub struct Args {
 
     /// Print at most N byte ranges START-END of the file, about equal and on subtree
     /// boundaries, to hash apart with --range and join with --combine.
-    #[arg(long, value_name = "N", conflicts_with_all = ["verify", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    #[arg(long, value_name = "N", value_parser = parse_ranges, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
     plan: Option<NonZeroUsize>,
 
     /// Hash bytes START-END (a range of --plan) of the file and print a partial line.
-    #[arg(long, value_name = "START-END", value_parser = parse_range, conflicts_with_all = ["verify", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    #[arg(long, value_name = "START-END", value_parser = parse_range, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
     range: Option<std::ops::Range<u64>>,
 
     /// Read partial lines (of --range) from the PATHs and print the file's checksum line.
-    #[arg(long, conflicts_with_all = ["verify", "recursive", "graph", "json"])]
+    #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json"])]
     combine: bool,
 
     /// Print version information.
@@ -325,7 +326,16 @@ fn parse_part_size(s: &str) -> Result<PartSizeArg, String> {
     if s.eq_ignore_ascii_case("auto") {
         return Ok(PartSizeArg::Auto);
     }
-    let size: LeafSize = s.parse().map_err(|e: LeafSizeError| e.to_string())?;
+    let size = match LeafSize::parse_as(s, "part size") {
+        Ok(size) => size,
+        // "At least 1 byte" is true of leaves; parts are larger.
+        Err(LeafSizeError::Zero(..)) => {
+            return Err(format!(
+                "invalid part size '{s}': S3 parts are at least 5 MiB"
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     PartSize::try_from(size)
         .map(PartSizeArg::Size)
         .map_err(|e| e.to_string())
@@ -335,13 +345,25 @@ fn parse_part_size(s: &str) -> Result<PartSizeArg, String> {
 const MAX_PROCESSORS: usize = 1024;
 
 fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
-    let n: usize = s
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of processors"))?;
-    if n > MAX_PROCESSORS {
+    let n = parse_count(s, "processors")?;
+    if n.get() > MAX_PROCESSORS {
         return Err(format!("at most {MAX_PROCESSORS} processors"));
     }
-    NonZeroUsize::new(n).ok_or_else(|| "the number of processors must be at least 1".to_string())
+    Ok(n)
+}
+
+/// `--plan N`.
+fn parse_ranges(s: &str) -> Result<NonZeroUsize, String> {
+    parse_count(s, "ranges")
+}
+
+/// A count of `what` that must be at least 1, with a message that says what it counts
+/// (clap's own for `NonZeroUsize` speaks of types).
+fn parse_count(s: &str, what: &str) -> Result<NonZeroUsize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of {what}"))?;
+    NonZeroUsize::new(n).ok_or_else(|| format!("the number of {what} must be at least 1"))
 }
 
 /// `START-END`, two byte offsets.
@@ -434,15 +456,15 @@ pub enum RangeStep {
     Plan(NonZeroUsize),
     /// Hash one range of the file into a partial line.
     Range(std::ops::Range<u64>),
-    /// Read partial lines, print the root line as hash mode does (`Line` or `BareDigest`).
-    Combine(Output),
+    /// Read partial lines, print the root line as hash mode does (`Line` or `BareDigest`,
+    /// in `--base64` where asked).
+    Combine(Output, Option<Encoding>),
 }
 
 /// How hash results are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
     Line(Format, Terminator),
-    BareDigest,
     Json,
     Graph,
 }
@@ -563,15 +585,23 @@ impl Common {
     }
 }
 
+impl Args {
+    /// `--base64`: every digest in base64 instead of the layout's own encoding.
+    fn encoding(&self) -> Option<Encoding> {
+        self.base64.then_some(Encoding::Base64)
+    }
+}
+
 impl Output {
-    /// A root line as hash mode and `--combine` print it: `--no-names`, `--tag`, `-z`.
+    /// A root line as hash mode and `--combine` print it: `--no-names`, `--tag`, `-z` (and
+    /// `--base64`, [`Args::encoding`]).
     fn line(args: &Args) -> Output {
         let terminator = match args.zero {
             true => Terminator::Nul,
             false => Terminator::Newline,
         };
         if args.no_names {
-            Output::BareDigest
+            Output::Line(Format::Bare, terminator)
         } else if args.tag {
             Output::Line(Format::Tag, terminator)
         } else {
@@ -585,7 +615,7 @@ impl RangeSettings {
         let step = match (args.plan, &args.range) {
             (Some(parts), _) => RangeStep::Plan(parts),
             (_, Some(range)) => RangeStep::Range(range.clone()),
-            (None, None) => RangeStep::Combine(Output::line(args)),
+            (None, None) => RangeStep::Combine(Output::line(args), args.encoding()),
         };
         let algorithm = args.algorithm.unwrap_or(layout.default_algorithm());
         RangeSettings {
@@ -612,7 +642,7 @@ impl HashSettings {
             },
             recursion: args.recursion(),
             output,
-            encoding: args.base64.then_some(Encoding::Base64),
+            encoding: args.encoding(),
         }
     }
 }

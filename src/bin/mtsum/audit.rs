@@ -35,10 +35,7 @@ pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
     // The library walks the paths itself, so the bar's totals cost a walk of their own; the
     // second walk runs from the directory cache, which is cheap next to hashing.
     let (_, printer) = session::start(common, || {
-        Some(totals(walk(
-            common.targets.iter().cloned(),
-            options.recursion,
-        )))
+        totals(walk(common.targets.iter().cloned(), options.recursion))
     });
     // A line reports a decision already recorded: it must be written, or fail and stop the
     // audit, before the next file is decided.

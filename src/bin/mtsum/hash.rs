@@ -2,10 +2,11 @@
 
 use std::os::unix::ffi::OsStringExt;
 
-use mtsum::engine::{FileDigest, Task};
+use mtsum::engine::{FileDigest, Sink, Task};
+use mtsum::layout::{Encoding, Layout, Root};
 use mtsum::source::{InputError, Target};
 use mtsum::walk::{Walked, walk};
-use mtsum::{graph, json, report, sumfile};
+use mtsum::{Algorithm, graph, json, report, sumfile};
 
 use crate::args::{Common, HashSettings, Output};
 use crate::progress::totals;
@@ -40,7 +41,7 @@ pub fn run(common: &Common, settings: &HashSettings) -> Status {
         let items: Vec<Walked> = walked.by_ref().collect();
         let counts = totals(&items);
         walked = Box::new(items.into_iter());
-        Some(counts)
+        counts
     });
     let results = Results {
         common,
@@ -56,8 +57,33 @@ pub fn run(common: &Common, settings: &HashSettings) -> Status {
             }
             skipped @ Walked::Skipped { .. } => Task::pass(Item::Skipped(skipped)),
         });
-    engine.run(tasks, |item, result| results.on(item, result));
+    engine.run_to(tasks, results);
     printer.finish()
+}
+
+/// `root` in the encoding `--base64` asks for (`None`: the layout's own).
+pub fn encoded(root: Root, encoding: Option<Encoding>) -> Root {
+    encoding.map_or(root, |e| root.with_encoding(e))
+}
+
+/// The line of a root as hash mode and `--combine` print it: a checksum line, or the value
+/// alone (`--no-names`, [`sumfile::Format::Bare`]).
+///
+/// # Panics
+/// For the outputs that are not one line per root (`--json`, `-g`).
+pub fn root_line(
+    output: Output,
+    layout: Layout,
+    alg: Algorithm,
+    root: &Root,
+    name: &[u8],
+) -> Vec<u8> {
+    match output {
+        Output::Line(format, terminator) => {
+            sumfile::format_line(format, terminator, layout, alg, root, name)
+        }
+        Output::Json | Output::Graph => unreachable!("not a root line"),
+    }
 }
 
 /// Turns what the engine hands back into lines, in the order of the inputs.
@@ -65,6 +91,16 @@ struct Results<'a> {
     common: &'a Common,
     settings: &'a HashSettings,
     printer: &'a Printer,
+}
+
+impl Sink<Item> for Results<'_> {
+    fn take(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) {
+        self.on(item, result);
+    }
+
+    fn idle(&mut self) {
+        self.printer.write_gathered();
+    }
 }
 
 impl Results<'_> {
@@ -86,9 +122,7 @@ impl Results<'_> {
     fn digest(&self, target: &Target, digest: &FileDigest) {
         let name = report::name_bytes(target);
         let mut digest = digest.clone();
-        if let Some(encoding) = self.settings.encoding {
-            digest.root = digest.root.with_encoding(encoding);
-        }
+        digest.root = encoded(digest.root, self.settings.encoding);
         let digest = &digest;
         let request = &self.settings.request;
         let (layout, alg) = (request.layout, request.algorithm);
@@ -97,11 +131,8 @@ impl Results<'_> {
                 let leaves = digest.leaves.as_deref().expect("leaves kept for -g");
                 graph::dot(request, digest.size, leaves, &target.display_name()).into_bytes()
             }
-            Output::BareDigest => format!("{}\n", digest.root).into_bytes(),
             Output::Json => json::digest(name, layout, alg, digest),
-            Output::Line(format, terminator) => {
-                sumfile::format_line(format, terminator, layout, alg, &digest.root, name)
-            }
+            output => root_line(output, layout, alg, &digest.root, name),
         };
         self.printer.print(&line);
         let common = self.common;

@@ -13,6 +13,7 @@ mod hash;
 mod progress;
 mod ranges;
 mod session;
+mod stdio;
 
 use std::process::ExitCode;
 

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
+use console::Term;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mtsum::source::Target;
 use mtsum::walk::Walked;
 
 use crate::args::When;
@@ -62,7 +62,7 @@ impl Progress {
                     thread::sleep(tick);
                     waited += tick;
                     if waited == SHOW_AFTER {
-                        bar.set_draw_target(ProgressDrawTarget::stderr());
+                        bar.set_draw_target(draw_target(when));
                     }
                     bar.set_position(counter.load(Ordering::Relaxed));
                 }
@@ -76,7 +76,7 @@ impl Progress {
         }
     }
 
-    /// Whether a bar may show, so that output must be written above it line by line.
+    /// Whether a bar may show.
     pub fn has_bar(&self) -> bool {
         self.bar.is_some()
     }
@@ -105,15 +105,11 @@ impl Progress {
         }
     }
 
-    /// Writes `bytes` to `out` with the bar out of the way.
+    /// Writes `bytes` to `out`, on the bar's terminal, with the bar out of the way.
     pub fn write(&self, out: &mut dyn Write, bytes: &[u8]) -> io::Result<()> {
-        let mut write = || {
-            out.write_all(bytes)?;
-            out.flush()
-        };
         match &self.bar {
-            Some(bar) => bar.suspend(write),
-            None => write(),
+            Some(bar) => bar.suspend(|| write_flushed(out, bytes)),
+            None => write_flushed(out, bytes),
         }
     }
 
@@ -129,13 +125,45 @@ impl Progress {
     }
 }
 
-/// Bytes and files of the regular files among walked items: the totals of a bar.
-pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> (u64, u64) {
-    let sizes = items.into_iter().filter_map(|w| match w.borrow() {
-        Walked::Input(Target::Path(p)) => std::fs::metadata(p).ok().filter(|m| m.is_file()),
-        _ => None,
-    });
-    sizes.fold((0, 0), |(bytes, files), m| (bytes + m.len(), files + 1))
+/// Writes `bytes` to `out` at once.
+pub fn write_flushed(out: &mut dyn Write, bytes: &[u8]) -> io::Result<()> {
+    out.write_all(bytes)?;
+    out.flush()
+}
+
+/// Where the bar is drawn once it shows: stderr. indicatif hides a bar on a stderr that is
+/// not a terminal (or on `TERM=dumb`), which is right for the bar shown by default; asked
+/// for with `--progress`, it is drawn there anyway, through a target indicatif does not hide.
+fn draw_target(when: When) -> ProgressDrawTarget {
+    match when {
+        When::Always => {
+            ProgressDrawTarget::term_like_with_hz(Box::new(Term::buffered_stderr()), 20)
+        }
+        When::Auto | When::Never => ProgressDrawTarget::stderr(),
+    }
+}
+
+/// Bytes and files of the walked items, the totals of a bar; `None` when the size of one of
+/// them is unknown before it is read (standard input, a FIFO, a device), since a total that
+/// leaves it out would show a bar finished while it is still being read. Items that cannot
+/// be hashed (missing, a directory) count for nothing: they fail at once.
+pub fn totals<W: Borrow<Walked>>(items: impl IntoIterator<Item = W>) -> Option<(u64, u64)> {
+    let mut counts = (0, 0);
+    for item in items {
+        let metadata = match item.borrow() {
+            Walked::Input(target) => match target.path() {
+                Some(p) => std::fs::metadata(p),
+                None => return None,
+            },
+            Walked::Error { .. } | Walked::Skipped { .. } => continue,
+        };
+        match metadata {
+            Ok(m) if m.is_file() => counts = (counts.0 + m.len(), counts.1 + 1),
+            Ok(m) if !m.is_dir() => return None,
+            _ => {}
+        }
+    }
+    Some(counts)
 }
 
 #[cfg(test)]

@@ -10,11 +10,13 @@
 use std::io::{self, Read};
 
 use mtsum::engine::Engine;
+use mtsum::layout::Encoding;
 use mtsum::range::{self, Partial, Spec};
 use mtsum::source::{Input, InputError, Target};
 use mtsum::{report, sumfile};
 
 use crate::args::{Common, Output, RangeSettings, RangeStep};
+use crate::hash;
 use crate::session::{self, Printer, Status};
 
 /// Why a step stopped: a bad parameter (status 2) or an input that failed (status 1), already
@@ -38,7 +40,7 @@ pub fn run(common: &Common, settings: &RangeSettings) -> Status {
         }),
         RangeStep::Range(bytes) => one_file(common, settings, &printer)
             .and_then(|(target, spec)| hash_range(&engine, &printer, target, spec, bytes.clone())),
-        RangeStep::Combine(output) => combine(common, *output, &printer),
+        RangeStep::Combine(output, encoding) => combine(common, (*output, *encoding), &printer),
     };
     if let Err(Stop::Input) = done {
         printer.fail();
@@ -105,7 +107,11 @@ fn hash_range(
 }
 
 /// `--combine`: every partial line of every PATH, then the root line.
-fn combine(common: &Common, output: Output, printer: &Printer) -> Result<(), Stop> {
+fn combine(
+    common: &Common,
+    (output, encoding): (Output, Option<Encoding>),
+    printer: &Printer,
+) -> Result<(), Stop> {
     let mut partials: Vec<(Partial, Vec<u8>)> = Vec::new();
     let mut done = Ok(());
     for target in &common.targets {
@@ -140,19 +146,14 @@ fn combine(common: &Common, output: Output, printer: &Printer) -> Result<(), Sto
         Stop::Input
     })?;
     let spec = spec.expect("combine refuses an empty set");
-    let line = match output {
-        Output::BareDigest => format!("{root}\n").into_bytes(),
-        Output::Line(format, terminator) => sumfile::format_line(
-            format,
-            terminator,
-            spec.layout,
-            spec.algorithm,
-            &root,
-            &name,
-        ),
-        Output::Json | Output::Graph => unreachable!("refused with --combine"),
-    };
-    printer.print(&line);
+    let root = hash::encoded(root, encoding);
+    printer.print(&hash::root_line(
+        output,
+        spec.layout,
+        spec.algorithm,
+        &root,
+        &name,
+    ));
     Ok(())
 }
 
@@ -167,10 +168,10 @@ fn split_name(line: &[u8]) -> (&[u8], &[u8]) {
 
 fn read(target: &Target) -> io::Result<Vec<u8>> {
     match target {
-        Target::Path(path) => std::fs::read(path),
+        Target::Path(path) | Target::File(path) => std::fs::read(path),
         Target::Stdin => {
             let mut text = Vec::new();
-            io::stdin().lock().read_to_end(&mut text)?;
+            mtsum::source::stdin()?.read_to_end(&mut text)?;
             Ok(text)
         }
     }

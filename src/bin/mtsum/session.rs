@@ -8,13 +8,14 @@ use std::fmt::Display;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use mtsum::engine::Engine;
 use mtsum::report;
+use mtsum::source::os_message;
 
 use crate::args::Common;
-use crate::progress::Progress;
+use crate::progress::{self, Progress};
+use crate::stdio;
 
 /// Exit statuses, as coreutils and ripgrep use them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,8 +40,8 @@ pub fn start(common: &Common, count: impl FnOnce() -> Option<(u64, u64)>) -> (En
     let engine = common.engine.clone().with_progress(progress.counter());
     let stdout = io::stdout();
     let printer = Printer {
-        line_by_line: stdout.is_terminal() || progress.has_bar(),
-        flushed: Cell::new(Instant::now()),
+        line_by_line: stdout.is_terminal(),
+        below_bar: progress.has_bar() && stdout_is_the_bars_terminal(),
         progress,
         stdout: RefCell::new(BufWriter::with_capacity(OUTPUT_BUFFER, stdout.lock())),
         verbose: common.verbose,
@@ -52,12 +53,23 @@ pub fn start(common: &Common, count: impl FnOnce() -> Option<(u64, u64)>) -> (En
     (engine, printer)
 }
 
+/// Whether stdout is the terminal the bar is drawn on (stderr's), so that a line written
+/// there would run through the bar. Anywhere else (a file, a pipe, another terminal) its
+/// lines are written without touching the bar, which redraws at its own rate.
+fn stdout_is_the_bars_terminal() -> bool {
+    use std::os::fd::{AsFd, BorrowedFd};
+    use std::os::unix::fs::MetadataExt;
+    let device = |fd: BorrowedFd| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        file.metadata().ok().map(|m| m.rdev())
+    };
+    let (stdout, stderr) = (io::stdout(), io::stderr());
+    stdout.is_terminal() && stderr.is_terminal() && device(stdout.as_fd()) == device(stderr.as_fd())
+}
+
 /// Bytes of results gathered before one write to a pipe or file: one system call per some
 /// 600 lines of sha256 digests instead of one per line (20 000 files: 20 000 writes before).
 const OUTPUT_BUFFER: usize = 64 << 10;
-
-/// The longest that gathered results wait for the buffer to fill.
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// Prints a run's results on stdout and its messages on stderr, above the progress bar, and
 /// keeps the exit status. Shared (`&self`) so that a mode's sink can print while the task
@@ -68,16 +80,18 @@ const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// first failure is reported once, `mtsum: standard output: cause`, the status becomes 1, and
 /// nothing more is printed; the mode stops feeding work where it can.
 ///
-/// Results go to a terminal line by line, and so they do above a bar; to a pipe or a file
-/// they are gathered, as coreutils does, and written before every message on stderr, so that
-/// a message still follows the results before it.
+/// Results go to a terminal line by line (with the bar out of the way when it is on the same
+/// terminal); to a pipe or a file they are gathered, as coreutils does, and written before
+/// every message on stderr, so that a message still follows the results before it, and
+/// whenever the engine waits ([`Printer::write_gathered`]).
 pub struct Printer {
     progress: Progress,
     stdout: RefCell<BufWriter<io::StdoutLock<'static>>>,
     /// Whether every result is flushed as it is printed.
     line_by_line: bool,
-    /// When gathered results were last written.
-    flushed: Cell<Instant>,
+    /// Whether stdout is the terminal the bar is on: each result is written with the bar
+    /// out of the way.
+    below_bar: bool,
     verbose: bool,
     status: Cell<Status>,
     broken: Cell<bool>,
@@ -110,9 +124,7 @@ impl Printer {
     /// Writes a message to stderr, after the results printed so far. A failing stderr has
     /// nowhere to be reported.
     pub fn message(&self, bytes: &[u8]) {
-        if let Err(e) = self.flush_stdout() {
-            self.stdout_failed(&e);
-        }
+        self.write_gathered();
         if !self.broken() {
             let _ = self.progress.write(&mut io::stderr(), bytes);
         }
@@ -134,7 +146,7 @@ impl Printer {
     pub fn stdout_failed(&self, error: &io::Error) {
         if !self.broken() {
             self.broken.set(true);
-            let line = format!("mtsum: standard output: {error}\n");
+            let line = format!("mtsum: standard output: {}\n", os_message(error));
             let _ = self.progress.write(&mut io::stderr(), line.as_bytes());
         }
         self.fail();
@@ -162,6 +174,14 @@ impl Printer {
         self.progress.files(self.files_done.get(), total);
     }
 
+    /// Writes the results gathered so far, as when the engine waits for the next one (see
+    /// [`mtsum::engine::Sink::idle`]): none waits unwritten for a later input that blocks.
+    pub fn write_gathered(&self) {
+        if let Err(e) = self.flush_stdout() {
+            self.stdout_failed(&e);
+        }
+    }
+
     /// Writers for code that prints through `io::Write` (the library's `-c`): each write goes
     /// above the bar, and errors are returned, not recorded (see [`Printer::stdout_failed`]).
     pub fn writers(&self) -> (Stdout<'_>, Stderr<'_>) {
@@ -170,25 +190,23 @@ impl Printer {
 
     /// Writes the results still gathered and removes the bar; returns the exit status.
     pub fn finish(self) -> Status {
-        if let Err(e) = self.flush_stdout() {
-            self.stdout_failed(&e);
-        }
+        self.write_gathered();
         self.progress.finish();
         self.status.get()
     }
 
     fn write_stdout(&self, bytes: &[u8]) -> io::Result<()> {
+        if stdio::stdout_was_closed() {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
         let mut stdout = self.stdout.borrow_mut();
-        if self.line_by_line {
+        if self.below_bar {
             return self.progress.write(&mut *stdout, bytes);
         }
-        stdout.write_all(bytes)?;
-        // A long run still shows how far it got, in a file or down a pipe.
-        if self.flushed.get().elapsed() >= FLUSH_EVERY {
-            stdout.flush()?;
-            self.flushed.set(Instant::now());
+        if self.line_by_line {
+            return progress::write_flushed(&mut *stdout, bytes);
         }
-        Ok(())
+        stdout.write_all(bytes)
     }
 
     /// Writes the results gathered so far; nothing once stdout failed.
@@ -220,9 +238,7 @@ impl Write for Stdout<'_> {
 impl Write for Stderr<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // After the results before it, as coreutils' `error` flushes stdout first.
-        if let Err(e) = self.0.flush_stdout() {
-            self.0.stdout_failed(&e);
-        }
+        self.0.write_gathered();
         self.0.progress.write(&mut io::stderr(), buf)?;
         Ok(buf.len())
     }
