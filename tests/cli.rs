@@ -890,6 +890,26 @@ fn usage_errors_are_one_line_starting_with_mtsum() {
     }
 }
 
+#[test]
+fn options_that_would_be_ignored_are_usage_errors() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    // -c reads the sum files it is given, not the trees below them; --repair prints what it
+    // did as text.
+    for (args, named) in [
+        (&["-c", "-r"][..], "--recursive"),
+        (
+            &[
+                "--audit", "--db", "db", "--repair", "a", "--from", "a", "--json",
+            ],
+            "--json",
+        ),
+    ] {
+        let r = run(dir.path(), [args, &["a"]].concat());
+        r.assert_usage_error(named);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Files that change while they are hashed
 // ---------------------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ pub struct Args {
     base64: bool,
 
     /// Hash the files below directories, in bytewise order of their paths.
-    #[arg(short = 'r', long)]
+    #[arg(short = 'r', long, conflicts_with = "check")]
     recursive: bool,
 
     /// With -r, follow symbolic links met in directories (loops are detected).
@@ -212,7 +212,7 @@ pub struct Args {
     /// Repair the corrupt FILE from a copy (--from), leaf by leaf as the database's leaf
     /// digests locate the damage; every leaf of the copy is checked before a byte is
     /// written, nothing is written if one is bad. Needs --db.
-    #[arg(long, value_name = "FILE", requires_all = ["from", "db"], conflicts_with_all = ["check", "export", "import", "forget", "update", "fix", "migrate"])]
+    #[arg(long, value_name = "FILE", requires_all = ["from", "db"], conflicts_with_all = ["check", "export", "import", "forget", "update", "fix", "migrate", "json"])]
     repair: Option<PathBuf>,
 
     /// With --repair: the copy to take the damaged ranges from.
