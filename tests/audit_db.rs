@@ -708,6 +708,21 @@ fn records_travel_between_database_manifest_and_sum_files() {
         "{}",
         r.stderr
     );
+    assert!(!r.stderr.contains("note:"), "{}", r.stderr);
+    // Without -t, the lines read as values of the default layout, which every file would then
+    // fail: the import says so.
+    let r = mtsum(
+        dir.path(),
+        &["--audit", "--db", "db4", "--import", "SHA256SUMS"],
+    );
+    assert!(
+        r.stderr.contains(
+            "mtsum: note: untagged lines were read as values of the mtsum layout (3 records); \
+             import sums written by sha256sum, md5sum, b3sum or xxhsum with -t plain\n"
+        ),
+        "{}",
+        r.stderr
+    );
     let audited = mtsum(dir.path(), &["--audit", "--db", "db3", "-r", "t"]);
     assert_eq!(
         audited.verdicts()[0],

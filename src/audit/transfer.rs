@@ -74,6 +74,8 @@ pub struct Imported {
     pub records: u64,
     /// Lines or files left out, each with its name (or line number) and why.
     pub skipped: Vec<(String, String)>,
+    /// Records read from untagged lines, whose layout the caller's [`Untagged`] gave.
+    pub untagged: u64,
 }
 
 /// Reads the manifest or sum file at `input` (a manifest by its first line) into `store`.
@@ -119,6 +121,7 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
                     continue;
                 }
             };
+            let tagged = entry.spec.is_some();
             let Some((layout, algorithm)) = entry
                 .spec
                 .or_else(|| untagged.spec(entry.expected.digest().as_bytes().len()))
@@ -129,10 +132,13 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
             };
             let path = PathBuf::from(OsString::from_vec(entry.name));
             match fs::metadata(&path) {
-                Ok(meta) if meta.is_file() => records.push((
-                    path,
-                    Record::new(layout, algorithm, Stamp::of(&meta), entry.expected),
-                )),
+                Ok(meta) if meta.is_file() => {
+                    imported.untagged += u64::from(!tagged);
+                    records.push((
+                        path,
+                        Record::new(layout, algorithm, Stamp::of(&meta), entry.expected),
+                    ));
+                }
                 Ok(_) => {
                     let name = path.display().to_string();
                     imported.skipped.push((name, "not a regular file".into()));

@@ -344,6 +344,13 @@ fn parse_part_size(s: &str) -> Result<PartSizeArg, String> {
 /// More workers than this is a typo, not a machine: each one holds a few MiB of buffers.
 const MAX_PROCESSORS: usize = 1024;
 
+/// Whether untagged lines (`HEX  NAME`) are read with a layout the user did not choose, and
+/// not `plain`: lines written by `sha256sum` then read as another layout's values, which
+/// `-c` and `--import` say.
+fn untagged_layout_unchosen(args: &Args, layout: Layout) -> bool {
+    args.tree.is_none() && layout != Layout::Plain
+}
+
 fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
     let n = parse_count(s, "processors")?;
     if n.get() > MAX_PROCESSORS {
@@ -483,6 +490,8 @@ pub enum Transfer {
     Import {
         file: PathBuf,
         untagged: Untagged,
+        /// The untagged layout is a default the user did not choose (as `-c` hints).
+        hint_untagged_layout: bool,
     },
 }
 
@@ -663,7 +672,7 @@ impl CheckSettings {
             ignore_missing: args.ignore_missing,
             strict: args.strict,
             warn: args.warn,
-            hint_untagged_layout: args.tree.is_none() && layout != Layout::Plain,
+            hint_untagged_layout: untagged_layout_unchosen(args, layout),
             verbosity,
         };
         CheckSettings { options }
@@ -720,6 +729,7 @@ impl AuditSettings {
                     // An import records one value per file; it cannot try several.
                     auto_part_size: false,
                 },
+                hint_untagged_layout: untagged_layout_unchosen(args, layout),
             }),
             (None, None) => None,
         };

@@ -148,10 +148,24 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
                 Err(e) => fatal(&e),
             }
         }
-        Transfer::Import { file, untagged } => match transfer::import(store, file, untagged) {
+        Transfer::Import {
+            file,
+            untagged,
+            hint_untagged_layout,
+        } => match transfer::import(store, file, untagged) {
             Ok(imported) => {
                 for (name, why) in &imported.skipped {
                     eprintln!("mtsum: {}: {name}: {why}", file.display());
+                }
+                // Unlike -c, an import cannot see that the values are of another layout: every
+                // file would be called corrupt at the next audit.
+                if *hint_untagged_layout && imported.untagged > 0 {
+                    eprintln!(
+                        "mtsum: note: untagged lines were read as values of the {} layout ({} \
+                         records); import sums written by sha256sum, md5sum, b3sum or xxhsum \
+                         with -t plain",
+                        untagged.layout, imported.untagged
+                    );
                 }
                 eprintln!(
                     "mtsum: {} records imported, {} left out",
