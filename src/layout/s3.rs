@@ -96,23 +96,34 @@ impl PartSize {
         if n == 0 || count == 0 || count > Self::MAX_PARTS {
             return Vec::new();
         }
-        let mut sizes = vec![PartSize::aws_cli(n).get()];
-        sizes.extend([5, 8, 15, 16, 64, 100, 1024].map(|m| m * MIB));
-        if count == 1 {
-            sizes.push(
-                n.div_ceil(MIB)
-                    .saturating_mul(MIB)
-                    .clamp(Self::MIN, Self::MAX),
-            );
-        } else {
-            // Sizes p with ceil(n / p) = count: n / count <= p < n / (count - 1).
+        let clients = [5, 8, 15, 16, 64, 100, 1024].map(|m| m * MIB);
+        let clients = std::iter::once(PartSize::aws_cli(n).get()).chain(clients);
+        // One part: any size of at least the file's; `n` in whole MiB where no client's is.
+        let single = (count == 1).then(|| {
+            n.div_ceil(MIB)
+                .saturating_mul(MIB)
+                .clamp(Self::MIN, Self::MAX)
+        });
+        // Sizes p with ceil(n / p) = count: n / count <= p < n / (count - 1).
+        let range = (count > 1).then(|| {
             let low = n.div_ceil(count).max(Self::MIN);
             let high = ((n - 1) / (count - 1)).min(Self::MAX);
-            let whole = |unit: u64| (low.div_ceil(unit)..=high / unit).map(move |k| k * unit);
-            sizes.extend(whole(MIB).filter(|s| (s / MIB).is_power_of_two()));
-            sizes.extend(whole(MIB));
-            sizes.extend(whole(MB));
-        }
+            (low, high)
+        });
+        let whole = |unit: u64| {
+            range.into_iter().flat_map(move |(low, high)| {
+                (low.div_ceil(unit)..=high / unit).map(move |k| k * unit)
+            })
+        };
+        let sizes = clients
+            .chain(single)
+            .chain(whole(MIB).filter(|s| (s / MIB).is_power_of_two()))
+            .chain(whole(MIB))
+            .chain(whole(MB));
+        let most = match count {
+            1 => 1,
+            _ => Self::MAX_GUESSES,
+        };
         let mut out: Vec<PartSize> = Vec::new();
         for size in sizes {
             let Ok(size) = PartSize::new(size) else {
@@ -120,12 +131,11 @@ impl PartSize {
             };
             if size.parts(n) == count && !out.contains(&size) {
                 out.push(size);
+                if out.len() == most {
+                    break;
+                }
             }
         }
-        out.truncate(match count {
-            1 => 1,
-            _ => Self::MAX_GUESSES,
-        });
         out
     }
 
