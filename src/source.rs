@@ -2012,6 +2012,46 @@ mod tests {
         }
     }
 
+    /// A file read from an offset (standard input after something read from it) gives its
+    /// bytes from there in every read mode, from offsets on and off blocks and pages, sees
+    /// its end, and reads as a stream from there too.
+    #[test]
+    fn a_file_read_from_an_offset_gives_its_bytes_from_there_in_every_read_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3 * 8192 + 100).map(|i| (i % 251) as u8).collect();
+        for start in [1, 4095, 4096, 5000, data.len() - 1, data.len()] {
+            for mode in MODES {
+                for chunk in [4096, 8192, 1 << 20] {
+                    let what = format!("{start} {mode:?} {chunk}");
+                    let mut file = sized(dir.path(), &data, data.len() as u64, mode);
+                    file.start = start as u64;
+                    assert_eq!(file.len(), (data.len() - start) as u64, "{what}");
+                    assert!(read_all(&file, chunk) == data[start..], "{what}");
+                    file.check_unchanged().unwrap();
+                    assert_eq!(file.end(), End::Seen, "{what}");
+                    let mut reader = file.range_reader(0..file.len(), chunk);
+                    while !reader.is_done() {
+                        let got = reader.next_chunk(Buffer::new()).map_err(|(_, e)| e);
+                        got.unwrap().finish().1.unwrap();
+                    }
+                    assert_eq!(reader.position(), file.len(), "{what}");
+                    // Not on a file with `O_DIRECT` on, which refuses reads off its blocks.
+                    if file.read_mode() != ReadMode::Direct {
+                        let mut head = vec![0; file.len().min(10) as usize];
+                        file.read_exact_at(&mut head, 0).unwrap();
+                        assert!(head == data[start..start + head.len()], "{what}");
+                    }
+                    let mut streamed = Vec::new();
+                    file.to_stream()
+                        .unwrap()
+                        .read_to_end(&mut streamed)
+                        .unwrap();
+                    assert!(streamed == data[start..], "{what}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn dash_is_standard_input() {
         assert_eq!(Target::from_arg("-"), Target::Stdin);
