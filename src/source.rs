@@ -1,5 +1,5 @@
-//! Where bytes come from: regular files and block devices (random access, known length) and
-//! streams (pipes, character devices, standard input).
+//! Where bytes come from: regular files and block devices (random access, known length; on
+//! standard input, from where it stands) and streams (pipes, character devices).
 //!
 //! The engine reads every job through this module, so it is also where a file that changes
 //! under our feet is noticed: a short read, or a size or modification time that differs after
@@ -383,7 +383,7 @@ impl Input {
             Target::Path(p) => open_for_reading(p, false, before_waiting)?,
             Target::File(p) => open_for_reading(p, true, before_waiting)?,
         };
-        Input::from_open(file, &meta, mode, None, known)
+        Input::from_open(file, &meta, mode, false, known)
     }
 
     /// Opens standard input if `claimed` ([`claim_stdin`], which the engine does apart, in
@@ -403,21 +403,16 @@ impl Input {
         }
         let file = stdin_file()?;
         let meta = file.metadata()?;
-        let ft = meta.file_type();
-        if !ft.is_file() && !ft.is_block_device() {
-            return Ok(Input::Stream(Box::new(file)));
-        }
-        let at = io::Seek::stream_position(&mut &file)?;
-        Input::from_open(file, &meta, mode, Some(at), known)
+        Input::from_open(file, &meta, mode, true, known)
     }
 
-    /// The input that `file`, open with metadata `meta`, makes; `stdin_at` is where standard
-    /// input stands, if it is `file`.
+    /// The input that `file`, open with metadata `meta`, makes; `stdin` if it is standard
+    /// input, whose bytes are those from where it stands.
     fn from_open(
         file: File,
         meta: &std::fs::Metadata,
         mode: ReadMode,
-        stdin_at: Option<u64>,
+        stdin: bool,
         known: &mut FileSystems,
     ) -> Result<Input, InputError> {
         let ft = meta.file_type();
@@ -434,6 +429,11 @@ impl Input {
             return Ok(Input::Stream(Box::new(file)));
         }
         let is_block_device = ft.is_block_device();
+        // Where standard input stands, before seeking to a block device's end moves it.
+        let stdin_at = match stdin {
+            true => Some(io::Seek::stream_position(&mut &file)?),
+            false => None,
+        };
         // `stat` says 0 for a block device; its size is where seeking to the end lands.
         let len = if is_block_device {
             io::Seek::seek(&mut &file, io::SeekFrom::End(0))?
