@@ -1,5 +1,5 @@
-//! Where bytes come from: regular files and block devices (random access, known length) and
-//! streams (pipes, character devices, standard input).
+//! Where bytes come from: regular files and block devices (random access, known length; on
+//! standard input, from where it stands) and streams (pipes, character devices).
 //!
 //! The engine reads every job through this module, so it is also where a file that changes
 //! under our feet is noticed: a short read, or a size or modification time that differs after
@@ -116,7 +116,7 @@ pub fn stdin_file() -> io::Result<File> {
 /// (`mtsum - -`). The claim is process-wide because file descriptor 0 is; callers that open
 /// uses on several threads claim in the order of the uses (the engine does it as it takes
 /// tasks), not in the order the threads get to them.
-fn claim_stdin() -> bool {
+pub(crate) fn claim_stdin() -> bool {
     static CLAIMED: AtomicBool = AtomicBool::new(false);
     !CLAIMED.swap(true, Ordering::Relaxed)
 }
@@ -314,10 +314,17 @@ pub enum Input {
     Stream(Box<dyn Read + Send>),
 }
 
-/// A regular file or block device opened for positioned reads.
+/// A regular file or block device opened for positioned reads: its bytes from `start` to its
+/// end, which are offsets `0..len()` of its reads.
 pub struct SizedFile {
     file: File,
     stamp: Stamp,
+    /// Where its bytes start in the file: 0, but for standard input redirected from a file
+    /// that something has read from (`(head -c 10; mtsum) < file`), whose bytes are, as for
+    /// coreutils, those from where it stands. At most the file's length. Reads and their
+    /// alignment (`O_DIRECT` blocks, mapped pages) work on offsets in the file; only the
+    /// offsets that callers see are shifted.
+    start: u64,
     is_block_device: bool,
     /// The [`ReadMode`] in use (as `u8`): the one asked for until it fails, then its fallback.
     mode: AtomicU8,
@@ -341,9 +348,9 @@ enum End {
 }
 
 impl Input {
-    /// Opens standard input, claimed ([`claim_stdin`]): as a file when it is one read from
-    /// its start (`< file`), as a stream otherwise, and as an empty stream after the first
-    /// claim in the process.
+    /// Opens standard input, claimed ([`claim_stdin`]): as a file when it is one (`< file`),
+    /// its bytes from where it stands, as a stream otherwise, and as an empty stream after
+    /// the first claim in the process.
     pub fn stdin() -> Result<Input, InputError> {
         Input::open(&Target::Stdin)
     }
@@ -371,33 +378,43 @@ impl Input {
         known: &mut FileSystems,
         before_waiting: &mut dyn FnMut(),
     ) -> Result<Input, InputError> {
-        let (file, meta, mode) = match target {
-            Target::Stdin if !claim_stdin() => return Ok(Input::Stream(Box::new(io::empty()))),
-            Target::Stdin => {
-                let file = stdin_file()?;
-                let meta = file.metadata()?;
-                let ft = meta.file_type();
-                // Redirected from a file (`mtsum < file`), standard input is hashed as that
-                // file is, by positioned reads, when it is read from the start: a file past
-                // what a stream may hold is then no error. From elsewhere (after `head -c 10`
-                // read some) it is read as a stream, from where it stands, as coreutils does.
-                // Only positioned reads: its open file is shared with whoever handed it over,
-                // so no flag (O_DIRECT) of ours may be set on it.
-                let sized = ft.is_file() || ft.is_block_device();
-                if !sized || io::Seek::stream_position(&mut &file)? != 0 {
-                    return Ok(Input::Stream(Box::new(file)));
-                }
-                (file, meta, ReadMode::Pread)
-            }
-            Target::Path(p) => {
-                let (file, meta) = open_for_reading(p, false, before_waiting)?;
-                (file, meta, mode)
-            }
-            Target::File(p) => {
-                let (file, meta) = open_for_reading(p, true, before_waiting)?;
-                (file, meta, mode)
-            }
+        let (file, meta) = match target {
+            Target::Stdin => return Input::open_stdin(claim_stdin(), mode, known),
+            Target::Path(p) => open_for_reading(p, false, before_waiting)?,
+            Target::File(p) => open_for_reading(p, true, before_waiting)?,
         };
+        Input::from_open(file, &meta, mode, false, known)
+    }
+
+    /// Opens standard input if `claimed` ([`claim_stdin`], which the engine does apart, in
+    /// the order of its tasks), to be read with `mode` if it is sized; an empty stream if not.
+    ///
+    /// Redirected from a file (`mtsum < file`), standard input is hashed as that file is, by
+    /// positioned reads, from where it stands to its end: the bytes coreutils would read
+    /// (after `head -c 10` read some, the rest), with no stream limit for a layout that needs
+    /// the length. Anything else (a pipe) is read as a stream.
+    pub(crate) fn open_stdin(
+        claimed: bool,
+        mode: ReadMode,
+        known: &mut FileSystems,
+    ) -> Result<Input, InputError> {
+        if !claimed {
+            return Ok(Input::Stream(Box::new(io::empty())));
+        }
+        let file = stdin_file()?;
+        let meta = file.metadata()?;
+        Input::from_open(file, &meta, mode, true, known)
+    }
+
+    /// The input that `file`, open with metadata `meta`, makes; `stdin` if it is standard
+    /// input, whose bytes are those from where it stands.
+    fn from_open(
+        file: File,
+        meta: &std::fs::Metadata,
+        mode: ReadMode,
+        stdin: bool,
+        known: &mut FileSystems,
+    ) -> Result<Input, InputError> {
         let ft = meta.file_type();
         if ft.is_dir() {
             return Err(InputError::IsADirectory);
@@ -405,28 +422,44 @@ impl Input {
         // A file whose size the file system does not report truly (procfs, sysfs, ...) is read
         // as a stream, to its end, as coreutils reads it: sized reads would stop at `st_size`
         // and print the digest of other bytes than the file's.
-        if ft.is_file() && size_is_unreported(&file, &meta, known) {
+        if ft.is_file() && size_is_unreported(&file, meta, known) {
             return Ok(Input::Stream(Box::new(file)));
         }
-        if ft.is_file() || ft.is_block_device() {
-            let is_block_device = ft.is_block_device();
-            // `stat` says 0 for a block device; its size is where seeking to the end lands.
-            let len = if is_block_device {
-                io::Seek::seek(&mut &file, io::SeekFrom::End(0))?
-            } else {
-                meta.len()
-            };
-            // An empty file was read at its end by `size_is_unreported`; a block device ends
-            // where seeking to the end landed.
-            let end = match is_block_device || len == 0 {
-                true => End::Seen,
-                false => End::Unknown,
-            };
-            let stamp = Stamp::new(len, Mtime::of(&meta));
-            let sized = SizedFile::new(file, stamp, is_block_device, end);
-            return Ok(Input::Sized(sized.with_mode(mode)));
+        if !ft.is_file() && !ft.is_block_device() {
+            return Ok(Input::Stream(Box::new(file)));
         }
-        Ok(Input::Stream(Box::new(file)))
+        let is_block_device = ft.is_block_device();
+        // Where standard input stands, before seeking to a block device's end moves it.
+        let stdin_at = match stdin {
+            true => Some(io::Seek::stream_position(&mut &file)?),
+            false => None,
+        };
+        // `stat` says 0 for a block device; its size is where seeking to the end lands.
+        let len = if is_block_device {
+            io::Seek::seek(&mut &file, io::SeekFrom::End(0))?
+        } else {
+            meta.len()
+        };
+        // An empty file was read at its end by `size_is_unreported`; a block device ends
+        // where seeking to the end landed.
+        let end = match is_block_device || len == 0 {
+            true => End::Seen,
+            false => End::Unknown,
+        };
+        let start = match stdin_at {
+            None => 0,
+            // Standard input is left at the end, where coreutils, which reads it, leaves it:
+            // `(mtsum; cat) < file` gives `cat` nothing, as with `sha256sum`. Positioned reads
+            // do not move it, so it is moved here, once, and left alone if it stood past the
+            // end (where nothing is read).
+            Some(at) => {
+                io::Seek::seek(&mut &file, io::SeekFrom::Start(at.max(len)))?;
+                at.min(len)
+            }
+        };
+        let stamp = Stamp::new(len, Mtime::of(meta));
+        let sized = SizedFile::new(file, stamp, start, is_block_device, end);
+        Ok(Input::Sized(sized.with_mode(mode, stdin_at.is_some())))
     }
 }
 
@@ -841,15 +874,16 @@ pub fn hold_stream(stream: &mut dyn Read, limit: u64) -> Result<Option<SizedFile
         buffer = chunk.finish().0;
     }
     let stamp = Stamp::new(held, Mtime::of(&file.metadata()?));
-    Ok(Some(SizedFile::new(file, stamp, false, End::Seen)))
+    Ok(Some(SizedFile::new(file, stamp, 0, false, End::Seen)))
 }
 
 impl SizedFile {
     /// A file read with `pread` until [`SizedFile::with_mode`] says otherwise.
-    fn new(file: File, stamp: Stamp, is_block_device: bool, end: End) -> SizedFile {
+    fn new(file: File, stamp: Stamp, start: u64, is_block_device: bool, end: End) -> SizedFile {
         SizedFile {
             file,
             stamp,
+            start,
             is_block_device,
             mode: AtomicU8::new(ReadMode::Pread as u8),
             align: 1,
@@ -858,15 +892,21 @@ impl SizedFile {
         }
     }
 
-    /// Switches to `wanted`, or to its fallback when the file refuses it.
-    fn with_mode(mut self, wanted: ReadMode) -> SizedFile {
-        let used = match wanted {
-            ReadMode::Pread | ReadMode::Mmap => wanted,
-            ReadMode::Direct => match direct_alignment(&self.file).and_then(|align| {
+    /// Switches to `wanted`, or to its fallback when the file refuses it. A `shared` open
+    /// file (standard input, handed over by another process, which may read it too) refuses
+    /// `O_DIRECT`: the flag is the open file's, and would change that process's reads too.
+    fn with_mode(mut self, wanted: ReadMode, shared: bool) -> SizedFile {
+        let direct = || match shared {
+            true => Err("standard input is an open file shared with other processes".into()),
+            false => direct_alignment(&self.file).and_then(|align| {
                 set_direct(&self.file, true)
                     .map(|()| align)
                     .map_err(|e| os_message(&e))
-            }) {
+            }),
+        };
+        let used = match wanted {
+            ReadMode::Pread | ReadMode::Mmap => wanted,
+            ReadMode::Direct => match direct() {
                 Ok(align) => {
                     self.align = align;
                     ReadMode::Direct
@@ -881,7 +921,7 @@ impl SizedFile {
         self.mode.store(used as u8, Ordering::Relaxed);
         match used {
             // A file that a read or two take whole leaves nothing to read ahead: no call.
-            ReadMode::Pread if self.stamp.len <= UNADVISED_LEN => {}
+            ReadMode::Pread if self.len() <= UNADVISED_LEN => {}
             ReadMode::Pread | ReadMode::Mmap => advise(&self.file, libc::POSIX_FADV_SEQUENTIAL),
             // Read-ahead at the end of one job fills the start of the next, which another
             // worker may have read already: those pages would stay cached for good. Measured
@@ -910,14 +950,15 @@ impl SizedFile {
         used
     }
 
-    /// The length at the time the file was opened.
+    /// The length at the time the file was opened (of its bytes from where standard input
+    /// stood, for standard input).
     pub fn len(&self) -> u64 {
-        self.stamp.len
+        self.stamp.len - self.start
     }
 
     /// Whether the file is empty.
     pub fn is_empty(&self) -> bool {
-        self.stamp.len == 0
+        self.len() == 0
     }
 
     /// How the file is being read.
@@ -933,6 +974,7 @@ impl SizedFile {
     /// Fills `buf` from `offset` through the page cache; a file that ends before `buf` is
     /// full has shrunk since it was opened.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), InputError> {
+        let offset = self.start + offset;
         self.file.read_exact_at(buf, offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 InputError::Changed
@@ -947,8 +989,8 @@ impl SizedFile {
     pub fn range_reader(&self, range: Range<u64>, chunk_size: usize) -> RangeReader<'_> {
         RangeReader {
             file: self,
-            pos: range.start,
-            end: range.end,
+            pos: self.start + range.start,
+            end: self.start + range.end,
             chunk: chunk_size.max(1),
             place: Place::Aligned,
         }
@@ -971,15 +1013,16 @@ impl SizedFile {
         self.check_end()
     }
 
-    /// The file from its first byte to its end as a stream, whatever its length said: what a
-    /// file found [`InputError::SizeMisreported`] is read as instead. Call it once every
-    /// read of the file is done: it shares the descriptor (and turns `O_DIRECT` off).
+    /// The file from its first byte (for standard input, where it stood) to its end as a
+    /// stream, whatever its length said: what a file found [`InputError::SizeMisreported`] is
+    /// read as instead. Call it once every read of the file is done: it shares the descriptor
+    /// (and turns `O_DIRECT` off).
     pub fn to_stream(&self) -> Result<Box<dyn Read + Send>, InputError> {
         let file = self.file.try_clone()?;
         if self.read_mode() == ReadMode::Direct {
             set_direct(&file, false)?;
         }
-        io::Seek::seek(&mut &file, io::SeekFrom::Start(0))?;
+        io::Seek::seek(&mut &file, io::SeekFrom::Start(self.start))?;
         Ok(Box::new(file))
     }
 
@@ -987,7 +1030,7 @@ impl SizedFile {
     fn check_end(&self) -> Result<(), InputError> {
         match self.end() {
             End::Beyond => Err(InputError::SizeMisreported {
-                size: self.len(),
+                size: self.stamp.len,
                 more: true,
             }),
             End::Seen | End::Unknown => Ok(()),
@@ -1001,7 +1044,7 @@ impl SizedFile {
         match self.check_stamp() {
             Err(e) => e,
             Ok(()) => InputError::SizeMisreported {
-                size: self.len(),
+                size: self.stamp.len,
                 more: false,
             },
         }
@@ -1025,7 +1068,7 @@ impl SizedFile {
     /// Reads at the length, as the file's read mode allows (`O_DIRECT`: the aligned block
     /// that holds it), and records whether there were bytes.
     fn look_past_end(&self) -> Result<(), InputError> {
-        let len = self.len();
+        let len = self.stamp.len;
         let (base, direct) = match self.read_mode() {
             ReadMode::Direct => (len - len % self.align, Some(self.align)),
             _ => (len, None),
@@ -1316,7 +1359,8 @@ pub fn read_stream_chunk(
 /// Reads the bytes of one job of a sized file as a sequence of [`Chunk`]s.
 pub struct RangeReader<'a> {
     file: &'a SizedFile,
-    /// The next byte to deliver.
+    /// The next byte to deliver and the end of the range, as offsets in the file (the
+    /// range's own plus the file's `start`), which is what reads and their alignment need.
     pos: u64,
     end: u64,
     chunk: usize,
@@ -1371,9 +1415,9 @@ impl RangeReader<'_> {
         self.pos >= self.end
     }
 
-    /// The offset of the next byte to deliver.
+    /// The offset of the next byte to deliver (counted from the file's start, as the range).
     pub fn position(&self) -> u64 {
-        self.pos
+        self.pos - self.file.start
     }
 
     /// The next bytes of the range, read into `buffer` or mapped. On failure the buffer comes
@@ -1398,7 +1442,7 @@ impl RangeReader<'_> {
 
     /// Whether the chunk that ends at `stop` ends the file too (its length as opened).
     fn ends_file(&self, stop: u64) -> bool {
-        stop == self.end && stop == self.file.len()
+        stop == self.end && stop == self.file.stamp.len
     }
 
     /// The next chunks of `readers`, ranges of one file of which each but the last ends with
@@ -1965,6 +2009,46 @@ mod tests {
                 matches!(file.check_unchanged(), Err(InputError::Changed)),
                 "{mode:?}"
             );
+        }
+    }
+
+    /// A file read from an offset (standard input after something read from it) gives its
+    /// bytes from there in every read mode, from offsets on and off blocks and pages, sees
+    /// its end, and reads as a stream from there too.
+    #[test]
+    fn a_file_read_from_an_offset_gives_its_bytes_from_there_in_every_read_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3 * 8192 + 100).map(|i| (i % 251) as u8).collect();
+        for start in [1, 4095, 4096, 5000, data.len() - 1, data.len()] {
+            for mode in MODES {
+                for chunk in [4096, 8192, 1 << 20] {
+                    let what = format!("{start} {mode:?} {chunk}");
+                    let mut file = sized(dir.path(), &data, data.len() as u64, mode);
+                    file.start = start as u64;
+                    assert_eq!(file.len(), (data.len() - start) as u64, "{what}");
+                    assert!(read_all(&file, chunk) == data[start..], "{what}");
+                    file.check_unchanged().unwrap();
+                    assert_eq!(file.end(), End::Seen, "{what}");
+                    let mut reader = file.range_reader(0..file.len(), chunk);
+                    while !reader.is_done() {
+                        let got = reader.next_chunk(Buffer::new()).map_err(|(_, e)| e);
+                        got.unwrap().finish().1.unwrap();
+                    }
+                    assert_eq!(reader.position(), file.len(), "{what}");
+                    // Not on a file with `O_DIRECT` on, which refuses reads off its blocks.
+                    if file.read_mode() != ReadMode::Direct {
+                        let mut head = vec![0; file.len().min(10) as usize];
+                        file.read_exact_at(&mut head, 0).unwrap();
+                        assert!(head == data[start..start + head.len()], "{what}");
+                    }
+                    let mut streamed = Vec::new();
+                    file.to_stream()
+                        .unwrap()
+                        .read_to_end(&mut streamed)
+                        .unwrap();
+                    assert!(streamed == data[start..], "{what}");
+                }
+            }
         }
     }
 

@@ -518,6 +518,123 @@ fn standard_input_redirected_from_a_file_is_hashed_from_where_it_stands() {
     r.assert(0, &format!("{digest}  -\n"), "");
 }
 
+/// Where standard input stands in the tests of a file read from an offset: neither on a page
+/// nor on a block boundary, so that `O_DIRECT` blocks and mapped pages must start before it.
+const STDIN_OFFSET: u64 = (1 << 20) + 1000;
+
+/// A sparse file `name` of `len` bytes in `dir` (cheap however long), holding 5000 bytes of
+/// [`pattern`] at each of `marks`, so that a digest of other bytes than its own (from another
+/// offset, or of another length) differs.
+fn sparse_with_marks(dir: &Path, name: &str, len: u64, marks: &[u64]) -> PathBuf {
+    use std::os::unix::fs::FileExt;
+    let path = dir.join(name);
+    let file = File::create(&path).expect("create a test file");
+    file.set_len(len).expect("size a test file");
+    for &at in marks {
+        file.write_all_at(&pattern(5000), at)
+            .expect("write a test file");
+    }
+    path
+}
+
+/// `path` opened to be standard input, standing at `offset`.
+fn opened_at(path: &Path, offset: u64) -> File {
+    let mut file = File::open(path).expect("open a test file");
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offset)).expect("seek");
+    file
+}
+
+#[test]
+fn standard_input_redirected_from_a_file_past_64_mib_is_hashed_from_where_it_stands_in_every_read_mode()
+ {
+    let dir = tempdir();
+    let len = STDIN_OFFSET + LONGER_THAN_HELD as u64 + 12_345;
+    // Bytes before the offset, at it, further on and at the end; the rest holds those after.
+    let marks = [0, STDIN_OFFSET, STDIN_OFFSET + (3 << 20), len - 5000];
+    let big = sparse_with_marks(dir.path(), "big", len, &marks);
+    let rest = marks[1..]
+        .iter()
+        .map(|m| m - STDIN_OFFSET)
+        .collect::<Vec<_>>();
+    sparse_with_marks(dir.path(), "rest", len - STDIN_OFFSET, &rest);
+    for layout in [&[][..], &["-t", "merkle", "-l", "4K"]] {
+        // From the offset, as after `dd bs=1 count=N` read up to it; and from the start.
+        for (offset, name) in [(STDIN_OFFSET, "rest"), (0, "big")] {
+            let digest = digest_of(dir.path(), layout, name);
+            for flag in [None, Some("--mmap"), Some("--direct")] {
+                let args = [layout, flag.as_slice()].concat();
+                let r = run_with_stdin_file(dir.path(), &args, opened_at(&big, offset));
+                r.assert(0, &format!("{digest}  -\n"), "");
+            }
+        }
+    }
+}
+
+#[test]
+fn standard_input_redirected_from_a_file_is_left_at_its_end_as_coreutils_leaves_it() {
+    let dir = tempdir();
+    let data = pattern(100_000);
+    let path = write(dir.path(), "data", &data);
+    let end = data.len() as u64;
+    // From its start, from an offset, and past its end (where nothing is read, so it stays).
+    for (offset, left_at) in [(0, end), (10, end), (end + 10, end + 10)] {
+        for args in [&[][..], &["-t", "plain"]] {
+            let stdin = opened_at(&path, offset);
+            // The same open file as mtsum's standard input, as `(mtsum; cat) < data` shares it.
+            let mut shared = stdin.try_clone().unwrap();
+            assert_eq!(run_with_stdin_file(dir.path(), args, stdin).code, Some(0));
+            let at = std::io::Seek::stream_position(&mut shared).unwrap();
+            assert_eq!(at, left_at, "{args:?} from {offset}");
+            if have("sha256sum") {
+                let stdin = opened_at(&path, offset);
+                let mut shared = stdin.try_clone().unwrap();
+                StdCommand::new("sha256sum").stdin(stdin).output().unwrap();
+                let theirs = std::io::Seek::stream_position(&mut shared).unwrap();
+                assert_eq!(at, theirs, "{args:?} from {offset}: sha256sum");
+            }
+        }
+    }
+}
+
+#[test]
+fn standard_input_from_a_file_past_its_end_is_empty() {
+    let dir = tempdir();
+    let path = write(dir.path(), "data", &pattern(100));
+    let r = run_with_stdin_file(dir.path(), &["-t", "plain"], opened_at(&path, 200));
+    r.assert(0, &format!("{SHA256_EMPTY}  -\n"), "");
+}
+
+#[test]
+fn standard_input_named_twice_from_a_file_at_an_offset_gives_the_rest_then_nothing() {
+    let dir = tempdir();
+    let data = pattern(100_000);
+    let path = write(dir.path(), "data", &data);
+    write(dir.path(), "rest", &data[10..]);
+    let rest = digest_of(dir.path(), &[], "rest");
+    let r = run_with_stdin_file(dir.path(), &["-", "-"], opened_at(&path, 10));
+    r.assert(0, &format!("{rest}  -\n{MTSUM_SHA256_EMPTY}  -\n"), "");
+}
+
+#[test]
+fn check_lines_naming_standard_input_from_a_file_at_an_offset_check_the_rest() {
+    let dir = tempdir();
+    let data = pattern(100_000);
+    let path = write(dir.path(), "data", &data);
+    write(dir.path(), "rest", &data[10..]);
+    let rest = digest_of(dir.path(), &[], "rest");
+    write(dir.path(), "sums", format!("{rest}  -\n").as_bytes());
+    let r = run_with_stdin_file(dir.path(), &["-c", "sums"], opened_at(&path, 10));
+    r.assert(0, "-: OK\n", "");
+    // The sum file itself on standard input, read from where it stands.
+    let sums = write(
+        dir.path(),
+        "junk then sums",
+        format!("junk\n{rest}  rest\n").as_bytes(),
+    );
+    let r = run_with_stdin_file(dir.path(), &["-c", "-"], opened_at(&sums, 5));
+    r.assert(0, "rest: OK\n", "");
+}
+
 #[test]
 fn merkle_and_rfc6962_on_standard_input_equal_the_files_digest() {
     let dir = tempdir();

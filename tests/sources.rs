@@ -139,8 +139,10 @@ proptest! {
 proptest! {
     #![proptest_config(config(12))]
 
-    /// The command line: `--direct` and `--mmap` on a file, and on standard input (a file and
-    /// a pipe), which is a stream whatever the flag says.
+    /// The command line: `--direct` and `--mmap` on a file, and on standard input: a file (from
+    /// its start, and from an offset, as after something read up to it), read as the flag says
+    /// (but `O_DIRECT`, which its shared open file refuses), and a pipe, a stream whatever the
+    /// flag says.
     #[test]
     fn the_command_line_sources_and_stdin_give_the_reference_digest(
         len in size(),
@@ -173,6 +175,12 @@ proptest! {
                 let out = Command::new(MTSUM).args(&cmd_args)
                     .stdin(File::open(&path).unwrap()).output().unwrap();
                 prop_assert_eq!(printed(&out), expected.clone());
+                let offset = len / 3;
+                let mut stdin = File::open(&path).unwrap();
+                std::io::Seek::seek(&mut stdin, std::io::SeekFrom::Start(offset as u64)).unwrap();
+                let out = Command::new(MTSUM).args(&cmd_args).stdin(stdin).output().unwrap();
+                let rest = reference::root(layout, alg, &data[offset..]).to_hex();
+                prop_assert_eq!(printed(&out), rest, "{:?} from {}", flag, offset);
                 let mut child = Command::new(MTSUM).args(&cmd_args)
                     .stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
                 let mut stdin = child.stdin.take().unwrap();

@@ -13,7 +13,7 @@ use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::{Combiner, JobKind, Root};
 use crate::source::{
-    FileSystems, Input, InputError, MAX_HELD_STREAM, ReadMode, Target, hold_stream,
+    FileSystems, Input, InputError, MAX_HELD_STREAM, ReadMode, Target, claim_stdin, hold_stream,
 };
 
 /// The shortest fixed leaf that is a job of its own when its algorithm has lanes: a 1 MiB
@@ -28,9 +28,9 @@ pub(super) type JobDigest = (Range<u64>, Digest);
 pub(super) struct Opening {
     pub(super) input: usize,
     pub(super) target: Target,
-    /// For `-`: standard input, claimed by the coordinator in the order of the tasks (see
-    /// [`Opening::new`]).
-    pub(super) stdin: Option<Result<Input, InputError>>,
+    /// For `-`: whether the coordinator claimed standard input for this task, as it takes
+    /// the tasks in order (see [`Opening::new`]).
+    pub(super) stdin: Option<bool>,
     pub(super) request: Request,
     pub(super) slice: Option<Slice>,
 }
@@ -45,7 +45,7 @@ impl Opening {
         request: Request,
         slice: Option<Slice>,
     ) -> Opening {
-        let stdin = (target == Target::Stdin).then(Input::stdin);
+        let stdin = (target == Target::Stdin).then(claim_stdin);
         Opening {
             input,
             target,
@@ -66,7 +66,7 @@ impl Opening {
     ) -> Unplanned {
         let started = Instant::now();
         let opened = match self.stdin {
-            Some(stdin) => stdin,
+            Some(claimed) => Input::open_stdin(claimed, read_mode, known),
             None => Input::open_with_known(&self.target, read_mode, known, before_waiting),
         };
         Unplanned {
