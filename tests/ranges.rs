@@ -465,6 +465,17 @@ fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
         (status, err.as_str()),
         (2, "mtsum: --plan takes one file (try 'mtsum --help')\n")
     );
+    for stdin in [&["--range", "0-5"][..], &["--range", "0-5", "-"]] {
+        let (out, err, status) = mtsum(dir.path(), stdin, b"bytes");
+        assert_eq!(
+            (status, out.as_str(), err.as_str()),
+            (
+                2,
+                "",
+                "mtsum: --range needs a named file, not standard input (try 'mtsum --help')\n"
+            )
+        );
+    }
     let (_, err, status) = mtsum(dir.path(), &["--combine", "-"], b"junk\n");
     assert_eq!(
         (status, err.as_str()),

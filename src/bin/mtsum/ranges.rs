@@ -65,6 +65,14 @@ fn one_file(
         printer.message(format!("mtsum: {flag} takes one file (try 'mtsum --help')\n").as_bytes());
         return Err(Stop::Usage);
     };
+    // A range of standard input would need it twice, for its length and then for the range,
+    // and it is read once per process (`source::claim_stdin`): a user names the file instead.
+    if *target == Target::Stdin && matches!(settings.step, RangeStep::Range(_)) {
+        printer.message(
+            b"mtsum: --range needs a named file, not standard input (try 'mtsum --help')\n",
+        );
+        return Err(Stop::Usage);
+    }
     let name = report::name_bytes(target);
     let size = match Input::open(target) {
         Ok(Input::Sized(file)) => file.len(),
