@@ -124,7 +124,7 @@ pub fn forgotten(name: &[u8], action_error: Option<&dyn Display>) -> Vec<u8> {
 }
 
 /// The last line of an audit: `{"summary":{"files":…,"ok":…,…,"recorded":…,…,
-/// "action_errors":…,"bytes":…,"not_due":…,"deferred":…,"seconds":…,"dry_run":…,
+/// "action_errors":…,"bytes":…,"not_due":…,"deferred":…,"no_value":…,"seconds":…,"dry_run":…,
 /// "clean":…}}`, a count for every status and every action.
 pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
     let mut o = Object::new();
@@ -139,6 +139,7 @@ pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
     o.insert("bytes".into(), s.bytes.into());
     o.insert("not_due".into(), s.not_due.into());
     o.insert("deferred".into(), s.deferred.into());
+    o.insert("no_value".into(), s.no_value.into());
     o.insert("seconds".into(), elapsed.as_secs_f64().into());
     o.insert("dry_run".into(), dry_run.into());
     o.insert("clean".into(), s.is_clean().into());

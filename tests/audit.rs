@@ -420,6 +420,79 @@ fn a_modified_file_is_refreshed_only_with_update() {
     assert_eq!(r.stdout, "ok  f\n");
 }
 
+/// The manifest's names.
+fn manifest_names(path: &Path) -> Vec<String> {
+    let m = Manifest::load(path).unwrap();
+    m.iter()
+        .map(|(k, _)| String::from_utf8(k.to_vec()).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
+    let dir = tempdir();
+    write(dir.path(), "t/empty", b"");
+    let x = write(dir.path(), "t/x", b"x\n");
+    let args = ["-r", "t", "-t", "btv2", "--manifest", "m"];
+    let note =
+        "mtsum: 1 empty files not recorded: an empty file has no btv2 pieces root (BEP 52)\n";
+    // Not unreadable, run after run: BitTorrent v2 gives it no value, and it has nothing to rot.
+    for expected in ["new  t/x\n", "ok  t/x\n"] {
+        let r = audit_in(dir.path(), &args);
+        assert_eq!(
+            (r.stdout.as_str(), r.code),
+            (expected, Some(0)),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains(note), "{}", r.stderr);
+        assert!(!r.stderr.contains("mtsum: t/empty"), "{}", r.stderr);
+    }
+    assert_eq!(manifest_names(&dir.path().join("m")), ["t/x"]);
+    let r = audit_in(dir.path(), &[&args[..], &["--json"]].concat());
+    assert!(r.stdout.contains("\"no_value\":1,"), "{}", r.stdout);
+    assert!(!r.stdout.contains("t/empty"), "{}", r.stdout);
+
+    // Emptied after it was recorded: an edit, whose record --update drops, as no value can
+    // refresh it.
+    edit(&x, b"");
+    let r = audit_in(dir.path(), &args);
+    assert_eq!((r.stdout.as_str(), r.code), ("modified  t/x\n", Some(0)));
+    let r = audit_in(dir.path(), &[&args[..], &["--update"]].concat());
+    assert_eq!((r.stdout.as_str(), r.code), ("modified  t/x\n", Some(0)));
+    assert!(r.stderr.contains("records: 1 removed"), "{}", r.stderr);
+    assert!(manifest_names(&dir.path().join("m")).is_empty());
+    let r = audit_in(dir.path(), &args);
+    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
+
+    // An empty file recorded in another layout is audited with it, and keeps it when
+    // --migrate -t btv2 cannot give it the new one.
+    let plain = ["-r", "t", "-t", "plain", "--manifest", "p"];
+    audit_in(dir.path(), &plain);
+    let r = audit_in(
+        dir.path(),
+        &[&plain[..], &["-t", "btv2", "--migrate"]].concat(),
+    );
+    assert_eq!(
+        (r.stdout.as_str(), r.code),
+        ("ok  t/empty\nok  t/x\n", Some(0))
+    );
+    let r = audit_in(dir.path(), &[&plain[..], &["-t", "btv2"]].concat());
+    assert_eq!(r.stdout, "ok  t/empty\nok  t/x\n", "{}", r.stderr);
+
+    // A btv2 value of an empty file cannot be imported: it would never check out.
+    let sums = "BTV2-SHA256 (t/empty) = 73cb3858a687a8494ca3323053016282f3dad39d42cf62ca4e79dda2aac7d9ac\n";
+    write(dir.path(), "SUMS", sums.as_bytes());
+    let r = audit_in(dir.path(), &["--manifest", "i", "--import", "SUMS"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("mtsum: SUMS: t/empty: an empty file has no btv2 pieces root (BEP 52)\n"),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn a_touched_file_is_modified_even_with_the_same_content() {
     let dir = tempdir();

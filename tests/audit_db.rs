@@ -7,7 +7,7 @@
 mod common;
 
 use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};
-use common::{MTSUM, is_root, mtsum_unprivileged, pattern, skip, tempdir};
+use common::{MTSUM, mtsum_unprivileged, pattern, skip, tempdir};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -271,37 +271,155 @@ fn a_database_in_a_directory_that_does_not_exist_is_refused_saying_so() {
     );
 }
 
+/// `mtsum ARGS` in `dir` as a user who may not write what root made there (root itself may
+/// write anything), or why there is none.
+fn mtsum_unprivileged_in(dir: &Path, args: &[&str]) -> Result<Run, String> {
+    let mut cmd = mtsum_unprivileged()?;
+    cmd.args(args).current_dir(dir);
+    Ok(common::audit::run(&mut assert_cmd::Command::from_std(cmd)))
+}
+
+/// The names in `dir`, to see that nothing was created there.
+fn listing(dir: &Path) -> BTreeSet<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 #[test]
-fn a_read_only_database_is_refused_untouched() {
+fn a_read_only_database_is_read_by_dry_run_and_export_and_refused_to_writers_at_once() {
     let dir = tempdir();
-    tree(dir.path(), 1);
+    tree(dir.path(), 2);
     audit(dir.path(), &["-r", "t"]);
+    audit(dir.path(), &["--export", "m"]);
     let db = dir.path().join("db");
     let before = fs::read(&db).unwrap();
+    // Neither the database nor its directory is writable (as on a read-only file system):
+    // SQLite cannot create its log beside it. The tree is world-readable.
     fs::set_permissions(&db, fs::Permissions::from_mode(0o444)).unwrap();
-    let mut cmd = if is_root() {
-        match mtsum_unprivileged() {
-            Ok(cmd) => cmd,
-            Err(why) => return skip("read_only_database", &why),
-        }
-    } else {
-        StdCommand::new(MTSUM)
-    };
-    // The unprivileged user must reach the files: the tree is world-readable.
-    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(dir.path().join("t"), fs::Permissions::from_mode(0o755)).unwrap();
-    let out = cmd
-        .args(["--audit", "--db", "db", "-r", "t"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(
-        stderr,
-        "mtsum: db: the database is read-only (Permission denied)\n"
-    );
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o555)).unwrap();
+    let names = listing(dir.path());
+    let run = |args: &[&str]| mtsum_unprivileged_in(dir.path(), args);
+    let export = match run(&["--audit", "--db", "db", "--export", "-"]) {
+        Ok(r) => r,
+        // Root may write anything: only another user shows what a read-only database does.
+        Err(why) => return skip("read_only_database", &why),
+    };
+    assert_eq!(export.code, Some(0), "{}", export.stderr);
+    assert_eq!(export.stderr, "mtsum: 2 records exported\n");
+    assert_eq!(export.stdout.lines().count(), 3, "{}", export.stdout);
+    let dry = run(&["--audit", "--db", "db", "--dry-run", "-r", "t"]).unwrap();
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    assert_eq!(dry.stdout, "ok  t/00\nok  t/01\n");
+
+    // Whatever writes is refused with one line before a file is read.
+    for args in [
+        &["-r", "t"][..],
+        &["--update", "-r", "t"],
+        &["--fix", "-r", "t"],
+        &["--forget", "t/00"],
+        &["--import", "m"],
+        &["--repair", "t/00", "--from", "t/01"],
+    ] {
+        let r = run(&[&["--audit", "--db", "db"][..], args].concat()).unwrap();
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(
+            r.stderr, "mtsum: db: the database is read-only (Permission denied)\n",
+            "{args:?}"
+        );
+        assert_eq!(r.stdout, "", "{args:?}");
+    }
     assert_eq!(fs::read(&db).unwrap(), before);
+    assert_eq!(
+        listing(dir.path()),
+        names,
+        "nothing created beside the database"
+    );
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
+    let dir = tempdir();
+    tree(dir.path(), 2);
+    audit(dir.path(), &["-r", "t"]);
+    // An audit stopped by kill -9 leaves its last commits in the log only: a copy of the
+    // files while a writer holds the database open, with a commit not yet folded in.
+    let conn = Connection::open(dir.path().join("db")).unwrap();
+    conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE; PRAGMA wal_autocheckpoint = 0;")
+        .unwrap();
+    conn.execute("DELETE FROM records WHERE path = ?1", [&b"t/01"[..]])
+        .unwrap();
+    let stopped = dir.path().join("stopped");
+    fs::create_dir(&stopped).unwrap();
+    for name in ["db", "db-wal"] {
+        fs::copy(dir.path().join(name), stopped.join(name)).unwrap();
+    }
+    drop(conn);
+    assert!(fs::metadata(stopped.join("db-wal")).unwrap().len() > 0);
+    let export = ["--audit", "--db", "stopped/db", "--export", "-"];
+
+    // The log needs an index beside the database, which a user who may not write the
+    // directory cannot create: said so, rather than reading the records without the log's.
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&stopped, fs::Permissions::from_mode(0o555)).unwrap();
+    match mtsum_unprivileged_in(dir.path(), &export) {
+        Ok(r) => {
+            assert_eq!(r.code, Some(2), "{}", r.stderr);
+            assert_eq!(
+                r.stderr,
+                "mtsum: stopped/db: its log holds changes of an audit that was stopped, and \
+                 reading them needs an index file beside it, which cannot be created here; an \
+                 audit that may write the database folds them in\n"
+            );
+            assert_eq!(r.stdout, "");
+        }
+        Err(why) => skip("log_left_by_a_stopped_audit", &why),
+    }
+    // Whoever may create it reads the records with the log's changes.
+    fs::set_permissions(&stopped, fs::Permissions::from_mode(0o755)).unwrap();
+    let r = mtsum(dir.path(), &export);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().skip(1).count(), 1, "{}", r.stdout);
+    assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+}
+
+#[test]
+fn an_audit_is_refused_while_a_dry_run_reads_the_database() {
+    use std::io::BufRead;
+    let dir = tempdir();
+    tree(dir.path(), 2);
+    audit(dir.path(), &["-r", "t"]);
+    // A big sparse file read slowly keeps the dry run busy after its first lines.
+    fs::File::create(dir.path().join("t/big"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let mut reader = StdCommand::new(MTSUM)
+        .args(["--audit", "--db", "db", "--dry-run", "--readers", "1"])
+        .args(["--limit-rate", "64M", "-r", "t"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kept open until the end: a closed pipe would end the dry run at its next line.
+    let mut lines = std::io::BufReader::new(reader.stdout.take().unwrap());
+    let mut first = String::new();
+    lines.read_line(&mut first).unwrap();
+    assert_eq!(first, "ok  t/00\n");
+    // A reader reads the database file as it is: no writer may fold its log into it meanwhile.
+    let writer = audit(dir.path(), &["t/00"]);
+    let _ = reader.kill();
+    let _ = reader.wait();
+    drop(lines);
+    assert_eq!(writer.code, Some(2), "{}", writer.stderr);
+    assert_eq!(
+        writer.stderr,
+        "mtsum: db: another mtsum is using this database; try again when it is done\n"
+    );
 }
 
 #[test]

@@ -13,6 +13,11 @@
 //! | `changed` | size or mtime moved while the file was read, or it vanished | kept |
 //! | `unreadable` | an I/O or permission error, a damaged record | kept |
 //!
+//! BitTorrent v2 gives an empty file no value (BEP 52): with that layout for new records, an
+//! empty file gets no verdict and no record (it has nothing to rot), and is counted in
+//! [`Summary::no_value`]; one recorded with content and emptied since is `modified`, and
+//! `update` drops its record.
+//!
 //! The digest is recomputed with the layout and algorithm the record names, so records made
 //! with different `-a`/`-t` choices coexist; new records get [`Options::layout`] and
 //! [`Options::algorithm`], plain BLAKE3 by default: on the machine of `docs/performance.md`

@@ -40,6 +40,10 @@ pub enum Postponed {
     NotDue,
     /// The `--time-budget` ran out: the next run starts with it.
     Deferred,
+    /// An empty file, to which the layout of new records gives no value (BitTorrent v2 has
+    /// no pieces root for it, BEP 52): there is nothing to record, and nothing to rot. It is
+    /// not recorded, and stays so until it has content.
+    NoValue,
 }
 
 /// The counts of a finished audit.
@@ -59,6 +63,9 @@ pub struct Summary {
     pub not_due: u64,
     /// Files not read because the time budget ran out: the next run starts with them.
     pub deferred: u64,
+    /// Empty files not recorded, the layout of new records giving them no value
+    /// ([`Postponed::NoValue`]).
+    pub no_value: u64,
     /// From the start of the audit to its end.
     pub elapsed: Duration,
 }

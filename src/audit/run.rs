@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use crate::algorithm::Algorithm;
-use crate::layout::Layout;
+use crate::layout::{Layout, NoRoot};
 use crate::source::{InputError, Stamp, Target};
 use crate::walk::{SkipReason, Walk, Walked, walk};
 
@@ -233,16 +233,48 @@ impl Planner<'_> {
 
     fn done(&mut self, path: PathBuf, status: Status, error: FileError) {
         self.pass(Item::Done(Box::new(Verdict {
-            path,
-            status,
-            prior: Prior::None,
-            state: None,
-            current: None,
             error: Some(error),
-            damaged: None,
-            repair_error: None,
-            action: Action::Kept,
-            action_error: None,
+            ..Verdict::unread(path, status, Prior::None)
+        })));
+    }
+
+    /// An empty file to which the layout it would be hashed with gives no value
+    /// ([`has_no_value`]), decided without reading it: a new one is counted and not recorded
+    /// ([`Postponed::NoValue`]); one recorded when it had content is `modified`, and
+    /// `--update` drops its record, as no value can refresh it; a record of the value it
+    /// cannot have (imported) is unusable.
+    fn valueless(&mut self, path: PathBuf, before: Stamp, prior: Prior, why: NoRoot) {
+        let update = matches!(
+            self.options.operation,
+            Operation::Audit { update: true, .. }
+        );
+        let (status, error, action) = match &prior {
+            Prior::None => {
+                return self.pass(Item::Postponed {
+                    path,
+                    size: before.len,
+                    why: Postponed::NoValue,
+                });
+            }
+            Prior::Record(r) if r.stamp.len != before.len => {
+                let action = if update {
+                    Action::Removed
+                } else {
+                    Action::Kept
+                };
+                (Status::Modified, None, action)
+            }
+            Prior::Unusable(damage) => (Status::Unreadable, Some(damage.clone()), Action::Kept),
+            Prior::Record(_) | Prior::Cshatag { .. } => {
+                let why = format!("the record holds a value, but {why}");
+                (Status::Unreadable, Some(why), Action::Kept)
+            }
+        };
+        self.pass(Item::Done(Box::new(Verdict {
+            state: Some(before),
+            error: error.map(FileError::Record),
+            action,
+            ..Verdict::unread(path, status, prior)
         })));
     }
 
@@ -335,9 +367,13 @@ impl Planner<'_> {
         drop(shared);
         let new = (self.options.layout, self.options.algorithm);
         let spec = entry.prior.spec().unwrap_or(new);
+        if let Some(why) = has_no_value(spec.0, before.len) {
+            return self.valueless(path, before, entry.prior, why);
+        }
+        // A file that checks out keeps its record where the new layout gives it no value.
         let migrate_to = (self.options.migrate && matches!(entry.prior, Prior::Record(_)))
             .then_some(new)
-            .filter(|&new| new != spec);
+            .filter(|&new| new != spec && has_no_value(new.0, before.len).is_none());
         // Leaf digests wherever a record with them may be written: a new file, a record
         // without them yet, records refreshed by --update, --fix or a migration.
         let Operation::Audit { update, fix } = self.options.operation else {
@@ -395,6 +431,17 @@ impl Planner<'_> {
     }
 }
 
+/// Why `layout` gives a file of `len` bytes no value where that is because the file is
+/// empty (BitTorrent v2, BEP 52): such a file has nothing to audit. A layout that cannot take
+/// a file of some other size (S3, more than 10 000 parts) is another matter: the user can
+/// choose another part size, and the read says so.
+fn has_no_value(layout: Layout, len: u64) -> Option<NoRoot> {
+    match layout.check_size(len) {
+        Err(why @ NoRoot::EmptyFile(_)) => Some(why),
+        _ => None,
+    }
+}
+
 /// What the planner knew of a file it handed to the readers.
 struct Planned {
     before: Stamp,
@@ -444,12 +491,17 @@ impl read::Outcomes<Item> for Sink<'_> {
             return Decided::Nothing;
         }
         let verdict = match item {
-            Item::Done(verdict) => *verdict,
+            Item::Done(verdict) => {
+                let mut verdict = *verdict;
+                verdict.action_error = self.act(&verdict, None);
+                verdict
+            }
             Item::Skipped { path, reason } => return Decided::Skipped { path, reason },
             Item::Postponed { path, size, why } => {
                 *match why {
                     Postponed::NotDue => &mut self.summary.not_due,
                     Postponed::Deferred => &mut self.summary.deferred,
+                    Postponed::NoValue => &mut self.summary.no_value,
                 } += 1;
                 return Decided::Postponed { path, size, why };
             }
@@ -477,16 +529,8 @@ impl read::Outcomes<Item> for Sink<'_> {
                     return self.forget(path);
                 }
                 let mut verdict = Verdict {
-                    path,
-                    status: Status::Missing,
-                    prior: Prior::Record(record),
-                    state: None,
-                    current: None,
-                    error: None,
-                    damaged: None,
-                    repair_error: None,
                     action: decide(Status::Missing, &Prior::None, self.options.operation),
-                    action_error: None,
+                    ..Verdict::unread(path, Status::Missing, Prior::Record(record))
                 };
                 verdict.action_error = self.act(&verdict, None);
                 verdict

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::algorithm::Algorithm;
-use crate::layout::{Layout, Root};
+use crate::layout::{Layout, NoRoot, Root};
 use crate::source::{InputError, Mtime, Stamp};
 
 use super::Operation;
@@ -175,7 +175,8 @@ pub enum Action {
     /// A corrupt file's damaged ranges were put back from a copy (`--repair-from`); the
     /// record stays.
     Repaired,
-    /// A missing file's record was dropped (`update`).
+    /// A missing file's record was dropped (`update`), or that of a file emptied since,
+    /// to which its layout gives no value (BitTorrent v2).
     Removed,
     /// The record was removed ([`Operation::Forget`]).
     Forgotten,
@@ -255,6 +256,25 @@ pub struct Verdict {
     pub action_error: Option<InputError>,
 }
 
+impl Verdict {
+    /// A verdict reached without reading the file: no current record, no error, the record
+    /// kept.
+    pub(super) fn unread(path: PathBuf, status: Status, prior: Prior) -> Verdict {
+        Verdict {
+            path,
+            status,
+            prior,
+            state: None,
+            current: None,
+            error: None,
+            damaged: None,
+            repair_error: None,
+            action: Action::Kept,
+            action_error: None,
+        }
+    }
+}
+
 /// The class of a file hashed as `spec`, from its prior (and whether a repair of it is in
 /// progress), its stamps before and after hashing, and the hash result (digest and bytes
 /// hashed): the status, the file's current record when it held still, and the error when it
@@ -271,7 +291,11 @@ pub(super) fn judge(
     let unreadable = |e: FileError| (Status::Unreadable, None, Some(e));
     let (digest, hashed_size) = match hashed {
         Ok(d) => d,
-        Err(InputError::Changed) => return changed(InputError::Changed.into()),
+        // Only files that had content when planned are read where a layout gives an empty
+        // file no value ([`Layout::check_size`]): this one was emptied meanwhile.
+        Err(InputError::Changed | InputError::NoRoot(NoRoot::EmptyFile(_))) => {
+            return changed(InputError::Changed.into());
+        }
         Err(InputError::Io(e)) if e.kind() == io::ErrorKind::NotFound => {
             return changed(FileError::Vanished);
         }
@@ -467,6 +491,10 @@ mod tests {
             SPEC,
         );
         assert_eq!(engine_saw_it.0, Status::Changed);
+        // Planned with content, read empty where the layout gives an empty file no value.
+        let emptied = InputError::NoRoot(NoRoot::EmptyFile("btv2"));
+        let emptied = judge((&prior, false), before, Err(emptied), Ok(before), res, SPEC);
+        assert_eq!(emptied.0, Status::Changed);
         let gone = io::Error::from_raw_os_error(libc::ENOENT);
         let vanished = judge(
             (&prior, false),

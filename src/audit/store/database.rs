@@ -16,6 +16,9 @@
 //! A writable store holds SQLite's exclusive lock from opening to the end
 //! (`locking_mode=EXCLUSIVE`), so a second audit of the same database is refused at once with
 //! [`DatabaseError::Busy`] instead of interleaving its records with the first one's.
+//! A reader (`--dry-run`, `--export`) opens the database read-only and holds SQLite's shared
+//! lock while it reads ([`ReadLock`]), so a writer is refused meanwhile, and waits a few
+//! seconds for a writer to finish before it gives up.
 //!
 //! # Repairs in progress
 //!
@@ -165,18 +168,21 @@ pub struct DatabaseStore {
     /// The columns a record is read with ([`RECORD_COLUMNS`] and whether a repair is in
     /// progress, which a database of version 1 read as it is cannot say: none is).
     columns: String,
+    /// A reader's lock, which keeps writers out until it is done ([`open_reader`]).
+    _read_lock: Option<ReadLock>,
 }
 
 impl DatabaseStore {
     /// Opens (or creates) the database at `path`. A writable store takes the database's
-    /// exclusive lock; a read-only one (a dry run, an export) writes nothing, not even a new
-    /// file.
+    /// exclusive lock; a read-only one (a dry run, an export) takes a shared lock and writes
+    /// nothing, not even a new file, so that it works where the user may not write the
+    /// database or its directory.
     pub fn open(path: &Path, writable: bool) -> Result<DatabaseStore, AuditError> {
         let fail = |error: DatabaseError| AuditError::Database {
             path: path.to_path_buf(),
             error,
         };
-        let conn = connect(path, writable).map_err(fail)?;
+        let (conn, read_lock) = connect(path, writable).map_err(fail)?;
         let marks = conn
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'repairs'",
@@ -194,6 +200,7 @@ impl DatabaseStore {
             reported: HashSet::new(),
             last_sync: Instant::now(),
             columns: format!("{RECORD_COLUMNS}, {repairing}"),
+            _read_lock: read_lock,
         })
     }
 
@@ -332,44 +339,33 @@ impl DatabaseStore {
     }
 }
 
-/// Opens the database and checks that it is ours (or new), before anything is written.
-fn connect(path: &Path, writable: bool) -> Result<Connection, DatabaseError> {
-    let empty = || -> Result<Connection, DatabaseError> {
+/// Opens the database and checks that it is ours (or new), before anything is written; a
+/// reader's with the lock that keeps writers out while it reads.
+fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>), DatabaseError> {
+    let empty = || -> Result<(Connection, Option<ReadLock>), DatabaseError> {
         // Nothing recorded yet, and a reader must not create the file: an empty database in
         // memory answers every lookup with "no record".
         let conn = Connection::open_in_memory()?;
         conn.execute_batch(SCHEMA_1)?;
         conn.execute_batch(&UPGRADES.concat())?;
-        Ok(conn)
+        Ok((conn, None))
     };
-    if !writable && !path.exists() {
-        return empty();
-    }
-    // Read-write even for readers: a reader of a database in WAL mode needs its log and
-    // index files, which it may have to create. Nothing is written without `writable`.
-    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if writable {
-        flags |= OpenFlags::SQLITE_OPEN_CREATE;
-    }
-    if writable {
+    let (conn, lock, (app, version, objects)) = if writable {
         check_writable(path)?;
-    }
-    let conn = Connection::open_with_flags(path, flags)?;
-    if writable {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)?;
         // Refuse at once rather than wait: the other audit may run for days.
         conn.busy_timeout(Duration::ZERO)?;
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+        let found = inspect(&conn)?;
+        (conn, None, found)
+    } else if !path.exists() {
+        return empty();
     } else {
-        conn.busy_timeout(Duration::from_secs(5))?;
-    }
-    let (conn, (app, version, objects)) = match inspect(&conn) {
-        Ok(found) => (conn, found),
-        Err(e) if !writable && e.sqlite_error_code() == Some(ErrorCode::CannotOpen) => {
-            let conn = open_immutable(path)?;
-            let found = inspect(&conn)?;
-            (conn, found)
-        }
-        Err(e) => return Err(e.into()),
+        let (conn, lock, found) = open_reader(path)?;
+        (conn, Some(lock), found)
     };
     let fresh = app == 0 && version == 0 && objects == 0;
     if !fresh {
@@ -386,7 +382,7 @@ fn connect(path: &Path, writable: bool) -> Result<Connection, DatabaseError> {
         }
     }
     if !writable {
-        return if fresh { empty() } else { Ok(conn) };
+        return if fresh { empty() } else { Ok((conn, lock)) };
     }
     if conn.is_readonly("main")? {
         return Err(DatabaseError::ReadOnly(String::new()));
@@ -407,22 +403,144 @@ fn connect(path: &Path, writable: bool) -> Result<Connection, DatabaseError> {
             "BEGIN; {upgrades} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))?;
     }
-    Ok(conn)
+    Ok((conn, None))
 }
+
+/// Opens an existing database for reading only (`--dry-run`, `--export`), writing nothing,
+/// not even a file beside it: the user may be allowed to write neither the database nor its
+/// directory (a file of mode 0444, a read-only file system), as with `sqlite3 -readonly`.
+///
+/// SQLite reads a database in WAL mode through its log and an index beside it (`FILE-wal`,
+/// `FILE-shm`), which it creates when they are missing, and cannot where the directory is
+/// read-only. But an audit that ends folds its log into the database and deletes it, so
+/// without a log (or with an empty one) the database file alone holds every record: it is
+/// read as it is (SQLite's `immutable`, which takes no lock and creates nothing), under a
+/// [`ReadLock`] that keeps writers out until the reader is done, so that it never sees a
+/// checkpoint half written. A log with changes in it (an audit was killed) is read the way
+/// SQLite reads it, or, where the index cannot be created, refused with a message saying so.
+fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseError> {
+    let lock = ReadLock::take(path)?;
+    let log = companion(path, "-wal");
+    if fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)?;
+        conn.busy_timeout(READER_PATIENCE)?;
+        return match inspect(&conn) {
+            Ok(found) => Ok((conn, lock, found)),
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+                ) =>
+            {
+                Err(DatabaseError::LogUnreadable)
+            }
+            Err(e) => Err(e.into()),
+        };
+    }
+    let conn = open_immutable(path)?;
+    let found = inspect(&conn)?;
+    Ok((conn, lock, found))
+}
+
+/// `FILE-wal`, `FILE-shm`: a file SQLite keeps beside the database `path`.
+fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// How long a reader waits for a writer to let go of the database (one that is closing)
+/// before it gives up with [`DatabaseError::Busy`].
+const READER_PATIENCE: Duration = Duration::from_secs(5);
+
+/// SQLite's shared lock on a database file, taken by a reader that reads the file as it is
+/// ([`open_reader`]): the byte ranges of SQLite's unix locking (`PENDING_BYTE`, then the
+/// shared range), so that it conflicts with the exclusive lock a writer holds from opening
+/// to the end (see *One audit at a time*), and a writer is refused while it is held. It is an
+/// open file description lock: unlike a classic `fcntl` lock it is not dropped when SQLite
+/// closes another descriptor of the same file in this process.
+struct ReadLock {
+    /// Holds the lock while it is open.
+    _file: fs::File,
+}
+
+impl ReadLock {
+    const PENDING_BYTE: i64 = 0x4000_0000;
+    const SHARED_FIRST: i64 = Self::PENDING_BYTE + 2;
+    const SHARED_SIZE: i64 = 510;
+
+    /// Takes the lock on the database `path`, waiting up to [`READER_PATIENCE`] for a
+    /// writer to let go.
+    fn take(path: &Path) -> Result<ReadLock, DatabaseError> {
+        let file = fs::File::open(path)
+            .map_err(|e| DatabaseError::Sqlite(crate::source::InputError::Io(e).to_string()))?;
+        let deadline = Instant::now() + READER_PATIENCE;
+        loop {
+            // As SQLite does: the pending byte keeps a reader out while a writer waits for
+            // the readers to go; the shared range is what a writer locks exclusively.
+            let taken = lock_range(&file, libc::F_RDLCK, Self::PENDING_BYTE, 1).and_then(|()| {
+                let shared =
+                    lock_range(&file, libc::F_RDLCK, Self::SHARED_FIRST, Self::SHARED_SIZE);
+                lock_range(&file, libc::F_UNLCK, Self::PENDING_BYTE, 1)?;
+                shared
+            });
+            match taken {
+                Ok(()) => return Ok(ReadLock { _file: file }),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.raw_os_error() == Some(libc::EACCES) =>
+                {
+                    if Instant::now() >= deadline {
+                        return Err(DatabaseError::Busy);
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => {
+                    return Err(DatabaseError::Sqlite(format!(
+                        "cannot lock the database: {}",
+                        crate::source::InputError::Io(e)
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// Sets (or clears, with `F_UNLCK`) an open file description lock of `kind` on `len` bytes
+/// of `file` from `start`, without waiting.
+fn lock_range(file: &fs::File, kind: libc::c_int, start: i64, len: i64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero `flock` is a valid value of this plain C struct (and `l_pid` must
+    // be 0 for open file description locks).
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = start;
+    lock.l_len = len;
+    // SAFETY: the descriptor is open for the duration of the call and `lock` is a valid
+    // `flock` that outlives it.
+    match unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) } {
+        -1 => Err(std::io::Error::last_os_error()),
+        _ => Ok(()),
+    }
+}
+
+/// The application id, the schema version and the number of schema objects ([`inspect`]).
+type Header = (i32, i32, i64);
 
 /// The application id, the schema version and the number of schema objects. Reading the
 /// header and the schema is the first access: a file that is not a database fails here, with
 /// nothing written.
-fn inspect(conn: &Connection) -> rusqlite::Result<(i32, i32, i64)> {
+fn inspect(conn: &Connection) -> rusqlite::Result<Header> {
     let app: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
     let version: i32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
     Ok((app, version, objects))
 }
 
-/// A reader's last resort where the log and index of a WAL database cannot be created (a
-/// read-only directory): the file read as it is, on the promise that nobody writes it
-/// meanwhile (SQLite's `immutable`).
+/// The database file read as it is, on the promise that nobody writes it meanwhile (SQLite's
+/// `immutable`): [`open_reader`] holds a [`ReadLock`] to keep the promise.
 fn open_immutable(path: &Path) -> Result<Connection, DatabaseError> {
     let mut uri = b"file:".to_vec();
     for &b in path.as_os_str().as_encoded_bytes() {

@@ -290,6 +290,11 @@ pub enum DatabaseError {
     Busy,
     #[error("the database is read-only{0}")]
     ReadOnly(String),
+    /// A reader cannot create the index of a log that holds changes (a read-only directory).
+    #[error(
+        "its log holds changes of an audit that was stopped, and reading them needs an index file beside it, which cannot be created here; an audit that may write the database folds them in"
+    )]
+    LogUnreadable,
     /// The database would be created in a directory that does not exist.
     #[error("cannot create the database: {NO_DIRECTORY}")]
     NoDirectory,

@@ -314,6 +314,13 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
             s.deferred
         ));
     }
+    if s.no_value > 0 {
+        let why = mtsum::layout::NoRoot::EmptyFile(options.layout.name());
+        out.push_str(&format!(
+            "mtsum: {} empty files not recorded: {why}\n",
+            s.no_value
+        ));
+    }
     let hint = |status: Status| match status {
         Status::Corrupt => {
             "same size and mtime, different content: restore from a backup (--fix accepts the content)"
