@@ -434,8 +434,7 @@ fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
     write(dir.path(), "t/empty", b"");
     let x = write(dir.path(), "t/x", b"x\n");
     let args = ["-r", "t", "-t", "btv2", "--manifest", "m"];
-    let note =
-        "mtsum: 1 empty files not recorded: an empty file has no btv2 pieces root (BEP 52)\n";
+    let note = "mtsum: 1 empty file not recorded: an empty file has no btv2 pieces root (BEP 52)\n";
     // Not unreadable, run after run: BitTorrent v2 gives it no value, and it has nothing to rot.
     for expected in ["new  t/x\n", "ok  t/x\n"] {
         let r = audit_in(dir.path(), &args);

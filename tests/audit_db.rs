@@ -489,7 +489,7 @@ fn kill_9_at_any_moment_loses_no_record_and_max_age_skips_what_was_verified() {
     assert_eq!(audited, expected);
     assert!(
         last.stderr
-            .contains(&format!("{} files not due", stored.len()))
+            .contains(&format!("{} not due", files(stored.len())))
             || stored.is_empty()
     );
     assert!(last.verdicts().iter().all(|(s, _)| s == "new"));
@@ -664,7 +664,7 @@ fn a_time_budget_stops_and_the_next_run_goes_on_with_the_least_recently_verified
         if run == 0 {
             // Twelve files at a third of a second each do not fit in one second.
             assert!(read.len() < names.len(), "{read:?}");
-            let left = format!("{} files left for the next run", names.len() - read.len());
+            let left = format!("{} left for the next run", files(names.len() - read.len()));
             assert!(r.stderr.contains(&left), "{}", r.stderr);
         }
         // Least recently verified first: the files read are the ones with the oldest
@@ -1019,5 +1019,13 @@ fn an_imported_s3_value_gets_the_verdict_of_check() {
                 "{store} {value}"
             );
         }
+    }
+}
+
+/// How the summary counts `n` files: "1 file", "2 files".
+fn files(n: usize) -> String {
+    match n {
+        1 => "1 file".to_string(),
+        _ => format!("{n} files"),
     }
 }

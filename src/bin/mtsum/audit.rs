@@ -142,7 +142,7 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
             };
             match result {
                 Ok(n) => {
-                    eprintln!("mtsum: {n} records exported");
+                    eprintln!("mtsum: {} exported", count(n as u64, "record"));
                     Exit::Ok
                 }
                 Err(e) => fatal(&e),
@@ -161,15 +161,15 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
                 // file would be called corrupt at the next audit.
                 if *hint_untagged_layout && imported.untagged > 0 {
                     eprintln!(
-                        "mtsum: note: untagged lines were read as values of the {} layout ({} \
-                         records); import sums written by sha256sum, md5sum, b3sum or xxhsum \
+                        "mtsum: note: untagged lines were read as values of the {} layout ({}); import sums written by sha256sum, md5sum, b3sum or xxhsum \
                          with -t plain",
-                        untagged.layout, imported.untagged
+                        untagged.layout,
+                        count(imported.untagged as u64, "record")
                     );
                 }
                 eprintln!(
-                    "mtsum: {} records imported, {} left out",
-                    imported.records,
+                    "mtsum: {} imported, {} left out",
+                    count(imported.records as u64, "record"),
                     imported.skipped.len()
                 );
                 match imported.skipped.is_empty() {
@@ -285,40 +285,40 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
     };
     if options.operation == Operation::Forget {
         let mut out = format!(
-            "mtsum: {} records forgotten in {store}{dry_run}\n",
-            s.actions(Action::Forgotten)
+            "mtsum: {} forgotten in {store}{dry_run}\n",
+            count(s.actions(Action::Forgotten), "record")
         );
         if s.count(Status::Unreadable) > 0 {
             let n = s.count(Status::Unreadable);
-            out.push_str(&format!("mtsum: {n} files unreadable\n"));
+            out.push_str(&format!("mtsum: {} unreadable\n", count(n, "file")));
         }
         return out;
     }
     let seconds = elapsed.as_secs_f64();
     let rate = s.bytes as f64 / seconds.max(1e-9);
     let mut out = format!(
-        "mtsum: audit of {} files ({}) in {seconds:.2} s ({}/s), records in {store}\n",
-        s.files(),
+        "mtsum: audit of {} ({}) in {seconds:.2} s ({}/s), records in {store}\n",
+        count(s.files(), "file"),
         human_bytes(s.bytes),
         human_bytes(rate as u64),
     );
     if s.not_due > 0 {
         out.push_str(&format!(
-            "mtsum: {} files not due (verified within --max-age)\n",
-            s.not_due
+            "mtsum: {} not due (verified within --max-age)\n",
+            count(s.not_due, "file")
         ));
     }
     if s.deferred > 0 {
         out.push_str(&format!(
-            "mtsum: {} files left for the next run (--time-budget ran out)\n",
-            s.deferred
+            "mtsum: {} left for the next run (--time-budget ran out)\n",
+            count(s.deferred, "file")
         ));
     }
     if s.no_value > 0 {
         let why = mtsum::layout::NoRoot::EmptyFile(options.layout.name());
         out.push_str(&format!(
-            "mtsum: {} empty files not recorded: {why}\n",
-            s.no_value
+            "mtsum: {} not recorded: {why}\n",
+            count(s.no_value, "empty file")
         ));
     }
     let hint = |status: Status| match status {
@@ -351,11 +351,19 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
     out.push_str(&format!("mtsum: records: {written}{dry_run}\n"));
     if s.action_errors > 0 {
         out.push_str(&format!(
-            "mtsum: {} records could not be written\n",
-            s.action_errors
+            "mtsum: {} could not be written\n",
+            count(s.action_errors, "record")
         ));
     }
     out
+}
+
+/// `n` of `noun`, in the plural but for one: "1 file", "2 files".
+fn count(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
 }
 
 fn human_bytes(bytes: u64) -> String {
