@@ -16,12 +16,13 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
+use std::num::NonZeroUsize;
 use std::os::unix::ffi::OsStringExt;
 
 use crate::algorithm::Algorithm;
 use crate::engine::{Engine, FileDigest, Request, Sink, Task};
 use crate::layout::{Layout, Root};
-use crate::report::error_line;
+use crate::report::{Figures, error_line};
 use crate::source::{self, InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
 
@@ -102,6 +103,10 @@ pub struct CheckOptions {
     /// `--warn`: say which lines are improperly formatted.
     pub warn: bool,
     pub verbosity: Verbosity,
+    /// `--verbose`, `--benchmark`: for every file checked, its size and time on `err`, as
+    /// hash mode prints them for every input (whatever the verbosity: they were asked for);
+    /// the settings before the first line and again when a line has others.
+    pub figures: Figures,
     /// The untagged layout is a default the user did not choose: when every untagged line
     /// fails, say which layout they were checked with, since `sha256sum` files need
     /// `-t plain`.
@@ -138,6 +143,8 @@ pub fn check(
         untagged_mismatches: 0,
         untagged_matches: 0,
         tries: Tries::default(),
+        processors: engine.threads(),
+        settings_shown: None,
     };
     engine.run_to(lines, &mut verdicts);
     if let Some(e) = verdicts.io_error {
@@ -406,6 +413,10 @@ struct Verdicts<'a> {
     untagged_matches: u64,
     /// The attempts so far of a line with `--part-size auto`.
     tries: Tries,
+    /// For the settings lines of `--verbose`.
+    processors: NonZeroUsize,
+    /// The layout and algorithm that the settings lines printed last name.
+    settings_shown: Option<(Layout, Algorithm)>,
 }
 
 /// What the attempts of one line with `--part-size auto` found so far.
@@ -417,6 +428,8 @@ struct Tries {
     /// file, and its verdict says how many sizes were tried.
     hashed: usize,
     error: Option<InputError>,
+    /// The first attempt's result, with the time of every attempt, for the figures.
+    digest: Option<FileDigest>,
 }
 
 impl Sink<Item> for &mut Verdicts<'_> {
@@ -458,14 +471,24 @@ impl Verdicts<'_> {
                 tagged,
                 attempt,
             } => {
-                let mut matched = match result.expect("a line is hashed") {
-                    Ok(digest) => Ok(layout.matches(alg, &digest.root, &expected)),
-                    Err(e) => Err(e),
+                let (mut matched, mut digest) = match result.expect("a line is hashed") {
+                    Ok(digest) => (
+                        Ok(layout.matches(alg, &digest.root, &expected)),
+                        Some(digest),
+                    ),
+                    Err(e) => (Err(e), None),
                 };
+                let mut spec = (layout, alg);
                 let mut ok_text = String::from(": OK\n");
                 let mut failed_text = String::from(": FAILED\n");
                 if let Some(attempt) = attempt {
                     let tries = &mut self.tries;
+                    if let Some(this) = digest.take() {
+                        match &mut tries.digest {
+                            Some(first) => first.elapsed += this.elapsed,
+                            None => tries.digest = Some(this),
+                        }
+                    }
                     match matched {
                         Ok(true) => _ = tries.matched.get_or_insert(attempt.layout),
                         Ok(false) => tries.hashed += 1,
@@ -475,10 +498,12 @@ impl Verdicts<'_> {
                         return Ok(());
                     }
                     let tries = std::mem::take(&mut self.tries);
+                    digest = tries.digest;
                     matched = match (tries.matched, tries.hashed, tries.error) {
                         (Some(layout), _, _) => {
                             let size = layout.size_parameter().expect("a guessed size");
                             ok_text = format!(": OK (--part-size {size})\n");
+                            spec.0 = layout;
                             Ok(true)
                         }
                         (None, 0, Some(e)) => Err(e),
@@ -490,36 +515,42 @@ impl Verdicts<'_> {
                         }
                     };
                 }
+                let ignored = matches!(&matched, Err(InputError::Io(e))
+                    if self.options.ignore_missing && e.kind() == io::ErrorKind::NotFound);
                 self.tally.proper += 1;
-                let verdict: &[u8] = match matched {
+                if ignored {
+                    return Ok(());
+                }
+                self.show_settings(spec)?;
+                let verdict: Option<&[u8]> = match matched {
                     Ok(true) => {
                         self.tally.matched += 1;
                         self.untagged_matches += u64::from(!tagged);
-                        if verbosity != Verbosity::All {
-                            return Ok(());
-                        }
-                        ok_text.as_bytes()
+                        (verbosity == Verbosity::All).then_some(ok_text.as_bytes())
                     }
                     Ok(false) => {
                         self.tally.mismatched += 1;
                         self.untagged_mismatches += u64::from(!tagged);
-                        failed_text.as_bytes()
-                    }
-                    Err(InputError::Io(e))
-                        if self.options.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
-                    {
-                        return Ok(());
+                        Some(failed_text.as_bytes())
                     }
                     Err(e) => {
                         self.tally.unreadable += 1;
                         self.err.write_all(&error_line(&name, &e))?;
-                        b": FAILED open or read\n"
+                        Some(b": FAILED open or read\n")
                     }
                 };
-                if verbosity != Verbosity::Status {
+                if let Some(verdict) = verdict
+                    && verbosity != Verbosity::Status
+                {
                     let mut line = sumfile::verdict_name(&name).into_owned();
                     line.extend_from_slice(verdict);
                     self.out.write_all(&line)?;
+                }
+                if let Some(digest) = &digest {
+                    let figures = self.options.figures.of_input(&name, digest);
+                    if !figures.is_empty() {
+                        self.err.write_all(&figures)?;
+                    }
                 }
             }
             Item::Improper { file, line, crc } => {
@@ -550,6 +581,18 @@ impl Verdicts<'_> {
             }
         }
         Ok(())
+    }
+
+    /// With `--verbose`, the settings lines before the verdict of a line checked with `spec`,
+    /// unless the lines before them already name it: once for a sum file of one kind.
+    fn show_settings(&mut self, spec: (Layout, Algorithm)) -> io::Result<()> {
+        if self.settings_shown == Some(spec) {
+            return Ok(());
+        }
+        self.settings_shown = Some(spec);
+        let (layout, alg) = spec;
+        let lines = self.options.figures.settings(alg, layout, self.processors);
+        self.err.write_all(lines.as_bytes())
     }
 
     /// The warnings coreutils prints after each sum file.

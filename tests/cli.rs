@@ -1170,6 +1170,77 @@ fn benchmark_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     assert!(lines.iter().all(|l| timing.eval(l)), "{}", r.stderr);
 }
 
+/// A sum file of two lines that name different settings: `a` untagged (`-t plain` sha256),
+/// `b` (3 MiB) tagged MD5. Returns the directory and the verdicts `-c` prints.
+fn sums_of_two_kinds() -> (tempfile::TempDir, String) {
+    let dir = tempdir();
+    write(dir.path(), "a", b"hello\n");
+    write(dir.path(), "b", &pattern(3 << 20));
+    let a = line_of(dir.path(), &["-t", "plain"], "a");
+    let b = line_of(dir.path(), &["-t", "plain", "--tag", "-a", "md5"], "b");
+    write(dir.path(), "SUMS", (a + &b).as_bytes());
+    (dir, "a: OK\nb: OK\n".to_string())
+}
+
+#[test]
+fn check_verbose_prints_the_settings_of_each_kind_of_line_and_each_files_size_on_stderr() {
+    let (dir, verdicts) = sums_of_two_kinds();
+    let clean = run(dir.path(), ["-c", "-t", "plain", "-p", "3", "SUMS"]);
+    clean.assert(0, &verdicts, "");
+    let r = run(
+        dir.path(),
+        ["-c", "-t", "plain", "-p", "3", "--verbose", "SUMS"],
+    );
+    assert_eq!((r.code, &r.stdout), (Some(0), &clean.stdout));
+    let settings = |alg: mtsum::Algorithm| {
+        let kernel = mtsum::lanes::Kernel::multi_buffer(alg);
+        format!(
+            "Algorithm: {alg}\nLayout: plain\nNumber of processors: 3\n\
+             Multi-buffer kernel: {}\n",
+            kernel.map_or("none", |k| k.name())
+        )
+    };
+    let timing = r"\d+\.\d\d s \(\d+\.\d\d GB/s\)\n";
+    let a = format!(
+        "{}File size: 6 bytes\n{timing}",
+        regex_escape(&settings(mtsum::Algorithm::Sha256))
+    );
+    let b = format!(
+        "{}File size: 3145728 bytes\n{timing}",
+        regex_escape(&settings(mtsum::Algorithm::Md5))
+    );
+    let expected = predicate::str::is_match(format!("^{a}{b}$")).unwrap();
+    assert!(expected.eval(&r.stderr), "unexpected stderr:\n{}", r.stderr);
+}
+
+#[test]
+fn check_benchmark_prints_each_files_time_on_stderr_and_the_same_verdicts() {
+    let (dir, verdicts) = sums_of_two_kinds();
+    let r = run(dir.path(), ["-c", "-t", "plain", "--benchmark", "SUMS"]);
+    assert_eq!((r.code, r.stdout()), (Some(0), verdicts));
+    let timing = predicate::str::is_match(r"^\d+\.\d\d s \(\d+\.\d\d GB/s\)$").unwrap();
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "one timing line per file:\n{}", r.stderr);
+    assert!(lines.iter().all(|l| timing.eval(l)), "{}", r.stderr);
+    // Asked for explicitly, they stay when the verdicts are quiet.
+    let quiet = run(
+        dir.path(),
+        ["-c", "-t", "plain", "--benchmark", "--quiet", "SUMS"],
+    );
+    assert_eq!((quiet.code, quiet.stdout()), (Some(0), String::new()));
+    assert_eq!(quiet.stderr.lines().count(), 2, "{}", quiet.stderr);
+}
+
+/// `text` matched literally in a regular expression.
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c.is_ascii_punctuation() {
+            true => vec!['\\', c],
+            false => vec![c],
+        })
+        .collect()
+}
+
 #[test]
 fn help_prints_usage_and_exits_0() {
     let dir = tempdir();
