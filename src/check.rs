@@ -131,6 +131,7 @@ pub fn check(
         parser: Parser::new(Terminator::Newline),
         untagged: options.untagged,
         queue: VecDeque::new(),
+        paused: false,
     };
     let mut verdicts = Verdicts {
         options,
@@ -232,14 +233,68 @@ fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout>
 /// A sum file being read.
 struct SumFile {
     index: usize,
-    reader: Box<dyn BufRead>,
+    reader: BufReader<File>,
+    /// The start of a line whose end is still to be read.
+    partial: Vec<u8>,
     /// Lines read so far.
     lines: u64,
     /// Standard input: a line naming `-` cannot be checked then.
     is_stdin: bool,
 }
 
+/// What a read of a sum file gave.
+enum LineRead {
+    /// A line, with its `\n` (the last one may have none).
+    Line(Vec<u8>),
+    /// Nothing yet: the next read would wait for the writer of a pipe.
+    Wait,
+    End,
+}
+
+impl SumFile {
+    /// The next line, or [`LineRead::Wait`] instead of a read that would wait, unless
+    /// `may_wait` (the engine has been told, [`Task::pause`]). A line of which only a part
+    /// came is kept until the rest comes, with a wait between if need be.
+    fn read_line(&mut self, mut may_wait: bool) -> io::Result<LineRead> {
+        loop {
+            if self.reader.buffer().is_empty()
+                && !may_wait
+                && source::read_would_wait(self.reader.get_ref())
+            {
+                return Ok(LineRead::Wait);
+            }
+            let bytes = match self.reader.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            may_wait = false;
+            if bytes.is_empty() {
+                return Ok(match self.partial.is_empty() {
+                    true => LineRead::End,
+                    false => LineRead::Line(std::mem::take(&mut self.partial)),
+                });
+            }
+            let end = bytes.iter().position(|&b| b == b'\n');
+            let len = end.map_or(bytes.len(), |i| i + 1);
+            self.partial.extend_from_slice(&bytes[..len]);
+            self.reader.consume(len);
+            if end.is_some() {
+                return Ok(LineRead::Line(std::mem::take(&mut self.partial)));
+            }
+        }
+    }
+}
+
 /// The lines of the sum files as tasks, read one at a time as the engine asks for them.
+///
+/// The engine asks for tasks on the thread that prints its results, ahead of the workers:
+/// while a read here waits, no verdict is printed, not even of lines checked long before. So
+/// before a read or an open that would wait (a sum file written to a pipe line by line, a
+/// FIFO without a writer yet), the engine gets a pause instead ([`Task::pause`]), and the
+/// verdicts of the lines before are printed while the writer takes its time, as
+/// `sha256sum -c` prints them. A sum file that can be read at once (a regular file, a pipe
+/// that keeps up) gets none, so that its verdicts stay gathered into large writes.
 struct Lines {
     files: VecDeque<(usize, Target)>,
     /// The sum file being read.
@@ -247,6 +302,8 @@ struct Lines {
     parser: Parser,
     untagged: Untagged,
     queue: VecDeque<Task<Item>>,
+    /// The last task was a pause: the next read or open may wait.
+    paused: bool,
 }
 
 impl Iterator for Lines {
@@ -257,17 +314,28 @@ impl Iterator for Lines {
             if let Some(task) = self.queue.pop_front() {
                 return Some(task);
             }
+            let may_wait = std::mem::take(&mut self.paused);
             let Some(current) = &mut self.current else {
+                let (_, next) = self.files.front()?;
+                if !may_wait && opening_waits(next) {
+                    self.paused = true;
+                    return Some(Task::pause());
+                }
                 let (index, target) = self.files.pop_front()?;
                 match open_sum_file(&target) {
-                    Ok(reader) => {
+                    Ok(Some(file)) => {
                         let is_stdin = target == Target::Stdin;
                         self.current = Some(SumFile {
                             index,
-                            reader,
+                            reader: BufReader::new(file),
+                            partial: Vec::new(),
                             lines: 0,
                             is_stdin,
                         });
+                    }
+                    Ok(None) => {
+                        let file = index;
+                        self.queue.push_back(Task::pass(Item::End { file }));
                     }
                     Err(error) => {
                         let file = index;
@@ -280,13 +348,16 @@ impl Iterator for Lines {
                 continue;
             };
             let file = current.index;
-            let mut line = Vec::new();
-            match current.reader.read_until(b'\n', &mut line) {
-                Ok(0) => {
+            match current.read_line(may_wait) {
+                Ok(LineRead::Wait) => {
+                    self.paused = true;
+                    return Some(Task::pause());
+                }
+                Ok(LineRead::End) => {
                     self.current = None;
                     return Some(Task::pass(Item::End { file }));
                 }
-                Ok(_) => {
+                Ok(LineRead::Line(line)) => {
                     current.lines += 1;
                     let (line_no, from_stdin) = (current.lines, current.is_stdin);
                     if let Some(task) = self.task(file, line_no, &line, from_stdin) {
@@ -377,12 +448,21 @@ impl Lines {
     }
 }
 
-/// Opens a sum file; standard input that a line naming `-` reads is empty by then.
-fn open_sum_file(target: &Target) -> io::Result<Box<dyn BufRead>> {
-    Ok(match target {
-        Target::Stdin => Box::new(BufReader::new(source::stdin()?)),
-        Target::Path(p) | Target::File(p) => Box::new(BufReader::new(File::open(p)?)),
-    })
+/// Opens a sum file; `None` for standard input that a line naming `-` read before (it is
+/// at its end).
+fn open_sum_file(target: &Target) -> io::Result<Option<File>> {
+    match target {
+        Target::Stdin => source::claim_stdin_file(),
+        Target::Path(p) | Target::File(p) => File::open(p).map(Some),
+    }
+}
+
+/// Whether opening the sum file `target` would wait: a FIFO waits for a writer.
+fn opening_waits(target: &Target) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    let path = target.path();
+    path.and_then(|p| std::fs::metadata(p).ok())
+        .is_some_and(|m| m.file_type().is_fifo())
 }
 
 /// Counts of one sum file, for its summary.

@@ -255,6 +255,12 @@ impl Background {
         String::from_utf8_lossy(&fs::read(&self.err).unwrap()).into_owned()
     }
 
+    /// Writes more into mtsum's standard input.
+    fn write_stdin(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("standard input still open");
+        stdin.write_all(bytes).expect("mtsum reads its input");
+    }
+
     /// Ends mtsum's standard input, so that it can finish.
     fn close_stdin(&mut self) {
         self.stdin = None;
@@ -1053,6 +1059,44 @@ fn results_are_written_while_a_later_input_waits_for_its_writer() {
     let r = run.wait();
     writer.finish();
     r.assert(0, &expected.concat(), "");
+}
+
+#[test]
+fn check_writes_each_verdict_while_a_sum_file_on_a_pipe_waits_for_its_next_line() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    write(dir.path(), "b", b"b");
+    let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
+    let (b_start, b_end) = b.split_at(b.len() / 2);
+    // The first line and half of the next, as a writer whose output is block-buffered
+    // leaves them.
+    let mut run = Background::start(
+        dir.path(),
+        ["-c", "-t", "plain", "-"],
+        (a + b_start).as_bytes(),
+    );
+    // Into a file, gathered: still written while mtsum waits for the rest, as
+    // `sha256sum -c` has written it by then.
+    wait_until("a's verdict is written", || run.stdout() == "a: OK\n");
+    run.write_stdin(b_end.as_bytes());
+    run.wait().assert(0, "a: OK\nb: OK\n", "");
+}
+
+#[test]
+fn check_writes_the_verdicts_of_a_sum_file_while_the_next_waits_for_its_writer() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    write(dir.path(), "b", b"b");
+    let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
+    write(dir.path(), "SUMS", a.as_bytes());
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let run = Background::start(dir.path(), ["-c", "-t", "plain", "SUMS", "fifo"], b"");
+    wait_until("a's verdict is written", || run.stdout() == "a: OK\n");
+    let writer = FifoWriter::start(&fifo, b.into_bytes());
+    let r = run.wait();
+    writer.finish();
+    r.assert(0, "a: OK\nb: OK\n", "");
 }
 
 /// Runs `mtsum ARGS` in `dir` with `redirection` applied by the shell (`<&-` closes
