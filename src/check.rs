@@ -16,12 +16,13 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
+use std::num::NonZeroUsize;
 use std::os::unix::ffi::OsStringExt;
 
 use crate::algorithm::Algorithm;
 use crate::engine::{Engine, FileDigest, Request, Sink, Task};
 use crate::layout::{Layout, Root};
-use crate::report::error_line;
+use crate::report::{Figures, error_line};
 use crate::source::{self, InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
 
@@ -102,6 +103,10 @@ pub struct CheckOptions {
     /// `--warn`: say which lines are improperly formatted.
     pub warn: bool,
     pub verbosity: Verbosity,
+    /// `--verbose`, `--benchmark`: for every file checked, its size and time on `err`, as
+    /// hash mode prints them for every input (whatever the verbosity: they were asked for);
+    /// the settings before the first line and again when a line has others.
+    pub figures: Figures,
     /// The untagged layout is a default the user did not choose: when every untagged line
     /// fails, say which layout they were checked with, since `sha256sum` files need
     /// `-t plain`.
@@ -126,6 +131,7 @@ pub fn check(
         parser: Parser::new(Terminator::Newline),
         untagged: options.untagged,
         queue: VecDeque::new(),
+        paused: false,
     };
     let mut verdicts = Verdicts {
         options,
@@ -138,6 +144,8 @@ pub fn check(
         untagged_mismatches: 0,
         untagged_matches: 0,
         tries: Tries::default(),
+        processors: engine.threads(),
+        settings_shown: None,
     };
     engine.run_to(lines, &mut verdicts);
     if let Some(e) = verdicts.io_error {
@@ -225,14 +233,68 @@ fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout>
 /// A sum file being read.
 struct SumFile {
     index: usize,
-    reader: Box<dyn BufRead>,
+    reader: BufReader<File>,
+    /// The start of a line whose end is still to be read.
+    partial: Vec<u8>,
     /// Lines read so far.
     lines: u64,
     /// Standard input: a line naming `-` cannot be checked then.
     is_stdin: bool,
 }
 
+/// What a read of a sum file gave.
+enum LineRead {
+    /// A line, with its `\n` (the last one may have none).
+    Line(Vec<u8>),
+    /// Nothing yet: the next read would wait for the writer of a pipe.
+    Wait,
+    End,
+}
+
+impl SumFile {
+    /// The next line, or [`LineRead::Wait`] instead of a read that would wait, unless
+    /// `may_wait` (the engine has been told, [`Task::pause`]). A line of which only a part
+    /// came is kept until the rest comes, with a wait between if need be.
+    fn read_line(&mut self, mut may_wait: bool) -> io::Result<LineRead> {
+        loop {
+            if self.reader.buffer().is_empty()
+                && !may_wait
+                && source::read_would_wait(self.reader.get_ref())
+            {
+                return Ok(LineRead::Wait);
+            }
+            let bytes = match self.reader.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            may_wait = false;
+            if bytes.is_empty() {
+                return Ok(match self.partial.is_empty() {
+                    true => LineRead::End,
+                    false => LineRead::Line(std::mem::take(&mut self.partial)),
+                });
+            }
+            let end = bytes.iter().position(|&b| b == b'\n');
+            let len = end.map_or(bytes.len(), |i| i + 1);
+            self.partial.extend_from_slice(&bytes[..len]);
+            self.reader.consume(len);
+            if end.is_some() {
+                return Ok(LineRead::Line(std::mem::take(&mut self.partial)));
+            }
+        }
+    }
+}
+
 /// The lines of the sum files as tasks, read one at a time as the engine asks for them.
+///
+/// The engine asks for tasks on the thread that prints its results, ahead of the workers:
+/// while a read here waits, no verdict is printed, not even of lines checked long before. So
+/// before a read or an open that would wait (a sum file written to a pipe line by line, a
+/// FIFO without a writer yet), the engine gets a pause instead ([`Task::pause`]), and the
+/// verdicts of the lines before are printed while the writer takes its time, as
+/// `sha256sum -c` prints them. A sum file that can be read at once (a regular file, a pipe
+/// that keeps up) gets none, so that its verdicts stay gathered into large writes.
 struct Lines {
     files: VecDeque<(usize, Target)>,
     /// The sum file being read.
@@ -240,6 +302,8 @@ struct Lines {
     parser: Parser,
     untagged: Untagged,
     queue: VecDeque<Task<Item>>,
+    /// The last task was a pause: the next read or open may wait.
+    paused: bool,
 }
 
 impl Iterator for Lines {
@@ -250,17 +314,28 @@ impl Iterator for Lines {
             if let Some(task) = self.queue.pop_front() {
                 return Some(task);
             }
+            let may_wait = std::mem::take(&mut self.paused);
             let Some(current) = &mut self.current else {
+                let (_, next) = self.files.front()?;
+                if !may_wait && opening_waits(next) {
+                    self.paused = true;
+                    return Some(Task::pause());
+                }
                 let (index, target) = self.files.pop_front()?;
                 match open_sum_file(&target) {
-                    Ok(reader) => {
+                    Ok(Some(file)) => {
                         let is_stdin = target == Target::Stdin;
                         self.current = Some(SumFile {
                             index,
-                            reader,
+                            reader: BufReader::new(file),
+                            partial: Vec::new(),
                             lines: 0,
                             is_stdin,
                         });
+                    }
+                    Ok(None) => {
+                        let file = index;
+                        self.queue.push_back(Task::pass(Item::End { file }));
                     }
                     Err(error) => {
                         let file = index;
@@ -273,13 +348,16 @@ impl Iterator for Lines {
                 continue;
             };
             let file = current.index;
-            let mut line = Vec::new();
-            match current.reader.read_until(b'\n', &mut line) {
-                Ok(0) => {
+            match current.read_line(may_wait) {
+                Ok(LineRead::Wait) => {
+                    self.paused = true;
+                    return Some(Task::pause());
+                }
+                Ok(LineRead::End) => {
                     self.current = None;
                     return Some(Task::pass(Item::End { file }));
                 }
-                Ok(_) => {
+                Ok(LineRead::Line(line)) => {
                     current.lines += 1;
                     let (line_no, from_stdin) = (current.lines, current.is_stdin);
                     if let Some(task) = self.task(file, line_no, &line, from_stdin) {
@@ -370,12 +448,21 @@ impl Lines {
     }
 }
 
-/// Opens a sum file; standard input that a line naming `-` reads is empty by then.
-fn open_sum_file(target: &Target) -> io::Result<Box<dyn BufRead>> {
-    Ok(match target {
-        Target::Stdin => Box::new(BufReader::new(source::stdin()?)),
-        Target::Path(p) | Target::File(p) => Box::new(BufReader::new(File::open(p)?)),
-    })
+/// Opens a sum file; `None` for standard input that a line naming `-` read before (it is
+/// at its end).
+fn open_sum_file(target: &Target) -> io::Result<Option<File>> {
+    match target {
+        Target::Stdin => source::claim_stdin_file(),
+        Target::Path(p) | Target::File(p) => File::open(p).map(Some),
+    }
+}
+
+/// Whether opening the sum file `target` would wait: a FIFO waits for a writer.
+fn opening_waits(target: &Target) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    let path = target.path();
+    path.and_then(|p| std::fs::metadata(p).ok())
+        .is_some_and(|m| m.file_type().is_fifo())
 }
 
 /// Counts of one sum file, for its summary.
@@ -406,6 +493,10 @@ struct Verdicts<'a> {
     untagged_matches: u64,
     /// The attempts so far of a line with `--part-size auto`.
     tries: Tries,
+    /// For the settings lines of `--verbose`.
+    processors: NonZeroUsize,
+    /// The layout and algorithm that the settings lines printed last name.
+    settings_shown: Option<(Layout, Algorithm)>,
 }
 
 /// What the attempts of one line with `--part-size auto` found so far.
@@ -417,6 +508,8 @@ struct Tries {
     /// file, and its verdict says how many sizes were tried.
     hashed: usize,
     error: Option<InputError>,
+    /// The first attempt's result, with the time of every attempt, for the figures.
+    digest: Option<FileDigest>,
 }
 
 impl Sink<Item> for &mut Verdicts<'_> {
@@ -458,14 +551,24 @@ impl Verdicts<'_> {
                 tagged,
                 attempt,
             } => {
-                let mut matched = match result.expect("a line is hashed") {
-                    Ok(digest) => Ok(layout.matches(alg, &digest.root, &expected)),
-                    Err(e) => Err(e),
+                let (mut matched, mut digest) = match result.expect("a line is hashed") {
+                    Ok(digest) => (
+                        Ok(layout.matches(alg, &digest.root, &expected)),
+                        Some(digest),
+                    ),
+                    Err(e) => (Err(e), None),
                 };
+                let mut spec = (layout, alg);
                 let mut ok_text = String::from(": OK\n");
                 let mut failed_text = String::from(": FAILED\n");
                 if let Some(attempt) = attempt {
                     let tries = &mut self.tries;
+                    if let Some(this) = digest.take() {
+                        match &mut tries.digest {
+                            Some(first) => first.elapsed += this.elapsed,
+                            None => tries.digest = Some(this),
+                        }
+                    }
                     match matched {
                         Ok(true) => _ = tries.matched.get_or_insert(attempt.layout),
                         Ok(false) => tries.hashed += 1,
@@ -475,10 +578,12 @@ impl Verdicts<'_> {
                         return Ok(());
                     }
                     let tries = std::mem::take(&mut self.tries);
+                    digest = tries.digest;
                     matched = match (tries.matched, tries.hashed, tries.error) {
                         (Some(layout), _, _) => {
                             let size = layout.size_parameter().expect("a guessed size");
                             ok_text = format!(": OK (--part-size {size})\n");
+                            spec.0 = layout;
                             Ok(true)
                         }
                         (None, 0, Some(e)) => Err(e),
@@ -490,36 +595,42 @@ impl Verdicts<'_> {
                         }
                     };
                 }
+                let ignored = matches!(&matched, Err(InputError::Io(e))
+                    if self.options.ignore_missing && e.kind() == io::ErrorKind::NotFound);
                 self.tally.proper += 1;
-                let verdict: &[u8] = match matched {
+                if ignored {
+                    return Ok(());
+                }
+                self.show_settings(spec)?;
+                let verdict: Option<&[u8]> = match matched {
                     Ok(true) => {
                         self.tally.matched += 1;
                         self.untagged_matches += u64::from(!tagged);
-                        if verbosity != Verbosity::All {
-                            return Ok(());
-                        }
-                        ok_text.as_bytes()
+                        (verbosity == Verbosity::All).then_some(ok_text.as_bytes())
                     }
                     Ok(false) => {
                         self.tally.mismatched += 1;
                         self.untagged_mismatches += u64::from(!tagged);
-                        failed_text.as_bytes()
-                    }
-                    Err(InputError::Io(e))
-                        if self.options.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
-                    {
-                        return Ok(());
+                        Some(failed_text.as_bytes())
                     }
                     Err(e) => {
                         self.tally.unreadable += 1;
                         self.err.write_all(&error_line(&name, &e))?;
-                        b": FAILED open or read\n"
+                        Some(b": FAILED open or read\n")
                     }
                 };
-                if verbosity != Verbosity::Status {
+                if let Some(verdict) = verdict
+                    && verbosity != Verbosity::Status
+                {
                     let mut line = sumfile::verdict_name(&name).into_owned();
                     line.extend_from_slice(verdict);
                     self.out.write_all(&line)?;
+                }
+                if let Some(digest) = &digest {
+                    let figures = self.options.figures.of_input(&name, digest);
+                    if !figures.is_empty() {
+                        self.err.write_all(&figures)?;
+                    }
                 }
             }
             Item::Improper { file, line, crc } => {
@@ -550,6 +661,18 @@ impl Verdicts<'_> {
             }
         }
         Ok(())
+    }
+
+    /// With `--verbose`, the settings lines before the verdict of a line checked with `spec`,
+    /// unless the lines before them already name it: once for a sum file of one kind.
+    fn show_settings(&mut self, spec: (Layout, Algorithm)) -> io::Result<()> {
+        if self.settings_shown == Some(spec) {
+            return Ok(());
+        }
+        self.settings_shown = Some(spec);
+        let (layout, alg) = spec;
+        let lines = self.options.figures.settings(alg, layout, self.processors);
+        self.err.write_all(lines.as_bytes())
     }
 
     /// The warnings coreutils prints after each sum file.

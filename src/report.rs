@@ -2,9 +2,13 @@
 //! The checksum lines themselves are [`crate::sumfile`]'s, which also reads them back.
 
 use std::borrow::Cow;
+use std::num::NonZeroUsize;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
+use crate::algorithm::Algorithm;
+use crate::engine::FileDigest;
+use crate::layout::Layout;
 use crate::source::Target;
 
 /// The name of `target` as raw bytes: paths are printed byte for byte, as coreutils does, even
@@ -13,6 +17,57 @@ pub fn name_bytes(target: &Target) -> &[u8] {
     match target.path() {
         Some(p) => p.as_os_str().as_bytes(),
         None => b"-",
+    }
+}
+
+/// Which of C++ mtsum's figures go to stderr besides the results: one type for hash mode and
+/// `-c`, so that both print them alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// `--verbose`: the settings inputs are hashed with, each input's size, and the read mode
+    /// an input refused; and the timing lines.
+    pub verbose: bool,
+    /// `--benchmark`: each input's time and throughput.
+    pub benchmark: bool,
+}
+
+impl Figures {
+    /// With `verbose`, the lines that say how inputs are hashed: `Algorithm: sha256`,
+    /// `Layout: mtsum`, `Number of processors: 2`, `Multi-buffer kernel: …`; empty otherwise.
+    pub fn settings(
+        &self,
+        algorithm: Algorithm,
+        layout: Layout,
+        processors: NonZeroUsize,
+    ) -> String {
+        if !self.verbose {
+            return String::new();
+        }
+        // Which SIMD kernel hashes several leaves or files at once, if the algorithm has one
+        // on this CPU (one big file with `plain` is still hashed as one stream).
+        let kernel = crate::lanes::Kernel::multi_buffer(algorithm);
+        format!(
+            "Algorithm: {algorithm}\nLayout: {layout}\nNumber of processors: {processors}\n\
+             Multi-buffer kernel: {}\n",
+            kernel.map_or("none", |k| k.name())
+        )
+    }
+
+    /// The lines for the input `name` hashed as `digest`: with `verbose`, a note on the read
+    /// mode it refused and `File size: N bytes`; with either flag, its timing line.
+    pub fn of_input(&self, name: &[u8], digest: &FileDigest) -> Vec<u8> {
+        let mut lines = Vec::new();
+        if self.verbose {
+            if let Some(fallback) = &digest.fallback {
+                lines.extend(error_line(name, fallback));
+            }
+            lines.extend(format!("File size: {} bytes\n", digest.size).bytes());
+        }
+        if self.verbose || self.benchmark {
+            let timing = timing_line(digest.size, digest.elapsed);
+            lines.extend(format!("{timing}\n").bytes());
+        }
+        lines
     }
 }
 

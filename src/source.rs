@@ -124,10 +124,33 @@ pub(crate) fn claim_stdin() -> bool {
 /// Standard input to read as a stream, claimed ([`claim_stdin`]): its bytes the first time
 /// in the process, nothing after that.
 pub fn stdin() -> io::Result<Box<dyn Read + Send>> {
-    Ok(match claim_stdin() {
-        true => Box::new(stdin_file()?),
-        false => Box::new(io::empty()),
+    Ok(match claim_stdin_file()? {
+        Some(file) => Box::new(file),
+        None => Box::new(io::empty()),
     })
+}
+
+/// [`stdin`] as a file, for a reader that needs the descriptor (to ask whether a read would
+/// wait, [`read_would_wait`]); `None` when it was claimed before: it is at its end.
+pub fn claim_stdin_file() -> io::Result<Option<File>> {
+    match claim_stdin() {
+        true => stdin_file().map(Some),
+        false => Ok(None),
+    }
+}
+
+/// Whether a read of `file` would wait: a pipe, FIFO, terminal or socket with no byte to read
+/// yet and a writer still there. A regular file never waits. An error of `poll` says no: the
+/// read then reports it, or waits as it would have.
+pub fn read_would_wait(file: &File) -> bool {
+    let mut fd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll reads and writes the one pollfd we own, for the length we give; a timeout
+    // of 0 returns at once.
+    unsafe { libc::poll(&mut fd, 1, 0) == 0 }
 }
 
 /// What the user asked to hash: a path, or standard input (`-`).

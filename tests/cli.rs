@@ -255,6 +255,12 @@ impl Background {
         String::from_utf8_lossy(&fs::read(&self.err).unwrap()).into_owned()
     }
 
+    /// Writes more into mtsum's standard input.
+    fn write_stdin(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("standard input still open");
+        stdin.write_all(bytes).expect("mtsum reads its input");
+    }
+
     /// Ends mtsum's standard input, so that it can finish.
     fn close_stdin(&mut self) {
         self.stdin = None;
@@ -1172,6 +1178,44 @@ fn results_are_written_while_a_later_input_waits_for_its_writer() {
     r.assert(0, &expected.concat(), "");
 }
 
+#[test]
+fn check_writes_each_verdict_while_a_sum_file_on_a_pipe_waits_for_its_next_line() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    write(dir.path(), "b", b"b");
+    let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
+    let (b_start, b_end) = b.split_at(b.len() / 2);
+    // The first line and half of the next, as a writer whose output is block-buffered
+    // leaves them.
+    let mut run = Background::start(
+        dir.path(),
+        ["-c", "-t", "plain", "-"],
+        (a + b_start).as_bytes(),
+    );
+    // Into a file, gathered: still written while mtsum waits for the rest, as
+    // `sha256sum -c` has written it by then.
+    wait_until("a's verdict is written", || run.stdout() == "a: OK\n");
+    run.write_stdin(b_end.as_bytes());
+    run.wait().assert(0, "a: OK\nb: OK\n", "");
+}
+
+#[test]
+fn check_writes_the_verdicts_of_a_sum_file_while_the_next_waits_for_its_writer() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    write(dir.path(), "b", b"b");
+    let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
+    write(dir.path(), "SUMS", a.as_bytes());
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let run = Background::start(dir.path(), ["-c", "-t", "plain", "SUMS", "fifo"], b"");
+    wait_until("a's verdict is written", || run.stdout() == "a: OK\n");
+    let writer = FifoWriter::start(&fifo, b.into_bytes());
+    let r = run.wait();
+    writer.finish();
+    r.assert(0, "a: OK\nb: OK\n", "");
+}
+
 /// Runs `mtsum ARGS` in `dir` with `redirection` applied by the shell (`<&-` closes
 /// standard input: a test harness cannot close it otherwise).
 fn run_redirected(dir: &Path, args: &[&str], redirection: &str) -> Run {
@@ -1285,6 +1329,77 @@ fn benchmark_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     let lines: Vec<&str> = r.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "one timing line per file:\n{}", r.stderr);
     assert!(lines.iter().all(|l| timing.eval(l)), "{}", r.stderr);
+}
+
+/// A sum file of two lines that name different settings: `a` untagged (`-t plain` sha256),
+/// `b` (3 MiB) tagged MD5. Returns the directory and the verdicts `-c` prints.
+fn sums_of_two_kinds() -> (tempfile::TempDir, String) {
+    let dir = tempdir();
+    write(dir.path(), "a", b"hello\n");
+    write(dir.path(), "b", &pattern(3 << 20));
+    let a = line_of(dir.path(), &["-t", "plain"], "a");
+    let b = line_of(dir.path(), &["-t", "plain", "--tag", "-a", "md5"], "b");
+    write(dir.path(), "SUMS", (a + &b).as_bytes());
+    (dir, "a: OK\nb: OK\n".to_string())
+}
+
+#[test]
+fn check_verbose_prints_the_settings_of_each_kind_of_line_and_each_files_size_on_stderr() {
+    let (dir, verdicts) = sums_of_two_kinds();
+    let clean = run(dir.path(), ["-c", "-t", "plain", "-p", "3", "SUMS"]);
+    clean.assert(0, &verdicts, "");
+    let r = run(
+        dir.path(),
+        ["-c", "-t", "plain", "-p", "3", "--verbose", "SUMS"],
+    );
+    assert_eq!((r.code, &r.stdout), (Some(0), &clean.stdout));
+    let settings = |alg: mtsum::Algorithm| {
+        let kernel = mtsum::lanes::Kernel::multi_buffer(alg);
+        format!(
+            "Algorithm: {alg}\nLayout: plain\nNumber of processors: 3\n\
+             Multi-buffer kernel: {}\n",
+            kernel.map_or("none", |k| k.name())
+        )
+    };
+    let timing = r"\d+\.\d\d s \(\d+\.\d\d GB/s\)\n";
+    let a = format!(
+        "{}File size: 6 bytes\n{timing}",
+        regex_escape(&settings(mtsum::Algorithm::Sha256))
+    );
+    let b = format!(
+        "{}File size: 3145728 bytes\n{timing}",
+        regex_escape(&settings(mtsum::Algorithm::Md5))
+    );
+    let expected = predicate::str::is_match(format!("^{a}{b}$")).unwrap();
+    assert!(expected.eval(&r.stderr), "unexpected stderr:\n{}", r.stderr);
+}
+
+#[test]
+fn check_benchmark_prints_each_files_time_on_stderr_and_the_same_verdicts() {
+    let (dir, verdicts) = sums_of_two_kinds();
+    let r = run(dir.path(), ["-c", "-t", "plain", "--benchmark", "SUMS"]);
+    assert_eq!((r.code, r.stdout()), (Some(0), verdicts));
+    let timing = predicate::str::is_match(r"^\d+\.\d\d s \(\d+\.\d\d GB/s\)$").unwrap();
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "one timing line per file:\n{}", r.stderr);
+    assert!(lines.iter().all(|l| timing.eval(l)), "{}", r.stderr);
+    // Asked for explicitly, they stay when the verdicts are quiet.
+    let quiet = run(
+        dir.path(),
+        ["-c", "-t", "plain", "--benchmark", "--quiet", "SUMS"],
+    );
+    assert_eq!((quiet.code, quiet.stdout()), (Some(0), String::new()));
+    assert_eq!(quiet.stderr.lines().count(), 2, "{}", quiet.stderr);
+}
+
+/// `text` matched literally in a regular expression.
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c.is_ascii_punctuation() {
+            true => vec!['\\', c],
+            false => vec![c],
+        })
+        .collect()
 }
 
 #[test]

@@ -11,7 +11,7 @@ use common::{
     TARGET_JOB_BYTES, algorithm, config, job_bytes, layout, leaf_size, pattern, size_for,
     stream_layout, write_file,
 };
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -24,7 +24,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use mtsum::engine::{Engine, FileDigest, MAX_KEPT_LEAVES, Request, Task};
+use mtsum::engine::{Engine, FileDigest, MAX_KEPT_LEAVES, Request, Sink, Task};
 use mtsum::layout::{MTSUM_MAX_LEAF, TreeBuilder};
 use mtsum::source::{InputError, MAX_HELD_STREAM, ReadMode, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
@@ -891,6 +891,49 @@ fn hash_all_of_no_target_reports_nothing() {
         |_, _| calls += 1,
     );
     assert_eq!(calls, 0);
+}
+
+/// A sink that writes what it is told into a log shared with the task source.
+struct Recorder<'a>(&'a RefCell<Vec<String>>);
+
+impl Sink<usize> for Recorder<'_> {
+    fn take(&mut self, task: usize, outcome: Option<Result<FileDigest, InputError>>) {
+        assert!(matches!(outcome, Some(Ok(_))), "task {task}: {outcome:?}");
+        self.0.borrow_mut().push(format!("report {task}"));
+    }
+
+    fn idle(&mut self) {
+        self.0.borrow_mut().push("idle".into());
+    }
+}
+
+#[test]
+fn a_pause_reports_every_earlier_task_and_idles_the_sink_before_the_next_is_taken() {
+    let dir = TempDir::new().unwrap();
+    let data = |i| write_file(dir.path(), &format!("f{i}"), &pattern(1000, i as u64));
+    let paths: Vec<PathBuf> = (0..3).map(data).collect();
+    let request = Request::new(Layout::Plain, Algorithm::Sha256);
+    let log = RefCell::new(Vec::new());
+    // A source that would wait after its first two tasks, as a sum file read from a pipe.
+    let tasks = [Some(0), Some(1), None, Some(2)].into_iter().map(|step| {
+        let Some(i) = step else {
+            log.borrow_mut().push("pause".to_string());
+            return Task::pause();
+        };
+        log.borrow_mut().push(format!("take {i}"));
+        Task::hash(Target::Path(paths[i].clone()), request, i)
+    });
+    Engine::new(NonZeroUsize::new(2).unwrap()).run_to(tasks, Recorder(&log));
+    let log = log.into_inner();
+    let at = |entry: &str| log.iter().position(|e| e == entry).expect(entry);
+    let (pause, next) = (at("pause"), at("take 2"));
+    let between = &log[pause..next];
+    for entry in ["report 0", "report 1"] {
+        assert!(between.contains(&entry.to_string()), "{log:?}");
+    }
+    assert_eq!(log[next - 1], "idle", "{log:?}");
+    let reports: Vec<&String> = log.iter().filter(|e| e.starts_with("report")).collect();
+    assert_eq!(reports, ["report 0", "report 1", "report 2"], "{log:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

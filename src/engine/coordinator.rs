@@ -10,7 +10,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Select, Sender};
 
 use super::input::{Concluded, Fold, Opening, Planned, Unplanned};
-use super::{Done, FileDigest, Job, Opened, Sink, Task};
+use super::{Done, FileDigest, Job, Opened, Sink, Step, Task};
 use crate::source::{InputError, MAX_HELD_STREAM};
 
 /// Inputs per batch handed to a reader to open: one hand-off from the coordinator per batch
@@ -30,6 +30,19 @@ const OPEN_BATCH: usize = 64;
 const IDLE_AFTER: Duration = Duration::from_millis(10);
 
 type Outcome = Option<Result<FileDigest, InputError>>;
+
+/// Whether the coordinator takes more tasks from the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Intake {
+    Open,
+    /// The source paused ([`Task::pause`]): no more tasks until the first `before` are
+    /// reported.
+    Paused {
+        before: usize,
+    },
+    /// The tasks ran out, or the caller cancelled.
+    Ended,
+}
 
 /// An input handed out and not yet finished.
 struct Pending<T> {
@@ -65,6 +78,9 @@ pub(super) struct Coordinator<T, F> {
     /// Finished tasks waiting for an earlier one.
     ready: BTreeMap<usize, (T, Outcome)>,
     next_out: usize,
+    /// Tasks taken so far: the index of the next.
+    taken: usize,
+    intake: Intake,
     sink: F,
 }
 
@@ -81,6 +97,8 @@ where
             outbox: VecDeque::new(),
             ready: BTreeMap::new(),
             next_out: 0,
+            taken: 0,
+            intake: Intake::Open,
             sink,
         }
     }
@@ -89,10 +107,9 @@ where
     /// once nothing more can come to them (an input read again adds jobs), so that the
     /// workers end.
     pub(super) fn run(mut self, tasks: impl IntoIterator<Item = Task<T>>, c: Channels) {
-        let mut tasks = tasks.into_iter().enumerate();
+        let mut tasks = tasks.into_iter();
         // Batches to hand out: new ones, and those that readers gave back first.
         let mut batches = VecDeque::new();
-        let mut exhausted = false;
         loop {
             // Memory held by streams stays bounded: the next one waits for them.
             while !self.holds_enough()
@@ -103,18 +120,30 @@ where
                 let input = stream.input;
                 self.admit(input, stream.hold().plan(self.multi_buffer));
             }
-            if batches.is_empty() && !exhausted {
-                let next = match (c.cancelled)() {
-                    true => Vec::new(),
-                    false => self.next_batch(&mut tasks),
-                };
-                exhausted = next.len() < OPEN_BATCH;
-                if !next.is_empty() {
-                    batches.push_back(next);
+            if batches.is_empty() && self.intake == Intake::Open {
+                if (c.cancelled)() {
+                    self.intake = Intake::Ended;
+                } else {
+                    let next = self.next_batch(&mut tasks);
+                    if !next.is_empty() {
+                        batches.push_back(next);
+                    }
                 }
             }
+            let died = c.died.load(Ordering::Relaxed);
+            if let Intake::Paused { before } = self.intake
+                && (self.next_out >= before || died)
+            {
+                // Everything before the pause is reported (nothing is under way then), and
+                // written out before the source waits. A dead worker's input is never
+                // reported: the pause ends then.
+                self.sink.idle();
+                self.intake = Intake::Open;
+                continue;
+            }
             let idle = self.outbox.is_empty() && batches.is_empty();
-            if idle && exhausted && (self.pending.is_empty() || c.died.load(Ordering::Relaxed)) {
+            let ended = self.intake == Intake::Ended;
+            if idle && ended && (self.pending.is_empty() || died) {
                 break;
             }
             // Workers never wait for the coordinator: while the queues are full, it takes in
@@ -170,23 +199,40 @@ where
     }
 
     /// The next inputs to open, up to [`OPEN_BATCH`]; tasks without an input on the way are
-    /// finished at once. Fewer than a batch when the tasks ran out.
-    fn next_batch(&mut self, tasks: &mut impl Iterator<Item = (usize, Task<T>)>) -> Vec<Opening> {
+    /// finished at once. Fewer than a batch when the tasks ran out (the intake ends) or the
+    /// source paused (the intake pauses).
+    fn next_batch(&mut self, tasks: &mut impl Iterator<Item = Task<T>>) -> Vec<Opening> {
         let mut batch = Vec::new();
         while batch.len() < OPEN_BATCH {
-            let Some((index, task)) = tasks.next() else {
+            let step = match tasks.next() {
+                Some(Task(step)) => step,
+                None => {
+                    self.intake = Intake::Ended;
+                    break;
+                }
+            };
+            let Step::Run {
+                input,
+                slice,
+                context,
+            } = step
+            else {
+                let before = self.taken;
+                self.intake = Intake::Paused { before };
                 break;
             };
-            let Some((target, request)) = task.input else {
-                self.emit(index, task.context, None);
+            let index = self.taken;
+            self.taken += 1;
+            let Some((target, request)) = input else {
+                self.emit(index, context, None);
                 continue;
             };
             let pending = Pending {
-                context: task.context,
+                context,
                 fold: None,
             };
             self.pending.insert(index, pending);
-            batch.push(Opening::new(index, target, request, task.slice));
+            batch.push(Opening::new(index, target, request, slice));
         }
         batch
     }

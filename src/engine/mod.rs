@@ -115,7 +115,8 @@ pub trait Sink<T> {
     fn take(&mut self, context: T, outcome: Option<Result<FileDigest, InputError>>);
 
     /// Called when no result is ready and the engine is about to wait for one (or to read a
-    /// stream into memory). Does nothing by default.
+    /// stream into memory, or to ask a task source that paused for its next task,
+    /// [`Task::pause`]). Does nothing by default.
     fn idle(&mut self) {}
 }
 
@@ -320,11 +321,11 @@ impl Engine {
         size: u64,
         bytes: Range<u64>,
     ) -> Result<Vec<(Range<u64>, Digest)>, InputError> {
-        let task = Task {
+        let task = Task(Step::Run {
             input: Some((target, *request)),
             slice: Some(Slice { size, bytes }),
             context: (),
-        };
+        });
         // Not reported: cancelled before it started.
         let mut out = Some(Err(InputError::Interrupted));
         self.run([task], |(), result| out = result);
@@ -404,7 +405,12 @@ impl Engine {
                 for task in tasks {
                     let error =
                         || std::io::Error::new(e.kind(), format!("cannot start a worker: {e}"));
-                    sink.take(task.context, task.input.map(|_| Err(error().into())));
+                    match task.0 {
+                        Step::Run { input, context, .. } => {
+                            sink.take(context, input.map(|_| Err(error().into())))
+                        }
+                        Step::Pause => sink.idle(),
+                    }
                 }
                 return;
             }
@@ -520,12 +526,21 @@ impl Drop for Alive {
 
 /// One unit of work for [`Engine::run`]: an input to hash with its request, or a note that
 /// only needs to come out in order (an error met while walking a directory, say), and the
-/// caller's context, handed back with the result.
-pub struct Task<T> {
-    input: Option<(Target, Request)>,
-    /// Only the jobs in a byte range ([`Engine::hash_jobs_in`]).
-    slice: Option<Slice>,
-    context: T,
+/// caller's context, handed back with the result; or a pause of the task source
+/// ([`Task::pause`]).
+pub struct Task<T>(Step<T>);
+
+/// What a [`Task`] asks of the engine.
+enum Step<T> {
+    /// Hash `input` (nothing when `None`) and hand `context` back with the outcome.
+    Run {
+        input: Option<(Target, Request)>,
+        /// Only the jobs in a byte range ([`Engine::hash_jobs_in`]).
+        slice: Option<Slice>,
+        context: T,
+    },
+    /// See [`Task::pause`].
+    Pause,
 }
 
 /// The jobs of a file to hash when only a range of it is asked for.
@@ -546,20 +561,33 @@ impl Slice {
 impl<T> Task<T> {
     /// Hash `target` as `request` says.
     pub fn hash(target: Target, request: Request, context: T) -> Task<T> {
-        Task {
+        Task(Step::Run {
             input: Some((target, request)),
             slice: None,
             context,
-        }
+        })
     }
 
     /// Hash nothing; hand `context` back in its place in the order.
     pub fn pass(context: T) -> Task<T> {
-        Task {
+        Task(Step::Run {
             input: None,
             slice: None,
             context,
-        }
+        })
+    }
+
+    /// Report nothing, but take the next task only once every task before this one is
+    /// reported and the sink was told it is idle ([`Sink::idle`]): for a task source whose
+    /// next task may be long in coming (a line of a sum file still to be written to a pipe),
+    /// so that the results before it are written out meanwhile, not held until it comes.
+    /// The engine takes tasks ahead of the workers, so without it a source that waits holds
+    /// up the results of the tasks it gave before.
+    ///
+    /// Workers that finish meanwhile get nothing new to do: a source should pause only when
+    /// it is about to wait (a pipe with nothing to read yet), not before every read.
+    pub fn pause() -> Task<T> {
+        Task(Step::Pause)
     }
 }
 

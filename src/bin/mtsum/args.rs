@@ -19,6 +19,7 @@ use mtsum::audit::{self, Operation, Resolution, Store};
 use mtsum::check::{CheckOptions, Untagged, Verbosity};
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::{Encoding, LayoutError, LeafSizeError, PartSize};
+use mtsum::report::Figures;
 use mtsum::source::{ReadMode, Target};
 use mtsum::sumfile::{Format, Terminator};
 use mtsum::walk::Recursion;
@@ -169,11 +170,13 @@ pub struct Args {
     #[arg(long = "no-progress", overrides_with = "progress")]
     no_progress: bool,
 
-    /// Print the time and throughput of every input on stderr.
+    /// Print the time and throughput of every input (with -c: of every file checked) on
+    /// stderr.
     #[arg(long)]
     benchmark: bool,
 
-    /// Also print the algorithm, processors, every input's size, and skipped files on stderr.
+    /// Also print the algorithm, processors, every input's size, and skipped files on stderr
+    /// (with -c: the algorithm and layout of the lines, and every checked file's size).
     #[arg(long)]
     verbose: bool,
 
@@ -435,10 +438,9 @@ pub struct Common {
     pub targets: Vec<Target>,
     pub engine: Engine,
     pub progress: When,
-    /// `--verbose`: the settings, every input's size, fallbacks and skipped files.
-    pub verbose: bool,
-    /// `--benchmark`: the time and throughput of every input.
-    pub benchmark: bool,
+    /// `--verbose` (the settings, every input's size, fallbacks and skipped files) and
+    /// `--benchmark` (the time and throughput of every input).
+    pub figures: Figures,
 }
 
 /// Hash mode.
@@ -558,6 +560,14 @@ impl Args {
         Ok(layout)
     }
 
+    /// `--verbose` and `--benchmark`, for every mode.
+    fn figures(&self) -> Figures {
+        Figures {
+            verbose: self.verbose,
+            benchmark: self.benchmark,
+        }
+    }
+
     fn recursion(&self) -> Recursion {
         Recursion::from_flags(self.recursive, self.follow)
     }
@@ -573,7 +583,7 @@ impl Args {
 
 impl Common {
     fn from_args(args: Args) -> Common {
-        let read_mode = args.read_mode();
+        let (read_mode, figures) = (args.read_mode(), args.figures());
         let engine = args
             .processors
             .map(Engine::new)
@@ -588,8 +598,7 @@ impl Common {
             targets,
             engine,
             progress: When::from_flags(args.progress, args.no_progress || quiet),
-            verbose: args.verbose,
-            benchmark: args.benchmark,
+            figures,
         }
     }
 }
@@ -674,6 +683,7 @@ impl CheckSettings {
             warn: args.warn,
             hint_untagged_layout: untagged_layout_unchosen(args, layout),
             verbosity,
+            figures: args.figures(),
         };
         CheckSettings { options }
     }

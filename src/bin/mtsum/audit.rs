@@ -206,7 +206,7 @@ impl Events<'_> {
             Event::Verdict(v) => {
                 let name = v.path.as_os_str().as_bytes();
                 if let Some(e) = &v.error
-                    && (v.status.is_problem() || self.common.verbose)
+                    && (v.status.is_problem() || self.common.figures.verbose)
                 {
                     printer.message(&report::error_line(name, e));
                 }

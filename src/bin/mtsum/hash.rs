@@ -21,18 +21,13 @@ enum Item {
 
 pub fn run(common: &Common, settings: &HashSettings) -> Status {
     let request = &settings.request;
-    if common.verbose {
-        eprintln!("Algorithm: {}", request.algorithm);
-        eprintln!("Layout: {}", request.layout);
-        eprintln!("Number of processors: {}", common.engine.threads());
-        // Which SIMD kernel hashes several leaves or files at once, if the algorithm has one
-        // on this CPU (one big file with `plain` is still hashed as one stream).
-        let kernel = mtsum::lanes::Kernel::multi_buffer(request.algorithm);
-        eprintln!(
-            "Multi-buffer kernel: {}",
-            kernel.map_or("none", |k| k.name())
-        );
-    }
+    let (alg, layout) = (request.algorithm, request.layout);
+    eprint!(
+        "{}",
+        common
+            .figures
+            .settings(alg, layout, common.engine.threads())
+    );
     let mut walked: Box<dyn Iterator<Item = Walked>> =
         Box::new(walk(common.targets.iter().cloned(), settings.recursion));
     // The bar needs totals for an ETA, so a run that shows one walks the tree first; a tree
@@ -135,17 +130,9 @@ impl Results<'_> {
             output => root_line(output, layout, alg, &digest.root, name),
         };
         self.printer.print(&line);
-        let common = self.common;
-        if common.verbose {
-            if let Some(fallback) = &digest.fallback {
-                self.printer.message(&report::error_line(name, fallback));
-            }
-            let size = format!("File size: {} bytes\n", digest.size);
-            self.printer.message(size.as_bytes());
-        }
-        if common.verbose || common.benchmark {
-            let timing = report::timing_line(digest.size, digest.elapsed);
-            self.printer.message(format!("{timing}\n").as_bytes());
+        let figures = self.common.figures.of_input(name, digest);
+        if !figures.is_empty() {
+            self.printer.message(&figures);
         }
     }
 

@@ -44,7 +44,7 @@ pub fn start(common: &Common, count: impl FnOnce() -> Option<(u64, u64)>) -> (En
         below_bar: progress.has_bar() && stdout_is_the_bars_terminal(),
         progress,
         stdout: RefCell::new(BufWriter::with_capacity(OUTPUT_BUFFER, stdout.lock())),
-        verbose: common.verbose,
+        verbose: common.figures.verbose,
         status: Cell::new(Status::Ok),
         broken: Cell::new(false),
         files_done: Cell::new(0),
