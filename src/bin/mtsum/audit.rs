@@ -142,7 +142,7 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
             };
             match result {
                 Ok(n) => {
-                    eprintln!("mtsum: {} exported", count(n as u64, "record"));
+                    eprintln!("mtsum: {} exported", count(n, "record"));
                     Exit::Ok
                 }
                 Err(e) => fatal(&e),
@@ -164,12 +164,12 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
                         "mtsum: note: untagged lines were read as values of the {} layout ({}); import sums written by sha256sum, md5sum, b3sum or xxhsum \
                          with -t plain",
                         untagged.layout,
-                        count(imported.untagged as u64, "record")
+                        count(imported.untagged, "record")
                     );
                 }
                 eprintln!(
                     "mtsum: {} imported, {} left out",
-                    count(imported.records as u64, "record"),
+                    count(imported.records, "record"),
                     imported.skipped.len()
                 );
                 match imported.skipped.is_empty() {
