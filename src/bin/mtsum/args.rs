@@ -127,7 +127,7 @@ pub struct Args {
 
     /// One JSON object per input: path, size, layout, leaf_size, algorithm, digest, seconds
     /// (or path and error). With -c: one per line of the sum files (path, status, expected,
-    /// digest, ..., sumfile, line), then a summary per sum file.
+    /// digest, sumfile, line, ...), then a summary per sum file; not with --status.
     #[arg(long, conflicts_with_all = ["graph", "no_names"])]
     json: bool,
 
