@@ -27,7 +27,8 @@ use crate::report::{self, Figures, error_line};
 use crate::source::{self, InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
 
-/// How much `-c` prints.
+/// How much `-c` prints. [`Output::Json`] has every line whatever it says; the warnings
+/// on `err` follow it in both outputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Verbosity {
     /// A verdict for every line (`NAME: OK` too), and the warnings.

@@ -150,9 +150,7 @@ pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
     o.insert("seconds".into(), elapsed.as_secs_f64().into());
     o.insert("dry_run".into(), dry_run.into());
     o.insert("clean".into(), s.is_clean().into());
-    let mut outer = Object::new();
-    outer.insert("summary".into(), o.into());
-    line(outer)
+    summary(o)
 }
 
 /// The line for a checksum line that `-c` checked: `{"path":…,"status":…,"layout":…,
@@ -212,8 +210,13 @@ pub fn check_summary(
     if let Some(e) = error {
         o.insert("error".into(), e.into());
     }
+    summary(o)
+}
+
+/// `{"summary":{…}}`: how every summary line is told from the objects before it.
+fn summary(object: Object) -> Vec<u8> {
     let mut outer = Object::new();
-    outer.insert("summary".into(), o.into());
+    outer.insert("summary".into(), object.into());
     line(outer)
 }
 
