@@ -21,12 +21,14 @@ use std::os::unix::ffi::OsStringExt;
 
 use crate::algorithm::Algorithm;
 use crate::engine::{Engine, FileDigest, Request, Sink, Task};
+use crate::json;
 use crate::layout::{Layout, Root};
-use crate::report::{Figures, error_line};
+use crate::report::{self, Figures, error_line};
 use crate::source::{self, InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
 
-/// How much `-c` prints.
+/// How much `-c` prints. [`Output::Json`] has every line whatever it says; the warnings
+/// on `err` follow it in both outputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Verbosity {
     /// A verdict for every line (`NAME: OK` too), and the warnings.
@@ -36,6 +38,20 @@ pub enum Verbosity {
     Quiet,
     /// `--status`: nothing on stdout and no warnings; only the exit status says it.
     Status,
+}
+
+/// How `-c` writes its verdicts on stdout; stderr gets the same messages either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Output {
+    /// What `sha256sum -c` prints: `NAME: OK`, `NAME: FAILED`, `NAME: FAILED open or read`.
+    #[default]
+    Text,
+    /// `--json`: an object for every checksum line and every improperly formatted line, in
+    /// the order of the lines, and a summary object after each sum file
+    /// ([`json::check_line`], [`json::improper_line`], [`json::check_summary`]). Scripts get
+    /// every line whatever `--quiet` and `--ignore-missing` say, as an audit's JSON has every
+    /// file: those options change only the messages and the exit status.
+    Json,
 }
 
 /// What untagged lines (`HEX  NAME`) are checked with; tagged lines say it themselves.
@@ -103,6 +119,7 @@ pub struct CheckOptions {
     /// `--warn`: say which lines are improperly formatted.
     pub warn: bool,
     pub verbosity: Verbosity,
+    pub output: Output,
     /// `--verbose`, `--benchmark`: for every file checked, its size and time on `err`, as
     /// hash mode prints them for every input (whatever the verbosity: they were asked for);
     /// the settings before the first line and again when a line has others.
@@ -124,7 +141,10 @@ pub fn check(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> io::Result<bool> {
-    let names: Vec<Vec<u8>> = sum_files.iter().map(sum_file_name).collect();
+    let names: Vec<Vec<u8>> = sum_files
+        .iter()
+        .map(|t| report::name_bytes(t).to_vec())
+        .collect();
     let lines = Lines {
         files: sum_files.into_iter().enumerate().collect(),
         current: None,
@@ -170,11 +190,12 @@ pub fn check(
     Ok(verdicts.all_ok)
 }
 
-/// How a sum file is named in messages.
-fn sum_file_name(target: &Target) -> Vec<u8> {
-    match target {
-        Target::Stdin => b"standard input".to_vec(),
-        t => crate::report::name_bytes(t).to_vec(),
+/// How a sum file named `name` on the command line (`-`: standard input; a file named `-`
+/// is `./-` there) is named in messages.
+fn message_name(name: &[u8]) -> &[u8] {
+    match name {
+        b"-" => b"standard input",
+        name => name,
     }
 }
 
@@ -182,6 +203,9 @@ fn sum_file_name(target: &Target) -> Vec<u8> {
 enum Item {
     /// A checksum line: `name` is hashed and compared with `expected`.
     Line {
+        /// Where the line is: its sum file, and its number there (1-based).
+        file: usize,
+        line: u64,
         name: Vec<u8>,
         expected: Root,
         /// The layout and algorithm the line is checked with.
@@ -421,6 +445,8 @@ impl Lines {
         };
         let line = |layout, attempt| {
             let item = Item::Line {
+                file,
+                line: line_no,
                 name: entry.name.clone(),
                 expected: entry.expected,
                 spec: (layout, alg),
@@ -472,16 +498,71 @@ struct Tally {
     improper: u64,
     matched: u64,
     mismatched: u64,
+    /// Listed files that exist but could not be read.
     unreadable: u64,
-    /// The sum file itself could not be read.
-    failed: bool,
+    /// Listed files that do not exist (neither reported nor failed with `--ignore-missing`).
+    missing: u64,
+    /// Why the sum file itself could not be read.
+    failed: Option<String>,
     /// The CRCs an improper line's value may be, if it is one (said once, at the end).
     crc: Option<String>,
+}
+
+/// What became of one checksum line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineStatus {
+    /// The file's value is the line's.
+    Ok,
+    /// The file's value differs (`NAME: FAILED`).
+    Failed,
+    /// The file does not exist (`NAME: FAILED open or read`, unless `--ignore-missing`).
+    Missing,
+    /// The file exists but could not be hashed (`NAME: FAILED open or read`).
+    Unreadable,
+}
+
+impl LineStatus {
+    /// The name JSON gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LineStatus::Ok => "ok",
+            LineStatus::Failed => "failed",
+            LineStatus::Missing => "missing",
+            LineStatus::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// The verdict on one checksum line: decided in one place, then written as text or as JSON
+/// ([`Output`]).
+#[derive(Debug)]
+pub struct LineVerdict<'a> {
+    /// The file's name as the line gives it.
+    pub name: &'a [u8],
+    /// The sum file as named on the command line (`-`: standard input).
+    pub sum_file: &'a [u8],
+    /// The line's number in the sum file, from 1.
+    pub line: u64,
+    pub status: LineStatus,
+    /// What the file was checked with: with `--part-size auto`, the part size that matched,
+    /// else the first one that hashed the file.
+    pub layout: Layout,
+    pub algorithm: Algorithm,
+    /// The value the line holds, in its encoding.
+    pub expected: Root,
+    /// What the file gave (with `--part-size auto`, the time of every size tried); `None`
+    /// when it could not be read.
+    pub digest: Option<FileDigest>,
+    /// Why the file could not be read.
+    pub error: Option<InputError>,
+    /// With `--part-size auto`: how many part sizes hashed the file.
+    pub sizes_tried: Option<usize>,
 }
 
 /// Prints verdicts and summaries in order, and keeps the overall result.
 struct Verdicts<'a> {
     options: &'a CheckOptions,
+    /// The sum files as named on the command line ([`message_name`] for messages).
     names: &'a [Vec<u8>],
     tally: Tally,
     all_ok: bool,
@@ -499,6 +580,17 @@ struct Verdicts<'a> {
     settings_shown: Option<(Layout, Algorithm)>,
 }
 
+/// What hashing a line's file gave: with `--part-size auto`, all its attempts together
+/// ([`Tries::add`]).
+struct Outcome {
+    /// The layout the file was hashed with (see [`LineVerdict::layout`]).
+    layout: Layout,
+    matched: Result<bool, InputError>,
+    digest: Option<FileDigest>,
+    /// With `--part-size auto`: how many part sizes hashed the file.
+    tried: Option<usize>,
+}
+
 /// What the attempts of one line with `--part-size auto` found so far.
 #[derive(Debug, Default)]
 struct Tries {
@@ -508,8 +600,51 @@ struct Tries {
     /// file, and its verdict says how many sizes were tried.
     hashed: usize,
     error: Option<InputError>,
-    /// The first attempt's result, with the time of every attempt, for the figures.
-    digest: Option<FileDigest>,
+    /// The value of the size that matched, else of the first size that hashed the file,
+    /// with the time of every attempt, for the verdict and the figures.
+    digest: Option<(Layout, FileDigest)>,
+}
+
+impl Tries {
+    /// Adds one attempt's outcome; after the line's last attempt, the outcome of them all.
+    fn add(&mut self, attempt: Attempt, this: Outcome) -> Option<Outcome> {
+        let is_match = matches!(this.matched, Ok(true));
+        if let Some(digest) = this.digest {
+            let before = self.digest.take();
+            let elapsed = before.as_ref().map(|(_, d)| d.elapsed).unwrap_or_default();
+            let mut kept = match before {
+                Some(before) if !(is_match && self.matched.is_none()) => before,
+                _ => (attempt.layout, digest.clone()),
+            };
+            kept.1.elapsed = elapsed + digest.elapsed;
+            self.digest = Some(kept);
+        }
+        match this.matched {
+            Ok(matched) => {
+                self.hashed += 1;
+                if matched {
+                    self.matched.get_or_insert(attempt.layout);
+                }
+            }
+            Err(e) => _ = self.error.get_or_insert(e),
+        }
+        if !attempt.last {
+            return None;
+        }
+        let tries = std::mem::take(self);
+        let matched = match (tries.matched, tries.hashed, tries.error) {
+            (Some(_), _, _) => Ok(true),
+            (None, 0, Some(e)) => Err(e),
+            (None, _, _) => Ok(false),
+        };
+        let first = tries.digest.as_ref().map(|(layout, _)| *layout);
+        Some(Outcome {
+            layout: tries.matched.or(first).unwrap_or(attempt.layout),
+            matched,
+            digest: tries.digest.map(|(_, digest)| digest),
+            tried: Some(tries.hashed),
+        })
+    }
 }
 
 impl Sink<Item> for &mut Verdicts<'_> {
@@ -528,7 +663,7 @@ impl Sink<Item> for &mut Verdicts<'_> {
 }
 
 impl Verdicts<'_> {
-    fn on(&mut self, item: Item, result: Option<Result<crate::engine::FileDigest, InputError>>) {
+    fn on(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) {
         if self.io_error.is_some() {
             return;
         }
@@ -540,127 +675,175 @@ impl Verdicts<'_> {
     fn print(
         &mut self,
         item: Item,
-        result: Option<Result<crate::engine::FileDigest, InputError>>,
+        result: Option<Result<FileDigest, InputError>>,
     ) -> io::Result<()> {
-        let verbosity = self.options.verbosity;
+        let names = self.names;
+        let json = self.options.output == Output::Json;
         match item {
             Item::Line {
+                file,
+                line,
                 name,
                 expected,
                 spec: (layout, alg),
                 tagged,
                 attempt,
             } => {
-                let (mut matched, mut digest) = match result.expect("a line is hashed") {
-                    Ok(digest) => (
-                        Ok(layout.matches(alg, &digest.root, &expected)),
-                        Some(digest),
-                    ),
-                    Err(e) => (Err(e), None),
+                let mut outcome = match result.expect("a line is hashed") {
+                    Ok(digest) => Outcome {
+                        layout,
+                        matched: Ok(layout.matches(alg, &digest.root, &expected)),
+                        digest: Some(digest),
+                        tried: None,
+                    },
+                    Err(e) => Outcome {
+                        layout,
+                        matched: Err(e),
+                        digest: None,
+                        tried: None,
+                    },
                 };
-                let mut spec = (layout, alg);
-                let mut ok_text = String::from(": OK\n");
-                let mut failed_text = String::from(": FAILED\n");
                 if let Some(attempt) = attempt {
-                    let tries = &mut self.tries;
-                    if let Some(this) = digest.take() {
-                        match &mut tries.digest {
-                            Some(first) => first.elapsed += this.elapsed,
-                            None => tries.digest = Some(this),
-                        }
+                    match self.tries.add(attempt, outcome) {
+                        Some(all) => outcome = all,
+                        None => return Ok(()),
                     }
-                    match matched {
-                        Ok(true) => _ = tries.matched.get_or_insert(attempt.layout),
-                        Ok(false) => tries.hashed += 1,
-                        Err(e) => _ = tries.error.get_or_insert(e),
-                    }
-                    if !attempt.last {
-                        return Ok(());
-                    }
-                    let tries = std::mem::take(&mut self.tries);
-                    digest = tries.digest;
-                    matched = match (tries.matched, tries.hashed, tries.error) {
-                        (Some(layout), _, _) => {
-                            let size = layout.size_parameter().expect("a guessed size");
-                            ok_text = format!(": OK (--part-size {size})\n");
-                            spec.0 = layout;
-                            Ok(true)
-                        }
-                        (None, 0, Some(e)) => Err(e),
-                        (None, hashed, _) => {
-                            if hashed > 1 {
-                                failed_text = format!(": FAILED ({hashed} part sizes tried)\n");
-                            }
-                            Ok(false)
-                        }
-                    };
                 }
-                let ignored = matches!(&matched, Err(InputError::Io(e))
-                    if self.options.ignore_missing && e.kind() == io::ErrorKind::NotFound);
-                self.tally.proper += 1;
-                if ignored {
-                    return Ok(());
-                }
-                self.show_settings(spec)?;
-                let verdict: Option<&[u8]> = match matched {
-                    Ok(true) => {
-                        self.tally.matched += 1;
-                        self.untagged_matches += u64::from(!tagged);
-                        (verbosity == Verbosity::All).then_some(ok_text.as_bytes())
+                let status = match &outcome.matched {
+                    Ok(true) => LineStatus::Ok,
+                    Ok(false) => LineStatus::Failed,
+                    Err(InputError::Io(e)) if e.kind() == io::ErrorKind::NotFound => {
+                        LineStatus::Missing
                     }
-                    Ok(false) => {
-                        self.tally.mismatched += 1;
-                        self.untagged_mismatches += u64::from(!tagged);
-                        Some(failed_text.as_bytes())
-                    }
-                    Err(e) => {
-                        self.tally.unreadable += 1;
-                        self.err.write_all(&error_line(&name, &e))?;
-                        Some(b": FAILED open or read\n")
-                    }
+                    Err(_) => LineStatus::Unreadable,
                 };
-                if let Some(verdict) = verdict
-                    && verbosity != Verbosity::Status
-                {
-                    let mut line = sumfile::verdict_name(&name).into_owned();
-                    line.extend_from_slice(verdict);
-                    self.out.write_all(&line)?;
-                }
-                if let Some(digest) = &digest {
-                    let figures = self.options.figures.of_input(&name, digest);
-                    if !figures.is_empty() {
-                        self.err.write_all(&figures)?;
-                    }
-                }
+                let verdict = LineVerdict {
+                    name: &name,
+                    sum_file: &names[file],
+                    line,
+                    status,
+                    layout: outcome.layout,
+                    algorithm: alg,
+                    expected,
+                    digest: outcome.digest,
+                    error: outcome.matched.err(),
+                    sizes_tried: outcome.tried,
+                };
+                self.report(&verdict, tagged)?;
             }
             Item::Improper { file, line, crc } => {
                 self.tally.improper += 1;
+                let tag = self.options.untagged.tag();
+                let mut cause = format!("improperly formatted {tag} checksum line");
+                if let Some(crc) = &crc {
+                    cause += &format!(" (a {crc} value needs -a)");
+                }
                 if self.options.warn {
-                    let tag = self.options.untagged.tag();
-                    let mut cause = format!("{line}: improperly formatted {tag} checksum line");
-                    if let Some(crc) = &crc {
-                        cause += &format!(" (a {crc} value needs -a)");
-                    }
-                    self.err.write_all(&error_line(&self.names[file], &cause))?;
+                    let name = message_name(&names[file]);
+                    self.err
+                        .write_all(&error_line(name, &format!("{line}: {cause}")))?;
+                }
+                if json {
+                    self.out
+                        .write_all(&json::improper_line(&names[file], line, &cause))?;
                 }
                 self.tally.crc = self.tally.crc.take().or(crc);
             }
             Item::Unreadable { file, error } => {
-                self.tally.failed = true;
-                let name = &self.names[file];
-                let line = match error {
-                    Some(error) => error_line(name, &InputError::Io(error)),
-                    None => error_line(name, &"read error"),
+                let cause = match error {
+                    Some(error) => InputError::Io(error).to_string(),
+                    None => "read error".to_string(),
                 };
-                self.err.write_all(&line)?;
+                let name = message_name(&names[file]);
+                self.err.write_all(&error_line(name, &cause))?;
+                self.tally.failed = Some(cause);
             }
             Item::End { file } => {
-                let tally = std::mem::take(&mut self.tally);
-                self.summarise(file, &tally)?;
-                self.all_ok &= self.passed(&tally);
+                let t = std::mem::take(&mut self.tally);
+                let passed = self.passed(&t);
+                self.summarise(file, &t)?;
+                if json {
+                    let counts = [
+                        ("ok", t.matched),
+                        ("failed", t.mismatched),
+                        ("missing", t.missing),
+                        ("unreadable", t.unreadable),
+                        ("improper", t.improper),
+                    ];
+                    let problem = self.problem(&t);
+                    let summary =
+                        json::check_summary(&names[file], &counts, passed, problem.as_deref());
+                    self.out.write_all(&summary)?;
+                }
+                self.all_ok &= passed;
             }
         }
         Ok(())
+    }
+
+    /// Counts a line's verdict and writes it: its messages on `err`, and its line on `out`,
+    /// as text or as JSON.
+    fn report(&mut self, v: &LineVerdict, tagged: bool) -> io::Result<()> {
+        let t = &mut self.tally;
+        t.proper += 1;
+        match v.status {
+            LineStatus::Ok => {
+                t.matched += 1;
+                self.untagged_matches += u64::from(!tagged);
+            }
+            LineStatus::Failed => {
+                t.mismatched += 1;
+                self.untagged_mismatches += u64::from(!tagged);
+            }
+            LineStatus::Missing => t.missing += 1,
+            LineStatus::Unreadable => t.unreadable += 1,
+        }
+        let ignored = v.status == LineStatus::Missing && self.options.ignore_missing;
+        if !ignored {
+            self.show_settings((v.layout, v.algorithm))?;
+            if let Some(e) = &v.error {
+                self.err.write_all(&error_line(v.name, e))?;
+            }
+        }
+        let line = match self.options.output {
+            Output::Text if ignored => None,
+            Output::Text => self.text_line(v),
+            Output::Json => Some(json::check_line(v)),
+        };
+        if let Some(line) = line {
+            self.out.write_all(&line)?;
+        }
+        if let Some(digest) = &v.digest {
+            let figures = self.options.figures.of_input(v.name, digest);
+            if !figures.is_empty() {
+                self.err.write_all(&figures)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A verdict as `sha256sum -c` prints it, where the verbosity shows it.
+    fn text_line(&self, v: &LineVerdict) -> Option<Vec<u8>> {
+        let verbosity = self.options.verbosity;
+        let verdict = match (v.status, v.sizes_tried) {
+            _ if verbosity == Verbosity::Status => return None,
+            (LineStatus::Ok, _) if verbosity == Verbosity::Quiet => return None,
+            (LineStatus::Ok, Some(_)) => match v.layout.size_parameter() {
+                Some(size) => format!(": OK (--part-size {size})\n"),
+                None => ": OK\n".to_string(),
+            },
+            (LineStatus::Ok, None) => ": OK\n".to_string(),
+            (LineStatus::Failed, Some(tried)) if tried > 1 => {
+                format!(": FAILED ({tried} part sizes tried)\n")
+            }
+            (LineStatus::Failed, _) => ": FAILED\n".to_string(),
+            (LineStatus::Missing | LineStatus::Unreadable, _) => {
+                ": FAILED open or read\n".to_string()
+            }
+        };
+        let mut line = sumfile::verdict_name(v.name).into_owned();
+        line.extend_from_slice(verdict.as_bytes());
+        Some(line)
     }
 
     /// With `--verbose`, the settings lines before the verdict of a line checked with `spec`,
@@ -675,63 +858,80 @@ impl Verdicts<'_> {
         self.err.write_all(lines.as_bytes())
     }
 
-    /// The warnings coreutils prints after each sum file.
-    fn summarise(&mut self, file: usize, t: &Tally) -> io::Result<()> {
-        if t.failed {
-            return Ok(());
+    /// What failed a sum file as a whole, as its message says it: it could not be read, it
+    /// held no checksum line, or (`--ignore-missing`) none of the files it lists was there.
+    fn problem(&self, t: &Tally) -> Option<String> {
+        if let Some(cause) = &t.failed {
+            return Some(cause.clone());
         }
-        let name = &self.names[file];
         if t.proper == 0 {
             let mut cause = String::from("no properly formatted checksum lines found");
             if let Some(crc) = &t.crc {
                 cause += &format!(" (untagged CRC lines need -a: {crc})");
             }
-            return self.err.write_all(&error_line(name, &cause));
+            return Some(cause);
         }
-        if self.options.verbosity == Verbosity::Status {
+        (self.options.ignore_missing && t.matched == 0).then(|| "no file was verified".into())
+    }
+
+    /// The warnings coreutils prints after each sum file.
+    fn summarise(&mut self, file: usize, t: &Tally) -> io::Result<()> {
+        if t.failed.is_some() {
+            // Said when the read failed.
             return Ok(());
         }
-        let plural = |n: u64, one: &str, many: &str| {
-            let text = if n == 1 { one } else { many };
-            format!("mtsum: WARNING: {n} {text}\n")
-        };
-        if t.improper > 0 {
-            let msg = plural(
-                t.improper,
-                "line is improperly formatted",
-                "lines are improperly formatted",
-            );
-            self.err.write_all(msg.as_bytes())?;
+        let problem = self.problem(t);
+        if t.proper > 0 {
+            if self.options.verbosity == Verbosity::Status {
+                return Ok(());
+            }
+            let unread = t.unreadable
+                + if self.options.ignore_missing {
+                    0
+                } else {
+                    t.missing
+                };
+            let plural = |n: u64, one: &str, many: &str| {
+                let text = if n == 1 { one } else { many };
+                format!("mtsum: WARNING: {n} {text}\n")
+            };
+            let warnings = [
+                (
+                    t.improper,
+                    "line is improperly formatted",
+                    "lines are improperly formatted",
+                ),
+                (
+                    unread,
+                    "listed file could not be read",
+                    "listed files could not be read",
+                ),
+                (
+                    t.mismatched,
+                    "computed checksum did NOT match",
+                    "computed checksums did NOT match",
+                ),
+            ];
+            for (n, one, many) in warnings {
+                if n > 0 {
+                    self.err.write_all(plural(n, one, many).as_bytes())?;
+                }
+            }
         }
-        if t.unreadable > 0 {
-            let msg = plural(
-                t.unreadable,
-                "listed file could not be read",
-                "listed files could not be read",
-            );
-            self.err.write_all(msg.as_bytes())?;
+        match problem {
+            Some(cause) => {
+                let name = message_name(&self.names[file]);
+                self.err.write_all(&error_line(name, &cause))
+            }
+            None => Ok(()),
         }
-        if t.mismatched > 0 {
-            let msg = plural(
-                t.mismatched,
-                "computed checksum did NOT match",
-                "computed checksums did NOT match",
-            );
-            self.err.write_all(msg.as_bytes())?;
-        }
-        if self.options.ignore_missing && t.matched == 0 {
-            self.err
-                .write_all(&error_line(name, &"no file was verified"))?;
-        }
-        Ok(())
     }
 
     fn passed(&self, t: &Tally) -> bool {
-        !t.failed
-            && t.proper > 0
+        self.problem(t).is_none()
             && t.mismatched == 0
             && t.unreadable == 0
+            && (self.options.ignore_missing || t.missing == 0)
             && (!self.options.strict || t.improper == 0)
-            && (!self.options.ignore_missing || t.matched > 0)
     }
 }

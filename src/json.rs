@@ -1,8 +1,9 @@
-//! `--json`: one JSON object per line for scripts, in every mode that has the flag (hashing
-//! and `--audit`). It is an output format only: `-c` does not read it back.
+//! `--json`: one JSON object per line for scripts, in every mode that has the flag (hashing,
+//! `-c` and `--audit`). It is an output format only: `-c` does not read it back.
 //!
-//! Every object starts with the input's `path` (see [`path`]), so that a script can match
-//! objects to inputs whatever else they hold. Fields that describe a digest are the same
+//! Every object about a file starts with the file's `path` (see [`path`]), so that a script
+//! can match objects to inputs whatever else they hold; a sum file is named by `sumfile`,
+//! the same way. Summaries are `{"summary":{…}}`. Fields that describe a digest are the same
 //! in every object that has one: `layout`, `leaf_size` (`null` for layouts without leaves),
 //! `algorithm` and `digest` (hex; S3's values as S3 shows them). Times of files (`mtime`, `recorded_mtime`) are strings
 //! `SECONDS.NANOSECONDS`: a JSON number would lose the nanoseconds.
@@ -20,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::algorithm::Algorithm;
 use crate::audit::{Action, Prior, Status, Summary, Verdict};
+use crate::check::LineVerdict;
 use crate::engine::FileDigest;
 use crate::layout::Layout;
 
@@ -30,11 +32,16 @@ pub type Object = Map<String, Value>;
 /// is not UTF-8, since `path` then holds it lossily: the start of every object.
 pub fn path(name: &[u8]) -> Object {
     let mut object = Object::new();
-    object.insert("path".into(), String::from_utf8_lossy(name).into());
-    if std::str::from_utf8(name).is_err() {
-        object.insert("path_bytes".into(), name.to_vec().into());
-    }
+    insert_name(&mut object, "path", name);
     object
+}
+
+/// `name` as `key`, and as `key_bytes` when it is not UTF-8 (see [`path`]).
+fn insert_name(object: &mut Object, key: &str, name: &[u8]) {
+    object.insert(key.into(), String::from_utf8_lossy(name).into());
+    if std::str::from_utf8(name).is_err() {
+        object.insert(format!("{key}_bytes"), name.to_vec().into());
+    }
 }
 
 /// `object` as one line of JSON, newline included.
@@ -143,8 +150,73 @@ pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
     o.insert("seconds".into(), elapsed.as_secs_f64().into());
     o.insert("dry_run".into(), dry_run.into());
     o.insert("clean".into(), s.is_clean().into());
+    summary(o)
+}
+
+/// The line for a checksum line that `-c` checked: `{"path":…,"status":…,"layout":…,
+/// "leaf_size":…,"algorithm":…,"expected":…,"digest":…,"size":…,"seconds":…,
+/// "part_sizes_tried":…,"error":…,"sumfile":…,"line":…}`. `status` is `ok`, `failed`,
+/// `missing` or `unreadable`; `expected` is the line's value as written; `digest`, `size` and
+/// `seconds` are there when the file was hashed, `error` when it could not be, and
+/// `part_sizes_tried` with `--part-size auto`, whose matching size is the `leaf_size`.
+pub fn check_line(v: &LineVerdict) -> Vec<u8> {
+    let mut o = path(v.name);
+    o.insert("status".into(), v.status.name().into());
+    insert_kind(&mut o, v.layout, v.algorithm);
+    o.insert("expected".into(), v.expected.to_string().into());
+    if let Some(digest) = &v.digest {
+        o.insert("digest".into(), digest.root.to_string().into());
+        o.insert("size".into(), digest.size.into());
+        o.insert("seconds".into(), digest.elapsed.as_secs_f64().into());
+    }
+    if let Some(tried) = v.sizes_tried {
+        o.insert("part_sizes_tried".into(), tried.into());
+    }
+    if let Some(e) = &v.error {
+        o.insert("error".into(), e.to_string().into());
+    }
+    insert_name(&mut o, "sumfile", v.sum_file);
+    o.insert("line".into(), v.line.into());
+    line(o)
+}
+
+/// The line for a line of a sum file that `-c` could not read as a checksum line:
+/// `{"status":"improper","sumfile":…,"line":…,"error":…}`.
+pub fn improper_line(sum_file: &[u8], line_no: u64, cause: &str) -> Vec<u8> {
+    let mut o = Object::new();
+    o.insert("status".into(), "improper".into());
+    insert_name(&mut o, "sumfile", sum_file);
+    o.insert("line".into(), line_no.into());
+    o.insert("error".into(), cause.into());
+    line(o)
+}
+
+/// The line after each sum file `-c` read: `{"summary":{"sumfile":…,"ok":…,"failed":…,
+/// "missing":…,"unreadable":…,"improper":…,"passed":…,"error":…}}`, `counts` in that
+/// order; `error` says what failed the sum file as a whole (it could not be read, it held
+/// no checksum line, or none of its files was there with `--ignore-missing`).
+pub fn check_summary(
+    sum_file: &[u8],
+    counts: &[(&str, u64)],
+    passed: bool,
+    error: Option<&str>,
+) -> Vec<u8> {
+    let mut o = Object::new();
+    insert_name(&mut o, "sumfile", sum_file);
+    for &(name, count) in counts {
+        o.insert(name.into(), count.into());
+    }
+    o.insert("passed".into(), passed.into());
+    if let Some(e) = error {
+        o.insert("error".into(), e.into());
+    }
+    summary(o)
+}
+
+/// `{"summary":{…}}`: how every summary line is told from the objects before it.
+fn summary(object: Object) -> Vec<u8> {
     let mut outer = Object::new();
-    outer.insert("summary".into(), o.into());
+    outer.insert("summary".into(), object.into());
     line(outer)
 }
 
@@ -152,11 +224,16 @@ pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
 /// digest is written as it displays: hex, or a [`Root`](crate::layout::Root) as its storage
 /// system shows it (S3's `-N`, base64).
 fn insert_digest(object: &mut Object, layout: Layout, alg: Algorithm, digest: &dyn Display) {
+    insert_kind(object, layout, alg);
+    object.insert("digest".into(), digest.to_string().into());
+}
+
+/// `layout`, `leaf_size` and `algorithm`: what a digest is, or would have been.
+fn insert_kind(object: &mut Object, layout: Layout, alg: Algorithm) {
     object.insert("layout".into(), layout.name().into());
     let leaf = layout.leaf_size().map(|l| l.get());
     object.insert("leaf_size".into(), leaf.into());
     object.insert("algorithm".into(), alg.name().into());
-    object.insert("digest".into(), digest.to_string().into());
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use clap::Parser;
 use mtsum::audit::plan::IoPriority;
 use mtsum::audit::transfer::TransferFormat;
 use mtsum::audit::{self, Operation, Resolution, Store};
-use mtsum::check::{CheckOptions, Untagged, Verbosity};
+use mtsum::check::{self, CheckOptions, Untagged, Verbosity};
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::{Encoding, LayoutError, LeafSizeError, PartSize};
 use mtsum::report::Figures;
@@ -126,8 +126,9 @@ pub struct Args {
     zero: bool,
 
     /// One JSON object per input: path, size, layout, leaf_size, algorithm, digest, seconds
-    /// (or path and error).
-    #[arg(long, conflicts_with_all = ["check", "graph", "no_names"])]
+    /// (or path and error). With -c: one per line of the sum files (path, status, expected,
+    /// digest, sumfile, line, ...), then a summary per sum file; not with --status.
+    #[arg(long, conflicts_with_all = ["graph", "no_names"])]
     json: bool,
 
     /// Print the tree as a Graphviz DOT graph instead of the checksum line.
@@ -147,7 +148,7 @@ pub struct Args {
     quiet: bool,
 
     /// With -c: print nothing; the exit status tells.
-    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"])]
+    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"], conflicts_with = "json")]
     status: bool,
 
     /// With -c: improperly formatted lines fail the check.
@@ -683,6 +684,10 @@ impl CheckSettings {
             warn: args.warn,
             hint_untagged_layout: untagged_layout_unchosen(args, layout),
             verbosity,
+            output: match args.json {
+                true => check::Output::Json,
+                false => check::Output::Text,
+            },
             figures: args.figures(),
         };
         CheckSettings { options }
