@@ -611,6 +611,30 @@ fn standard_input_from_a_file_past_its_end_is_empty() {
 }
 
 #[test]
+fn standard_input_open_for_writing_only_is_a_bad_file_descriptor_even_with_nothing_to_read() {
+    // `mtsum 0> empty` or `0>> data`: sha256sum's read fails, so there is no digest of it,
+    // although an empty file, or one standing at its end, needs no read to learn its bytes.
+    let dir = tempdir();
+    let empty = write(dir.path(), "empty", b"");
+    let data = write(dir.path(), "data", &pattern(100));
+    let write_only = |path: &Path, at: u64| {
+        let mut file = fs::OpenOptions::new().append(true).open(path).unwrap();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at)).unwrap();
+        file
+    };
+    for (path, at) in [(&empty, 0), (&data, 100), (&data, 0)] {
+        for args in [&[][..], &["-t", "plain"], &["--mmap"], &["--json"]] {
+            let r = run_with_stdin_file(dir.path(), args, write_only(path, at));
+            let what = format!("{args:?} {path:?} at {at}");
+            assert_eq!(r.code, Some(1), "{what}: {}", r.stdout());
+            assert_eq!(r.stderr, error_line("-", "Bad file descriptor"), "{what}");
+        }
+        let r = run_with_stdin_file(dir.path(), &["--plan", "2", "-"], write_only(path, at));
+        assert_eq!(r.stderr, error_line("-", "Bad file descriptor"), "{path:?}");
+    }
+}
+
+#[test]
 fn standard_input_named_twice_from_a_file_at_an_offset_gives_the_rest_then_nothing() {
     let dir = tempdir();
     let data = pattern(100_000);
