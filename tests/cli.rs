@@ -1456,6 +1456,31 @@ fn version_flags_print_the_version_and_exit_0() {
     }
 }
 
+#[test]
+fn help_and_version_on_a_failing_standard_output_are_a_write_error_with_status_1() {
+    // As `sha256sum --help > /dev/full`: the text did not get there.
+    let dir = tempdir();
+    let mut cases = vec![(">&-", "Bad file descriptor")];
+    match Path::new("/dev/full").exists() {
+        true => cases.push(("> /dev/full", "No space left on device")),
+        false => skip(
+            "help_and_version_on_/dev/full",
+            "this system has no /dev/full",
+        ),
+    }
+    for (redirection, cause) in cases {
+        for flag in ["--help", "--version"] {
+            let r = run_redirected(dir.path(), &[flag], redirection);
+            let line = format!("mtsum: standard output: {cause}\n");
+            assert_eq!(
+                (r.code, r.stderr.as_str()),
+                (Some(1), &*line),
+                "{flag} {redirection}"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Progress bar
 // ---------------------------------------------------------------------------------------------
