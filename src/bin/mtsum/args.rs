@@ -26,7 +26,7 @@ use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, LeafSize};
 
 /// Why the command line gives the modes nothing to do.
-pub enum Stop {
+pub enum EarlyExit {
     /// `--help` or `--version`: this text goes to stdout, with status 0 if it gets there.
     Show(String),
     /// A wrong command line: the message, one line, as `mtsum: cause (try 'mtsum --help')`
@@ -35,21 +35,21 @@ pub enum Stop {
 }
 
 /// Parses the command line.
-pub fn parse() -> Result<Config, Stop> {
-    let args = Args::try_parse().map_err(clap_stop)?;
+pub fn parse() -> Result<Config, EarlyExit> {
+    let args = Args::try_parse().map_err(clap_early_exit)?;
     // The library falls back to the portable kernels on a cap it cannot read; the command
     // says so instead, before any work.
-    mtsum::lanes::Isa::cap_from_env().map_err(|e| Stop::Usage(e.to_string()))?;
-    Config::from_args(args).map_err(|e| Stop::Usage(e.to_string()))
+    mtsum::lanes::Isa::cap_from_env().map_err(|e| EarlyExit::Usage(e.to_string()))?;
+    Config::from_args(args).map_err(|e| EarlyExit::Usage(e.to_string()))
 }
 
 /// What a clap error stops for: help and version are no errors, but text for stdout (printed
 /// by the caller, which reports a stdout that fails, where clap would exit 0 regardless); an
 /// error is its one-line cause, with a pointer to `--help`.
-fn clap_stop(e: clap::Error) -> Stop {
+fn clap_early_exit(e: clap::Error) -> EarlyExit {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        return Stop::Show(e.to_string());
+        return EarlyExit::Show(e.to_string());
     }
     let text = e.to_string();
     let mut lines = text.lines();
@@ -60,7 +60,7 @@ fn clap_stop(e: clap::Error) -> Stop {
         (true, Some(next)) => format!("{first} {}", next.trim()),
         _ => first.to_string(),
     };
-    Stop::Usage(format!("{cause} (try 'mtsum --help')"))
+    EarlyExit::Usage(format!("{cause} (try 'mtsum --help')"))
 }
 
 /// Checksums of huge files as Merkle trees, hashed on every core.
