@@ -425,6 +425,7 @@ impl Input {
             return Ok(Input::Stream(Box::new(io::empty())));
         }
         let file = stdin_file()?;
+        refuse_write_only(&file)?;
         let meta = file.metadata()?;
         Input::from_open(file, &meta, mode, true, known)
     }
@@ -483,6 +484,22 @@ impl Input {
         let stamp = Stamp::new(len, Mtime::of(meta));
         let sized = SizedFile::new(file, stamp, start, is_block_device, end);
         Ok(Input::Sized(sized.with_mode(mode, stdin_at.is_some())))
+    }
+}
+
+/// Fails with `EBADF`, as a read would, when `file` is open for writing only: standard input
+/// redirected so (`mtsum 0> file`, `0>> file`). coreutils' first read says so; positioned
+/// reads of an empty file, or of one standing at its end, make no read, and would print the
+/// digest of no bytes for an input that cannot be read at all.
+fn refuse_write_only(file: &File) -> io::Result<()> {
+    // SAFETY: fcntl on our own open descriptor with integer arguments.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    match flags {
+        -1 => Err(io::Error::last_os_error()),
+        f if f & libc::O_ACCMODE == libc::O_WRONLY => {
+            Err(io::Error::from_raw_os_error(libc::EBADF))
+        }
+        _ => Ok(()),
     }
 }
 

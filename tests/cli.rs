@@ -611,6 +611,30 @@ fn standard_input_from_a_file_past_its_end_is_empty() {
 }
 
 #[test]
+fn standard_input_open_for_writing_only_is_a_bad_file_descriptor_even_with_nothing_to_read() {
+    // `mtsum 0> empty` or `0>> data`: sha256sum's read fails, so there is no digest of it,
+    // although an empty file, or one standing at its end, needs no read to learn its bytes.
+    let dir = tempdir();
+    let empty = write(dir.path(), "empty", b"");
+    let data = write(dir.path(), "data", &pattern(100));
+    let write_only = |path: &Path, at: u64| {
+        let mut file = fs::OpenOptions::new().append(true).open(path).unwrap();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at)).unwrap();
+        file
+    };
+    for (path, at) in [(&empty, 0), (&data, 100), (&data, 0)] {
+        for args in [&[][..], &["-t", "plain"], &["--mmap"], &["--json"]] {
+            let r = run_with_stdin_file(dir.path(), args, write_only(path, at));
+            let what = format!("{args:?} {path:?} at {at}");
+            assert_eq!(r.code, Some(1), "{what}: {}", r.stdout());
+            assert_eq!(r.stderr, error_line("-", "Bad file descriptor"), "{what}");
+        }
+        let r = run_with_stdin_file(dir.path(), &["--plan", "2", "-"], write_only(path, at));
+        assert_eq!(r.stderr, error_line("-", "Bad file descriptor"), "{path:?}");
+    }
+}
+
+#[test]
 fn standard_input_named_twice_from_a_file_at_an_offset_gives_the_rest_then_nothing() {
     let dir = tempdir();
     let data = pattern(100_000);
@@ -1429,6 +1453,31 @@ fn version_flags_print_the_version_and_exit_0() {
     let expected = format!("mtsum {}\n", env!("CARGO_PKG_VERSION"));
     for flag in ["--version", "-V", "-v"] {
         run(dir.path(), [flag]).assert(0, &expected, "");
+    }
+}
+
+#[test]
+fn help_and_version_on_a_failing_standard_output_are_a_write_error_with_status_1() {
+    // As `sha256sum --help > /dev/full`: the text did not get there.
+    let dir = tempdir();
+    let mut cases = vec![(">&-", "Bad file descriptor")];
+    match Path::new("/dev/full").exists() {
+        true => cases.push(("> /dev/full", "No space left on device")),
+        false => skip(
+            "help_and_version_on_/dev/full",
+            "this system has no /dev/full",
+        ),
+    }
+    for (redirection, cause) in cases {
+        for flag in ["--help", "--version"] {
+            let r = run_redirected(dir.path(), &[flag], redirection);
+            let line = format!("mtsum: standard output: {cause}\n");
+            assert_eq!(
+                (r.code, r.stderr.as_str()),
+                (Some(1), &*line),
+                "{flag} {redirection}"
+            );
+        }
     }
 }
 

@@ -25,23 +25,31 @@ use mtsum::sumfile::{Format, Terminator};
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, LeafSize};
 
-/// Parses the command line. `Err` holds the message for a wrong one: one line, as
-/// `mtsum: cause (try 'mtsum --help')` or `mtsum: cause`. Help and version are printed here,
-/// and end the process with status 0, as clap does.
-pub fn parse() -> Result<Config, String> {
-    let args = Args::try_parse().map_err(usage_error)?;
-    // The library falls back to the portable kernels on a cap it cannot read; the command
-    // says so instead, before any work.
-    mtsum::lanes::Isa::cap_from_env().map_err(|e| e.to_string())?;
-    Config::from_args(args).map_err(|e| e.to_string())
+/// Why the command line gives the modes nothing to do.
+pub enum EarlyExit {
+    /// `--help` or `--version`: this text goes to stdout, with status 0 if it gets there.
+    Show(String),
+    /// A wrong command line: the message, one line, as `mtsum: cause (try 'mtsum --help')`
+    /// or `mtsum: cause`, with status 2.
+    Usage(String),
 }
 
-/// The one-line cause of a clap error, with a pointer to `--help`; help and version are not
-/// errors: they go to stdout with status 0.
-fn usage_error(e: clap::Error) -> String {
+/// Parses the command line.
+pub fn parse() -> Result<Config, EarlyExit> {
+    let args = Args::try_parse().map_err(clap_early_exit)?;
+    // The library falls back to the portable kernels on a cap it cannot read; the command
+    // says so instead, before any work.
+    mtsum::lanes::Isa::cap_from_env().map_err(|e| EarlyExit::Usage(e.to_string()))?;
+    Config::from_args(args).map_err(|e| EarlyExit::Usage(e.to_string()))
+}
+
+/// What a clap error stops for: help and version are no errors, but text for stdout (printed
+/// by the caller, which reports a stdout that fails, where clap would exit 0 regardless); an
+/// error is its one-line cause, with a pointer to `--help`.
+fn clap_early_exit(e: clap::Error) -> EarlyExit {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        e.exit();
+        return EarlyExit::Show(e.to_string());
     }
     let text = e.to_string();
     let mut lines = text.lines();
@@ -52,7 +60,7 @@ fn usage_error(e: clap::Error) -> String {
         (true, Some(next)) => format!("{first} {}", next.trim()),
         _ => first.to_string(),
     };
-    format!("{cause} (try 'mtsum --help')")
+    EarlyExit::Usage(format!("{cause} (try 'mtsum --help')"))
 }
 
 /// Checksums of huge files as Merkle trees, hashed on every core.

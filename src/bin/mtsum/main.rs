@@ -17,7 +17,7 @@ mod stdio;
 
 use std::process::ExitCode;
 
-use args::Mode;
+use args::{EarlyExit, Mode};
 use session::Status;
 
 fn main() -> ExitCode {
@@ -29,7 +29,8 @@ fn main() -> ExitCode {
     }
     let config = match args::parse() {
         Ok(config) => config,
-        Err(message) => {
+        Err(EarlyExit::Show(text)) => return ExitCode::from(session::print_text(&text) as u8),
+        Err(EarlyExit::Usage(message)) => {
             eprintln!("mtsum: {message}");
             return ExitCode::from(Status::Usage as u8);
         }

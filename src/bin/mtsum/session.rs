@@ -146,7 +146,7 @@ impl Printer {
     pub fn stdout_failed(&self, error: &io::Error) {
         if !self.broken() {
             self.broken.set(true);
-            let line = format!("mtsum: standard output: {}\n", os_message(error));
+            let line = stdout_error_line(error);
             let _ = self.progress.write(&mut io::stderr(), line.as_bytes());
         }
         self.fail();
@@ -196,9 +196,7 @@ impl Printer {
     }
 
     fn write_stdout(&self, bytes: &[u8]) -> io::Result<()> {
-        if stdio::stdout_was_closed() {
-            return Err(io::Error::from_raw_os_error(libc::EBADF));
-        }
+        stdout_open()?;
         let mut stdout = self.stdout.borrow_mut();
         if self.below_bar {
             return self.progress.write(&mut *stdout, bytes);
@@ -216,6 +214,38 @@ impl Printer {
             false => self.stdout.borrow_mut().flush(),
         }
     }
+}
+
+/// Writes `text` (`--help`, `--version`) to stdout, as a mode's results are written: a stdout
+/// that fails (`mtsum --help > /dev/full`, or closed) is reported and gives status 1, as
+/// coreutils' `--help` and `--version` do.
+pub fn print_text(text: &str) -> Status {
+    let written = stdout_open().and_then(|()| {
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(text.as_bytes())?;
+        stdout.flush()
+    });
+    match written {
+        Ok(()) => Status::Ok,
+        Err(e) => {
+            eprint!("{}", stdout_error_line(&e));
+            Status::InputFailed
+        }
+    }
+}
+
+/// Fails with `EBADF` when stdout was closed at start-up: Rust's runtime put `/dev/null` there,
+/// which would take every write (see [`stdio`]).
+fn stdout_open() -> io::Result<()> {
+    match stdio::stdout_was_closed() {
+        true => Err(io::Error::from_raw_os_error(libc::EBADF)),
+        false => Ok(()),
+    }
+}
+
+/// The message of a failing stdout: `mtsum: standard output: cause`.
+fn stdout_error_line(error: &io::Error) -> String {
+    format!("mtsum: standard output: {}\n", os_message(error))
 }
 
 /// Standard output above the bar; see [`Printer::writers`].
