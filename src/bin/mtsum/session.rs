@@ -225,7 +225,12 @@ pub struct Stdout<'p>(&'p Printer);
 pub struct Stderr<'p>(&'p Printer);
 
 impl Write for Stdout<'_> {
+    /// Fails once stdout failed (the failure may have been met by a flush before a message
+    /// on stderr), so that the writer stops as every mode does.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.0.broken() {
+            return Err(io::Error::other("standard output failed before"));
+        }
         self.0.write_stdout(buf)?;
         Ok(buf.len())
     }
@@ -236,10 +241,14 @@ impl Write for Stdout<'_> {
 }
 
 impl Write for Stderr<'_> {
+    /// Writes nothing once stdout failed, as [`Printer::message`]; a failing stderr is
+    /// returned (it fails the run, as in coreutils).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // After the results before it, as coreutils' `error` flushes stdout first.
         self.0.write_gathered();
-        self.0.progress.write(&mut io::stderr(), buf)?;
+        if !self.0.broken() {
+            self.0.progress.write(&mut io::stderr(), buf)?;
+        }
         Ok(buf.len())
     }
 
