@@ -1643,6 +1643,11 @@ fn json_check_describes_tagged_lines_of_every_layout_as_hash_mode_does() {
         &["-t", "rfc6962", "-a", "sha512", "-l", "64"],
         &["-t", "s3", "--part-size", "16M"],
         &["-t", "glacier"],
+        // The digest is spelled as the line's value is, as hash mode spells it with
+        // --base64: an ok line's `digest` equals its `expected`.
+        &["-t", "s3", "--part-size", "16M", "--base64"],
+        &["-t", "plain", "-a", "crc32c", "--base64"],
+        &["-t", "merkle", "-l", "4K", "--base64"],
     ] {
         let tagged = mtsum_in(p, &[strs(args), strs(&["--tag", "f"])].concat(), b"");
         sums.extend_from_slice(&tagged.stdout);
