@@ -167,6 +167,7 @@ pub fn check(
         io_error: None,
         out_failed: &out_failed,
         untagged_mismatches: 0,
+        untagged_multipart_mismatches: 0,
         untagged_matches: 0,
         tries: Tries::default(),
         processors: engine.threads(),
@@ -186,10 +187,17 @@ pub fn check(
         } else {
             ("lines", "were")
         };
+        // A part count after the value (`…-3`) is S3's: -t plain would fail it too.
+        let advice = match verdicts.untagged_multipart_mismatches {
+            0 => "use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum",
+            _ => {
+                "use -t s3 for S3 values (a part count after a dash), with --part-size auto \
+                  if their part size is not known"
+            }
+        };
         writeln!(
             verdicts.err,
-            "mtsum: note: untagged {lines} {were} checked with the {layout} layout; \
-             use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum"
+            "mtsum: note: untagged {lines} {were} checked with the {layout} layout; {advice}"
         )?;
     }
     Ok(verdicts.all_ok)
@@ -585,6 +593,9 @@ struct Verdicts<'a> {
     out_failed: &'a Cell<bool>,
     /// Untagged lines whose digest differed or matched, for the hint about `-t`.
     untagged_mismatches: u64,
+    /// Untagged lines whose digest differed and whose value has S3's part count: the hint
+    /// names `-t s3` then.
+    untagged_multipart_mismatches: u64,
     untagged_matches: u64,
     /// The attempts so far of a line with `--part-size auto`.
     tries: Tries,
@@ -814,6 +825,8 @@ impl Verdicts<'_> {
             LineStatus::Failed => {
                 t.mismatched += 1;
                 self.untagged_mismatches += u64::from(!tagged);
+                let multipart = v.expected.parts().is_some();
+                self.untagged_multipart_mismatches += u64::from(!tagged && multipart);
             }
             LineStatus::Missing => t.missing += 1,
             LineStatus::Unreadable => t.unreadable += 1,
