@@ -431,6 +431,28 @@ fn check_reads_no_more_lines_once_standard_output_failed() {
 }
 
 #[test]
+fn check_prints_its_verdicts_when_standard_error_fails_and_exits_1() {
+    let full = match dev_full() {
+        Ok(full) => full,
+        Err(why) => return skip("check_prints_its_verdicts_when_stderr_fails", &why),
+    };
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let a = line_of(dir.path(), &["-t", "plain"], "a");
+    // The junk line's warning goes first, to the full stderr; the verdict still comes,
+    // and the status says that a message was lost, as `sha256sum -c --warn` does.
+    write(dir.path(), "sums", format!("junk\n{a}").as_bytes());
+    let out = StdCommand::new(MTSUM)
+        .args(["-t", "plain", "-c", "--warn", "sums"])
+        .current_dir(dir.path())
+        .stderr(full)
+        .output()
+        .expect("mtsum starts");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a: OK\n");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
 fn several_files_are_printed_in_command_line_order() {
     let dir = tempdir();
     // The large file first and names out of alphabetical order: the small files finish

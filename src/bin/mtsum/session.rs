@@ -241,13 +241,14 @@ impl Write for Stdout<'_> {
 }
 
 impl Write for Stderr<'_> {
-    /// Writes nothing once stdout failed, as [`Printer::message`]; a failing stderr is
-    /// returned (it fails the run, as in coreutils).
+    /// Writes nothing once stdout failed, as [`Printer::message`]. A failing stderr has
+    /// nowhere to be reported and does not stop the results on stdout; it ends the run with
+    /// status 1, as in coreutils.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // After the results before it, as coreutils' `error` flushes stdout first.
         self.0.write_gathered();
-        if !self.0.broken() {
-            self.0.progress.write(&mut io::stderr(), buf)?;
+        if !self.0.broken() && self.0.progress.write(&mut io::stderr(), buf).is_err() {
+            self.0.fail();
         }
         Ok(buf.len())
     }
