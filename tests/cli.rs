@@ -453,6 +453,22 @@ fn check_prints_its_verdicts_when_standard_error_fails_and_exits_1() {
 }
 
 #[test]
+fn a_usage_error_exits_2_when_standard_error_fails() {
+    let full = match dev_full() {
+        Ok(full) => full,
+        Err(why) => return skip("a_usage_error_exits_2_when_stderr_fails", &why),
+    };
+    let dir = tempdir();
+    let out = StdCommand::new(MTSUM)
+        .args(["-c", "--status", "--json", "sums"])
+        .current_dir(dir.path())
+        .stderr(full)
+        .output()
+        .expect("mtsum starts");
+    assert_eq!(out.status.code(), Some(2), "not a panic (101)");
+}
+
+#[test]
 fn several_files_are_printed_in_command_line_order() {
     let dir = tempdir();
     // The large file first and names out of alphabetical order: the small files finish

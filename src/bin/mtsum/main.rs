@@ -15,6 +15,7 @@ mod ranges;
 mod session;
 mod stdio;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use args::Mode;
@@ -30,7 +31,9 @@ fn main() -> ExitCode {
     let config = match args::parse() {
         Ok(config) => config,
         Err(message) => {
-            eprintln!("mtsum: {message}");
+            // Not `eprintln!`, which panics when stderr fails (`2>/dev/full`): the status
+            // still says it.
+            let _ = writeln!(std::io::stderr(), "mtsum: {message}");
             return ExitCode::from(Status::Usage as u8);
         }
     };
