@@ -469,6 +469,29 @@ fn a_usage_error_exits_2_when_standard_error_fails() {
 }
 
 #[test]
+fn verbose_hashing_prints_its_lines_when_standard_error_fails() {
+    let full = match dev_full() {
+        Ok(full) => full,
+        Err(why) => return skip("verbose_hashing_when_stderr_fails", &why),
+    };
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let a = line_of(dir.path(), &["-t", "plain"], "a");
+    let out = StdCommand::new(MTSUM)
+        .args(["-t", "plain", "--verbose", "a"])
+        .current_dir(dir.path())
+        .stderr(full)
+        .output()
+        .expect("mtsum starts");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), a);
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "a status, not a panic: {code:?}"
+    );
+}
+
+#[test]
 fn several_files_are_printed_in_command_line_order() {
     let dir = tempdir();
     // The large file first and names out of alphabetical order: the small files finish

@@ -1,5 +1,6 @@
 //! Hash mode: walk the inputs, hash them on the engine, print one result each in order.
 
+use std::io::Write;
 use std::os::unix::ffi::OsStringExt;
 
 use mtsum::engine::{FileDigest, Sink, Task};
@@ -22,12 +23,12 @@ enum Item {
 pub fn run(common: &Common, settings: &HashSettings) -> Status {
     let request = &settings.request;
     let (alg, layout) = (request.algorithm, request.layout);
-    eprint!(
-        "{}",
-        common
-            .figures
-            .settings(alg, layout, common.engine.threads())
-    );
+    let settings_lines = common
+        .figures
+        .settings(alg, layout, common.engine.threads());
+    // Not `eprint!`, which panics when stderr fails (`2>/dev/full`); the hashing goes on, as
+    // after any message (`Printer::message`).
+    let _ = std::io::stderr().write_all(settings_lines.as_bytes());
     let mut walked: Box<dyn Iterator<Item = Walked>> =
         Box::new(walk(common.targets.iter().cloned(), settings.recursion));
     // The bar needs totals for an ETA, so a run that shows one walks the tree first; a tree
