@@ -12,6 +12,7 @@
 //! it takes the line, in order, so that a sum file `-` read later gets nothing rather than
 //! racing the worker that hashes it).
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs::File;
@@ -133,7 +134,8 @@ pub struct CheckOptions {
 /// Verifies every file listed in `sum_files` (`Target::Stdin` for `-`), printing verdicts to
 /// `out` and diagnostics to `err`. Returns whether everything checked out: every sum file had
 /// a properly formatted line, no digest differed, no listed file was unreadable, and (with
-/// `--strict`) no line was improper.
+/// `--strict`) no line was improper. A write to `out` or `err` that fails ends the check
+/// (no more lines are read; the files under way are finished unreported) with that error.
 pub fn check(
     engine: &Engine,
     sum_files: Vec<Target>,
@@ -145,6 +147,7 @@ pub fn check(
         .iter()
         .map(|t| report::name_bytes(t).to_vec())
         .collect();
+    let out_failed = Cell::new(false);
     let lines = Lines {
         files: sum_files.into_iter().enumerate().collect(),
         current: None,
@@ -152,6 +155,7 @@ pub fn check(
         untagged: options.untagged,
         queue: VecDeque::new(),
         paused: false,
+        out_failed: &out_failed,
     };
     let mut verdicts = Verdicts {
         options,
@@ -161,7 +165,9 @@ pub fn check(
         out,
         err,
         io_error: None,
+        out_failed: &out_failed,
         untagged_mismatches: 0,
+        untagged_multipart_mismatches: 0,
         untagged_matches: 0,
         tries: Tries::default(),
         processors: engine.threads(),
@@ -181,10 +187,17 @@ pub fn check(
         } else {
             ("lines", "were")
         };
+        // A part count after the value (`…-3`) is S3's: -t plain would fail it too.
+        let advice = match verdicts.untagged_multipart_mismatches {
+            0 => "use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum",
+            _ => {
+                "use -t s3 for S3 values (a part count after a dash), with --part-size auto \
+                  if their part size is not known"
+            }
+        };
         writeln!(
             verdicts.err,
-            "mtsum: note: untagged {lines} {were} checked with the {layout} layout; \
-             use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum"
+            "mtsum: note: untagged {lines} {were} checked with the {layout} layout; {advice}"
         )?;
     }
     Ok(verdicts.all_ok)
@@ -319,7 +332,7 @@ impl SumFile {
 /// verdicts of the lines before are printed while the writer takes its time, as
 /// `sha256sum -c` prints them. A sum file that can be read at once (a regular file, a pipe
 /// that keeps up) gets none, so that its verdicts stay gathered into large writes.
-struct Lines {
+struct Lines<'a> {
     files: VecDeque<(usize, Target)>,
     /// The sum file being read.
     current: Option<SumFile>,
@@ -328,13 +341,19 @@ struct Lines {
     queue: VecDeque<Task<Item>>,
     /// The last task was a pause: the next read or open may wait.
     paused: bool,
+    /// Set once writing a verdict failed ([`Verdicts::io_error`]): every later one would fail
+    /// too, so no more lines are read and no more files hashed, as hash mode stops.
+    out_failed: &'a Cell<bool>,
 }
 
-impl Iterator for Lines {
+impl Iterator for Lines<'_> {
     type Item = Task<Item>;
 
     fn next(&mut self) -> Option<Task<Item>> {
         loop {
+            if self.out_failed.get() {
+                return None;
+            }
             if let Some(task) = self.queue.pop_front() {
                 return Some(task);
             }
@@ -399,7 +418,7 @@ impl Iterator for Lines {
     }
 }
 
-impl Lines {
+impl Lines<'_> {
     /// The task for one line; `None` for a blank line or a comment.
     fn task(
         &mut self,
@@ -568,9 +587,15 @@ struct Verdicts<'a> {
     all_ok: bool,
     out: &'a mut dyn Write,
     err: &'a mut dyn Write,
+    /// The first failure to write, returned by [`check`]; nothing is written after it.
     io_error: Option<io::Error>,
+    /// Tells [`Lines`] that writing failed.
+    out_failed: &'a Cell<bool>,
     /// Untagged lines whose digest differed or matched, for the hint about `-t`.
     untagged_mismatches: u64,
+    /// Untagged lines whose digest differed and whose value has S3's part count: the hint
+    /// names `-t s3` then.
+    untagged_multipart_mismatches: u64,
     untagged_matches: u64,
     /// The attempts so far of a line with `--part-size auto`.
     tries: Tries,
@@ -657,7 +682,7 @@ impl Sink<Item> for &mut Verdicts<'_> {
         if self.io_error.is_none()
             && let Err(e) = self.out.flush()
         {
-            self.io_error = Some(e);
+            self.write_failed(e);
         }
     }
 }
@@ -668,8 +693,14 @@ impl Verdicts<'_> {
             return;
         }
         if let Err(e) = self.print(item, result) {
-            self.io_error = Some(e);
+            self.write_failed(e);
         }
+    }
+
+    /// Keeps the first write error, and stops the reading of lines.
+    fn write_failed(&mut self, e: io::Error) {
+        self.io_error.get_or_insert(e);
+        self.out_failed.set(true);
     }
 
     fn print(
@@ -794,6 +825,8 @@ impl Verdicts<'_> {
             LineStatus::Failed => {
                 t.mismatched += 1;
                 self.untagged_mismatches += u64::from(!tagged);
+                let multipart = v.expected.parts().is_some();
+                self.untagged_multipart_mismatches += u64::from(!tagged && multipart);
             }
             LineStatus::Missing => t.missing += 1,
             LineStatus::Unreadable => t.unreadable += 1,

@@ -156,16 +156,20 @@ pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
 /// The line for a checksum line that `-c` checked: `{"path":…,"status":…,"layout":…,
 /// "leaf_size":…,"algorithm":…,"expected":…,"digest":…,"size":…,"seconds":…,
 /// "part_sizes_tried":…,"error":…,"sumfile":…,"line":…}`. `status` is `ok`, `failed`,
-/// `missing` or `unreadable`; `expected` is the line's value as written; `digest`, `size` and
-/// `seconds` are there when the file was hashed, `error` when it could not be, and
-/// `part_sizes_tried` with `--part-size auto`, whose matching size is the `leaf_size`.
+/// `missing` or `unreadable`; `expected` is the line's value as written, `digest` the file's in
+/// the same encoding (hex or base64); `digest`, `size` and `seconds` are there when the file
+/// was hashed, `error` when it could not be, and `part_sizes_tried` with `--part-size auto`,
+/// whose matching size is the `leaf_size`.
 pub fn check_line(v: &LineVerdict) -> Vec<u8> {
     let mut o = path(v.name);
     o.insert("status".into(), v.status.name().into());
     insert_kind(&mut o, v.layout, v.algorithm);
     o.insert("expected".into(), v.expected.to_string().into());
     if let Some(digest) = &v.digest {
-        o.insert("digest".into(), digest.root.to_string().into());
+        // In the line's encoding (hex or base64), so that an ok line's `digest` equals its
+        // `expected`, and hash mode with `--base64` prints the same.
+        let root = digest.root.with_encoding(v.expected.encoding());
+        o.insert("digest".into(), root.to_string().into());
         o.insert("size".into(), digest.size.into());
         o.insert("seconds".into(), digest.elapsed.as_secs_f64().into());
     }

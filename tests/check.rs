@@ -1387,6 +1387,29 @@ fn sums_of_another_layout_get_a_hint_about_the_layout() {
     assert!(!corrupt.stderr().contains("note:"), "{}", corrupt.stderr());
 }
 
+#[test]
+fn s3_values_checked_without_a_layout_get_a_hint_about_s3_not_plain() {
+    let dir = open_tempdir();
+    put(dir.path(), b"f", &noise(6 << 20, 5));
+    // What an S3 listing gives: the ETag of a multipart upload, untagged.
+    let args = strs(&["-t", "s3", "--part-size", "5M", "f"]);
+    let sums = mtsum_in(dir.path(), &args, b"").stdout;
+    assert!(String::from_utf8_lossy(&sums).contains("-2  f"), "{sums:?}");
+    put(dir.path(), b"sums", &sums);
+    let out = mtsum_in(dir.path(), &strs(&["-c", "sums"]), b"");
+    assert_eq!(out.code, Some(1));
+    let hint = "mtsum: note: untagged line was checked with the mtsum layout; use -t s3 for S3 \
+                values (a part count after a dash), with --part-size auto if their part size \
+                is not known\n";
+    assert!(out.stderr().ends_with(hint), "{}", out.stderr());
+    let auto = strs(&["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+    assert_eq!(
+        mtsum_in(dir.path(), &auto, b"").code,
+        Some(0),
+        "as the hint says"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // --json for scripts
 // ---------------------------------------------------------------------------------------------
@@ -1643,6 +1666,11 @@ fn json_check_describes_tagged_lines_of_every_layout_as_hash_mode_does() {
         &["-t", "rfc6962", "-a", "sha512", "-l", "64"],
         &["-t", "s3", "--part-size", "16M"],
         &["-t", "glacier"],
+        // The digest is spelled as the line's value is, as hash mode spells it with
+        // --base64: an ok line's `digest` equals its `expected`.
+        &["-t", "s3", "--part-size", "16M", "--base64"],
+        &["-t", "plain", "-a", "crc32c", "--base64"],
+        &["-t", "merkle", "-l", "4K", "--base64"],
     ] {
         let tagged = mtsum_in(p, &[strs(args), strs(&["--tag", "f"])].concat(), b"");
         sums.extend_from_slice(&tagged.stdout);

@@ -228,12 +228,26 @@ impl Background {
         args: impl IntoIterator<Item = S>,
         input: &[u8],
     ) -> Background {
+        let out = dir.join("background.out");
+        Background::start_to(dir, args, input, File::create(&out).unwrap())
+    }
+
+    /// [`Background::start`] with standard output going to `stdout` (then
+    /// [`Background::stdout`] reads nothing).
+    fn start_to<S: AsRef<OsStr>>(
+        dir: &Path,
+        args: impl IntoIterator<Item = S>,
+        input: &[u8],
+        stdout: File,
+    ) -> Background {
         let (out, err) = (dir.join("background.out"), dir.join("background.err"));
+        // Read by `stdout` and `wait` whether mtsum writes to it or not.
+        let _ = OpenOptions::new().create(true).append(true).open(&out);
         let mut child = StdCommand::new(MTSUM)
             .args(args)
             .current_dir(dir)
             .stdin(Stdio::piped())
-            .stdout(File::create(&out).unwrap())
+            .stdout(stdout)
             .stderr(File::create(&err).unwrap())
             .spawn()
             .expect("mtsum starts");
@@ -259,6 +273,11 @@ impl Background {
     fn write_stdin(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("standard input still open");
         stdin.write_all(bytes).expect("mtsum reads its input");
+    }
+
+    /// Whether mtsum has ended (its standard input may still be open).
+    fn has_ended(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
     }
 
     /// Ends mtsum's standard input, so that it can finish.
@@ -355,6 +374,121 @@ fn a_full_standard_output_is_one_line_without_the_os_error_number() {
     cmd.arg("one").current_dir(dir.path()).stdout(full);
     let r = Run::from_output(cmd.output().expect("mtsum starts"));
     r.assert(1, "", "mtsum: standard output: No space left on device\n");
+}
+
+/// `/dev/full` for writing, or why a test cannot have it.
+fn dev_full() -> Result<File, String> {
+    OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .map_err(|e| format!("no /dev/full: {e}"))
+}
+
+#[test]
+fn check_stops_at_a_full_standard_output_with_one_message_and_status_1() {
+    let full = match dev_full() {
+        Ok(full) => full,
+        Err(why) => return skip("check_stops_at_a_full_standard_output", &why),
+    };
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    // A mismatch for stdout, then missing files and the warnings for stderr: after the
+    // stdout error nothing more is said, as in hash mode and the audit.
+    let mut sums = format!("{}  a\n", "0".repeat(64));
+    for i in 0..100 {
+        sums += &format!("{}  gone-{i}\n", "0".repeat(64));
+    }
+    write(dir.path(), "sums", sums.as_bytes());
+    for json in [&[][..], &["--json"]] {
+        let mut cmd = StdCommand::new(MTSUM);
+        cmd.args(["-t", "plain", "-c", "sums"]).args(json);
+        cmd.current_dir(dir.path())
+            .stdout(full.try_clone().unwrap());
+        let r = Run::from_output(cmd.output().expect("mtsum starts"));
+        r.assert(1, "", "mtsum: standard output: No space left on device\n");
+    }
+}
+
+#[test]
+fn check_reads_no_more_lines_once_standard_output_failed() {
+    let full = match dev_full() {
+        Ok(full) => full,
+        Err(why) => return skip("check_reads_no_more_lines_once_stdout_failed", &why),
+    };
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let line = format!("{}  a\n", "0".repeat(64));
+    // The sum file stays open: mtsum ends without waiting for its next line.
+    let mut run = Background::start_to(
+        dir.path(),
+        ["-t", "plain", "-c", "-"],
+        line.as_bytes(),
+        full,
+    );
+    wait_until("mtsum ends while its sum file is open", || run.has_ended());
+    let r = run.wait();
+    r.assert(1, "", "mtsum: standard output: No space left on device\n");
+}
+
+#[test]
+fn check_prints_its_verdicts_when_standard_error_fails_and_exits_1() {
+    let full = match dev_full() {
+        Ok(full) => full,
+        Err(why) => return skip("check_prints_its_verdicts_when_stderr_fails", &why),
+    };
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let a = line_of(dir.path(), &["-t", "plain"], "a");
+    // The junk line's warning goes first, to the full stderr; the verdict still comes,
+    // and the status says that a message was lost, as `sha256sum -c --warn` does.
+    write(dir.path(), "sums", format!("junk\n{a}").as_bytes());
+    let out = StdCommand::new(MTSUM)
+        .args(["-t", "plain", "-c", "--warn", "sums"])
+        .current_dir(dir.path())
+        .stderr(full)
+        .output()
+        .expect("mtsum starts");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a: OK\n");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_usage_error_exits_2_when_standard_error_fails() {
+    let full = match dev_full() {
+        Ok(full) => full,
+        Err(why) => return skip("a_usage_error_exits_2_when_stderr_fails", &why),
+    };
+    let dir = tempdir();
+    let out = StdCommand::new(MTSUM)
+        .args(["-c", "--status", "--json", "sums"])
+        .current_dir(dir.path())
+        .stderr(full)
+        .output()
+        .expect("mtsum starts");
+    assert_eq!(out.status.code(), Some(2), "not a panic (101)");
+}
+
+#[test]
+fn verbose_hashing_prints_its_lines_when_standard_error_fails() {
+    let full = match dev_full() {
+        Ok(full) => full,
+        Err(why) => return skip("verbose_hashing_when_stderr_fails", &why),
+    };
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let a = line_of(dir.path(), &["-t", "plain"], "a");
+    let out = StdCommand::new(MTSUM)
+        .args(["-t", "plain", "--verbose", "a"])
+        .current_dir(dir.path())
+        .stderr(full)
+        .output()
+        .expect("mtsum starts");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), a);
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "a status, not a panic: {code:?}"
+    );
 }
 
 #[test]

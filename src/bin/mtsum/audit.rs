@@ -28,7 +28,7 @@ pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
         return run_repair(&settings.options, file, copy);
     }
     if common.targets.contains(&Target::Stdin) {
-        eprintln!("mtsum: --audit needs files or directories, not standard input");
+        session::tell("mtsum: --audit needs files or directories, not standard input\n");
         return Exit::Usage;
     }
     let options = &settings.options;
@@ -113,17 +113,14 @@ fn run_repair(options: &Options, file: &std::path::Path, copy: &std::path::Path)
 }
 
 fn fatal_line_exit(e: &AuditError) -> Exit {
-    let _ = std::io::stderr().write_all(&fatal_line(e));
+    session::tell(fatal_line(e));
     Exit::Usage
 }
 
 /// `--export` and `--import`: status 0, 1 when lines or files were left out of an import, 2
 /// when the store or the file cannot be used.
 fn run_transfer(store: &Store, t: &Transfer) -> Exit {
-    let fatal = |e: &AuditError| {
-        let _ = std::io::stderr().write_all(&fatal_line(e));
-        Exit::Usage
-    };
+    let fatal = fatal_line_exit;
     match t {
         Transfer::Export { file, format } => {
             let result = if file.as_os_str() == "-" {
@@ -142,7 +139,7 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
             };
             match result {
                 Ok(n) => {
-                    eprintln!("mtsum: {} exported", count(n, "record"));
+                    session::tell(format!("mtsum: {} exported\n", count(n, "record")));
                     Exit::Ok
                 }
                 Err(e) => fatal(&e),
@@ -155,23 +152,23 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
         } => match transfer::import(store, file, untagged) {
             Ok(imported) => {
                 for (name, why) in &imported.skipped {
-                    eprintln!("mtsum: {}: {name}: {why}", file.display());
+                    session::tell(format!("mtsum: {}: {name}: {why}\n", file.display()));
                 }
                 // Unlike -c, an import cannot see that the values are of another layout: every
                 // file would be called corrupt at the next audit.
                 if *hint_untagged_layout && imported.untagged > 0 {
-                    eprintln!(
-                        "mtsum: note: untagged lines were read as values of the {} layout ({}); import sums written by sha256sum, md5sum, b3sum or xxhsum \
-                         with -t plain",
+                    session::tell(format!(
+                        "mtsum: note: untagged lines were read as values of the {} layout ({}); \
+                         import sums written by sha256sum, md5sum, b3sum or xxhsum with -t plain\n",
                         untagged.layout,
                         count(imported.untagged, "record")
-                    );
+                    ));
                 }
-                eprintln!(
-                    "mtsum: {} imported, {} left out",
+                session::tell(format!(
+                    "mtsum: {} imported, {} left out\n",
                     count(imported.records, "record"),
                     imported.skipped.len()
-                );
+                ));
                 match imported.skipped.is_empty() {
                     true => Exit::Ok,
                     false => Exit::InputFailed,

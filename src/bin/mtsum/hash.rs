@@ -22,12 +22,10 @@ enum Item {
 pub fn run(common: &Common, settings: &HashSettings) -> Status {
     let request = &settings.request;
     let (alg, layout) = (request.algorithm, request.layout);
-    eprint!(
-        "{}",
-        common
-            .figures
-            .settings(alg, layout, common.engine.threads())
-    );
+    let settings_lines = common
+        .figures
+        .settings(alg, layout, common.engine.threads());
+    session::tell(&settings_lines);
     let mut walked: Box<dyn Iterator<Item = Walked>> =
         Box::new(walk(common.targets.iter().cloned(), settings.recursion));
     // The bar needs totals for an ETA, so a run that shows one walks the tree first; a tree

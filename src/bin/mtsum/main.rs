@@ -31,7 +31,7 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(EarlyExit::Show(text)) => return ExitCode::from(session::print_text(&text) as u8),
         Err(EarlyExit::Usage(message)) => {
-            eprintln!("mtsum: {message}");
+            session::tell(format!("mtsum: {message}\n"));
             return ExitCode::from(Status::Usage as u8);
         }
     };

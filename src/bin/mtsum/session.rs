@@ -228,10 +228,16 @@ pub fn print_text(text: &str) -> Status {
     match written {
         Ok(()) => Status::Ok,
         Err(e) => {
-            eprint!("{}", stdout_error_line(&e));
+            tell(stdout_error_line(&e));
             Status::InputFailed
         }
     }
+}
+
+/// Writes `text` to stderr, outside a run's [`Printer`]. A stderr that fails (`2>/dev/full`)
+/// is no reason to stop, and the status tells what happened: `eprint!` would panic instead.
+pub fn tell(text: impl AsRef<[u8]>) {
+    let _ = io::stderr().write_all(text.as_ref());
 }
 
 /// Fails with `EBADF` when stdout was closed at start-up: Rust's runtime put `/dev/null` there,
@@ -255,7 +261,12 @@ pub struct Stdout<'p>(&'p Printer);
 pub struct Stderr<'p>(&'p Printer);
 
 impl Write for Stdout<'_> {
+    /// Fails once stdout failed (the failure may have been met by a flush before a message
+    /// on stderr), so that the writer stops as every mode does.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.0.broken() {
+            return Err(io::Error::other("standard output failed before"));
+        }
         self.0.write_stdout(buf)?;
         Ok(buf.len())
     }
@@ -266,10 +277,15 @@ impl Write for Stdout<'_> {
 }
 
 impl Write for Stderr<'_> {
+    /// Writes nothing once stdout failed, as [`Printer::message`]. A failing stderr has
+    /// nowhere to be reported and does not stop the results on stdout; it ends the run with
+    /// status 1, as in coreutils.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // After the results before it, as coreutils' `error` flushes stdout first.
         self.0.write_gathered();
-        self.0.progress.write(&mut io::stderr(), buf)?;
+        if !self.0.broken() && self.0.progress.write(&mut io::stderr(), buf).is_err() {
+            self.0.fail();
+        }
         Ok(buf.len())
     }
 
