@@ -459,13 +459,16 @@ fn a_usage_error_exits_2_when_standard_error_fails() {
         Err(why) => return skip("a_usage_error_exits_2_when_stderr_fails", &why),
     };
     let dir = tempdir();
-    let out = StdCommand::new(MTSUM)
-        .args(["-c", "--status", "--json", "sums"])
-        .current_dir(dir.path())
-        .stderr(full)
-        .output()
-        .expect("mtsum starts");
-    assert_eq!(out.status.code(), Some(2), "not a panic (101)");
+    // A usage error of the argument parser, and one of the audit's own.
+    for args in [&["-c", "--status", "--json", "sums"][..], &["--audit", "-"]] {
+        let out = StdCommand::new(MTSUM)
+            .args(args)
+            .current_dir(dir.path())
+            .stderr(full.try_clone().unwrap())
+            .output()
+            .expect("mtsum starts");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: not a panic (101)");
+    }
 }
 
 #[test]
