@@ -493,6 +493,19 @@ fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
 }
 
 #[test]
+fn the_summary_counts_one_file_and_one_byte_in_the_singular() {
+    let dir = tempdir();
+    write(dir.path(), "t/x", b"x");
+    let r = audit_in(dir.path(), &["-r", "t", "--manifest", "m"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("mtsum: audit of 1 file (1 byte) in "),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn a_touched_file_is_modified_even_with_the_same_content() {
     let dir = tempdir();
     let f = write(dir.path(), "f", b"same");

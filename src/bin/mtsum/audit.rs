@@ -369,7 +369,7 @@ fn count(n: u64, noun: &str) -> String {
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if bytes < 1024 {
-        return format!("{bytes} bytes");
+        return count(bytes, "byte");
     }
     let mut value = bytes as f64 / 1024.0;
     let mut unit = 0;
