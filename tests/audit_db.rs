@@ -271,6 +271,24 @@ fn a_database_in_a_directory_that_does_not_exist_is_refused_saying_so() {
     );
 }
 
+#[test]
+fn a_directory_given_as_the_database_is_refused_saying_so_by_writers_and_readers() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    fs::create_dir(dir.path().join("d")).unwrap();
+    for args in [
+        &["-r", "t"][..],
+        &["--dry-run", "-r", "t"],
+        &["--export", "-"],
+        &["--import", "t/00"],
+    ] {
+        let r = mtsum(dir.path(), &[&["--audit", "--db", "d"][..], args].concat());
+        assert_eq!(r.code, Some(2), "{args:?}");
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.stderr, "mtsum: d: Is a directory\n", "{args:?}");
+    }
+}
+
 /// `mtsum ARGS` in `dir` as a user who may not write what root made there (root itself may
 /// write anything), or why there is none.
 fn mtsum_unprivileged_in(dir: &Path, args: &[&str]) -> Result<Run, String> {

@@ -350,6 +350,12 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
         conn.execute_batch(&UPGRADES.concat())?;
         Ok((conn, None))
     };
+    // SQLite would say "unable to open database file", or "disk I/O error" to a reader,
+    // which sends an administrator looking for a failing disk.
+    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        let e = crate::source::InputError::IsADirectory;
+        return Err(DatabaseError::Sqlite(e.to_string()));
+    }
     let (conn, lock, (app, version, objects)) = if writable {
         check_writable(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
