@@ -358,25 +358,33 @@ fn a_read_only_database_is_read_by_dry_run_and_export_and_refused_to_writers_at_
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-#[test]
-fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
-    let dir = tempdir();
-    tree(dir.path(), 2);
-    audit(dir.path(), &["-r", "t"]);
-    // An audit stopped by kill -9 leaves its last commits in the log only: a copy of the
-    // files while a writer holds the database open, with a commit not yet folded in.
-    let conn = Connection::open(dir.path().join("db")).unwrap();
+/// `DIR/db` as an audit stopped by kill -9 leaves it, in the new directory `DIR/stopped`,
+/// from the records of `t/00` and `t/01` in `DIR/db`: its last commit (`t/01`'s record
+/// removed) in the log only.
+fn stopped_copy(dir: &Path) -> PathBuf {
+    tree(dir, 2);
+    audit(dir, &["-r", "t"]);
+    // A copy of the files while a writer holds the database open, with a commit not yet
+    // folded in.
+    let conn = Connection::open(dir.join("db")).unwrap();
     conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE; PRAGMA wal_autocheckpoint = 0;")
         .unwrap();
     conn.execute("DELETE FROM records WHERE path = ?1", [&b"t/01"[..]])
         .unwrap();
-    let stopped = dir.path().join("stopped");
+    let stopped = dir.join("stopped");
     fs::create_dir(&stopped).unwrap();
     for name in ["db", "db-wal"] {
-        fs::copy(dir.path().join(name), stopped.join(name)).unwrap();
+        fs::copy(dir.join(name), stopped.join(name)).unwrap();
     }
     drop(conn);
     assert!(fs::metadata(stopped.join("db-wal")).unwrap().len() > 0);
+    stopped
+}
+
+#[test]
+fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
+    let dir = tempdir();
+    let stopped = stopped_copy(dir.path());
     let export = ["--audit", "--db", "stopped/db", "--export", "-"];
 
     // The log needs an index beside the database, which a user who may not write the
@@ -402,6 +410,27 @@ fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(r.stdout.lines().skip(1).count(), 1, "{}", r.stdout);
     assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+}
+
+#[test]
+fn a_database_reached_by_a_symbolic_link_is_read_with_its_log_and_its_log_is_not_audited() {
+    let dir = tempdir();
+    stopped_copy(dir.path());
+    // SQLite keeps the log beside the file the link points to.
+    std::os::unix::fs::symlink("stopped/db", dir.path().join("link")).unwrap();
+    let r = mtsum(dir.path(), &["--audit", "--db", "link", "--export", "-"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().skip(1).count(), 1, "{}", r.stdout);
+    assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+    let r = mtsum(
+        dir.path(),
+        &["--audit", "--db", "link", "--dry-run", "-r", "t"],
+    );
+    assert_eq!(r.stdout, "ok  t/00\nnew  t/01\n", "{}", r.stderr);
+
+    // Nor are the log and its index records of their own when the tree holds them.
+    let r = mtsum(dir.path(), &["--audit", "--db", "link", "-r", "stopped"]);
+    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
 }
 
 #[test]

@@ -159,6 +159,8 @@ pub struct DatabaseStore {
     writable: bool,
     /// The database file, so that an audit of the tree holding it skips it and its log.
     id: Option<(u64, u64)>,
+    /// Where that file and its log are ([`resolved`]).
+    file: PathBuf,
     /// What every lookup found, by name: later lookups of the same name (arguments may
     /// overlap) see the store as it was before the audit, whatever was written since.
     seen: HashMap<Vec<u8>, Entry>,
@@ -196,6 +198,7 @@ impl DatabaseStore {
             conn,
             writable,
             id: fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
+            file: resolved(path),
             seen: HashMap::new(),
             reported: HashSet::new(),
             last_sync: Instant::now(),
@@ -426,7 +429,7 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
 /// SQLite reads it, or, where the index cannot be created, refused with a message saying so.
 fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseError> {
     let lock = ReadLock::take(path)?;
-    let log = companion(path, "-wal");
+    let log = companion(&resolved(path), "-wal");
     if fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
@@ -449,7 +452,14 @@ fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseEr
     Ok((conn, lock, found))
 }
 
-/// `FILE-wal`, `FILE-shm`: a file SQLite keeps beside the database `path`.
+/// The file SQLite opens for the database `path`: it follows symbolic links, and keeps the
+/// log and its index beside the file, not beside the link (`path` itself if it cannot be
+/// resolved, a database not created yet).
+fn resolved(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `FILE-wal`, `FILE-shm`: a file SQLite keeps beside the database file `path` ([`resolved`]).
 fn companion(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(suffix);
@@ -649,14 +659,14 @@ impl RecordStore for DatabaseStore {
             return true;
         }
         // The log and the index beside it: `FILE-wal`, `FILE-shm`, `FILE-journal`.
-        let (Some(name), Some(db)) = (path.file_name(), self.path.file_name()) else {
+        let (Some(name), Some(db)) = (path.file_name(), self.file.file_name()) else {
             return false;
         };
         let name = name.as_encoded_bytes();
         let is_companion = [&b"-wal"[..], b"-shm", b"-journal"]
             .iter()
             .any(|suffix| *name == [db.as_encoded_bytes(), suffix].concat());
-        is_companion && super::same_directory(path, &self.path)
+        is_companion && super::same_directory(path, &self.file)
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
