@@ -382,6 +382,33 @@ fn stopped_copy(dir: &Path) -> PathBuf {
 }
 
 #[test]
+fn a_database_the_user_may_not_reach_is_refused_by_readers_not_taken_for_none_yet() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let db = dir.path().join("private/db");
+    fs::create_dir(dir.path().join("private")).unwrap();
+    mtsum(dir.path(), &["--audit", "--db", "private/db", "-r", "t"]);
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(dir.path().join("t"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(db.parent().unwrap(), fs::Permissions::from_mode(0o700)).unwrap();
+    for args in [&["--export", "-"][..], &["--dry-run", "-r", "t"]] {
+        let args = [&["--audit", "--db", "private/db"][..], args].concat();
+        let r = match mtsum_unprivileged_in(dir.path(), &args) {
+            Ok(r) => r,
+            // Root may search any directory.
+            Err(why) => return skip("database_the_user_may_not_reach", &why),
+        };
+        // Not "0 records exported", nor every file new.
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(
+            r.stderr, "mtsum: private/db: Permission denied\n",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
 fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
     let dir = tempdir();
     let stopped = stopped_copy(dir.path());

@@ -353,12 +353,17 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
         conn.execute_batch(&UPGRADES.concat())?;
         Ok((conn, None))
     };
-    // SQLite would say "unable to open database file", or "disk I/O error" to a reader,
-    // which sends an administrator looking for a failing disk.
-    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        let e = crate::source::InputError::IsADirectory;
-        return Err(DatabaseError::Sqlite(e.to_string()));
+    // Of a directory SQLite would say "unable to open database file", or "disk I/O error" to
+    // a reader, which sends an administrator looking for a failing disk. A database that
+    // cannot be looked at (a directory the user may not search) is no "none yet": a reader
+    // would export nothing and call every file new.
+    let exists = match fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(crate::source::InputError::IsADirectory),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(crate::source::InputError::Io(e)),
     }
+    .map_err(|e| DatabaseError::Sqlite(e.to_string()))?;
     let (conn, lock, (app, version, objects)) = if writable {
         check_writable(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -370,7 +375,7 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
         let found = inspect(&conn)?;
         (conn, None, found)
-    } else if !path.exists() {
+    } else if !exists {
         return empty();
     } else {
         let (conn, lock, found) = open_reader(path)?;
