@@ -923,6 +923,31 @@ fn records_travel_between_database_manifest_and_sum_files() {
 }
 
 #[test]
+fn an_export_into_the_store_it_exports_is_refused_and_the_store_kept() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    audit(dir.path(), &["-r", "t"]);
+    mtsum(dir.path(), &["--audit", "--manifest", "m", "-r", "t"]);
+    for (store, file, kind) in [("--db", "db", "database"), ("--manifest", "m", "manifest")] {
+        let before = fs::read(dir.path().join(file)).unwrap();
+        for format in [&[][..], &["--export-as", "sums"]] {
+            let args = [&["--audit", store, file, "--export", file][..], format].concat();
+            let r = mtsum(dir.path(), &args);
+            assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+            assert_eq!(
+                r.stderr,
+                format!(
+                    "mtsum: {file}: the records are exported from this file ({kind} {file}); \
+                     export them to another one\n"
+                )
+            );
+            assert_eq!(fs::read(dir.path().join(file)).unwrap(), before, "{args:?}");
+        }
+    }
+    assert_eq!(records(&dir.path().join("db")).len(), 1);
+}
+
+#[test]
 fn max_age_works_with_extended_attributes_too() {
     let dir = tempdir();
     let probe = dir.path().join("probe");

@@ -129,16 +129,7 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
             let result = if file.as_os_str() == "-" {
                 transfer::export(store, *format, &mut std::io::stdout().lock())
             } else {
-                // Written whole or not at all, as a manifest is.
-                let mut buffer = Vec::new();
-                transfer::export(store, *format, &mut buffer).and_then(|n| {
-                    audit::manifest::write_atomically(file, |out| out.write_all(&buffer))
-                        .map(|()| n)
-                        .map_err(|e| {
-                            let e = mtsum::source::InputError::Io(e);
-                            AuditError::Unsupported(format!("{}: {e}", file.display()))
-                        })
-                })
+                transfer::export_to_file(store, *format, file)
             };
             match result {
                 Ok(n) => {
