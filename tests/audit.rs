@@ -324,6 +324,71 @@ fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them()
     }
 }
 
+#[test]
+fn records_at_or_below_a_path_named_but_not_audited_are_not_missing_and_update_keeps_them() {
+    let stores: &[&[&str]] = if cfg!(feature = "database") {
+        &[&["--manifest", "m"], &["--db", "db"]]
+    } else {
+        &[&["--manifest", "m"]]
+    };
+    for store in stores {
+        let dir = tempdir();
+        write(dir.path(), "u/a", b"a");
+        write(dir.path(), "u/sub/d", b"d");
+        let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
+        assert_eq!(r.stdout, "new  u/a\nnew  u/sub/d\n", "{}", r.stderr);
+
+        // A directory named without -r is unreadable, not a tree whose files are gone.
+        let r = audit_in(dir.path(), &[&["--update"], *store, &["u/sub"]].concat());
+        assert_eq!(r.stdout, "unreadable  u/sub\n", "{store:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+
+        // A file in a directory the user may not search is there all the same.
+        let unprivileged = match mtsum_unprivileged() {
+            Ok(cmd) => Some(Command::from_std(cmd)),
+            Err(why) => {
+                skip("file_in_a_directory_that_cannot_be_searched", &why);
+                None
+            }
+        };
+        if let Some(mut cmd) = unprivileged {
+            for (name, mode) in [
+                ("", 0o777),
+                ("u", 0o755),
+                ("u/sub", 0o700),
+                (store[1], 0o666),
+            ] {
+                let path = dir.path().join(name);
+                fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+            }
+            cmd.args(["--audit", "--update"])
+                .args(*store)
+                .arg("u/sub/d");
+            let r = run_cmd(cmd.current_dir(dir.path()));
+            assert_eq!(r.stdout, "unreadable  u/sub/d\n", "{store:?}: {}", r.stderr);
+            assert!(
+                r.stderr.starts_with("mtsum: u/sub/d: Permission denied\n"),
+                "{store:?}: {}",
+                r.stderr
+            );
+            assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+        }
+        let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
+        assert_eq!(
+            r.stdout, "ok  u/a\nok  u/sub/d\n",
+            "{store:?}: {}",
+            r.stderr
+        );
+        // --forget was asked to remove them, and does.
+        let r = audit_in(dir.path(), &[&["--forget"], *store, &["u/sub"]].concat());
+        assert!(
+            r.stdout.ends_with("forgotten  u/sub/d\n"),
+            "{store:?}: {}",
+            r.stdout
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Records: written when asked, never otherwise
 // ---------------------------------------------------------------------------------------------
