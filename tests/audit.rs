@@ -558,6 +558,35 @@ fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
 }
 
 #[test]
+fn a_manifest_reached_by_a_symbolic_link_is_replaced_where_it_lies_and_the_link_kept() {
+    let dir = tempdir();
+    write(dir.path(), "t/a", b"a");
+    fs::create_dir(dir.path().join("real")).unwrap();
+    audit_in(dir.path(), &["--manifest", "real/m", "t/a"]);
+    std::os::unix::fs::symlink("real/m", dir.path().join("link")).unwrap();
+    write(dir.path(), "t/b", b"b");
+    let r = audit_in(dir.path(), &["--manifest", "link", "-r", "t"]);
+    assert_eq!(r.stdout, "ok  t/a\nnew  t/b\n", "{}", r.stderr);
+    let link = fs::symlink_metadata(dir.path().join("link")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link is kept");
+    assert_eq!(manifest_names(&dir.path().join("real/m")), ["t/a", "t/b"]);
+    // An export through a link writes where it points, too.
+    fs::remove_file(dir.path().join("link")).unwrap();
+    fs::copy(dir.path().join("real/m"), dir.path().join("m")).unwrap();
+    std::os::unix::fs::symlink("real/x", dir.path().join("link")).unwrap();
+    write(dir.path(), "real/x", b"old");
+    let r = audit_in(dir.path(), &["--manifest", "m", "--export", "link"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        fs::symlink_metadata(dir.path().join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(manifest_names(&dir.path().join("real/x")), ["t/a", "t/b"]);
+}
+
+#[test]
 fn the_summary_counts_one_file_and_one_byte_in_the_singular() {
     let dir = tempdir();
     write(dir.path(), "t/x", b"x");

@@ -91,7 +91,7 @@ use crate::source::{Mtime, Stamp};
 use super::manifest::{is_within, key};
 use super::{
     Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError,
-    is_unwalked, nanos, time,
+    is_unwalked, nanos, resolved, time,
 };
 
 /// `PRAGMA application_id` of an mtsum database: `mtsm` in ASCII.
@@ -455,13 +455,6 @@ fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseEr
     let conn = open_immutable(path)?;
     let found = inspect(&conn)?;
     Ok((conn, lock, found))
-}
-
-/// The file SQLite opens for the database `path`: it follows symbolic links, and keeps the
-/// log and its index beside the file, not beside the link (`path` itself if it cannot be
-/// resolved, a database not created yet).
-fn resolved(path: &Path) -> PathBuf {
-    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// `FILE-wal`, `FILE-shm`: a file SQLite keeps beside the database file `path` ([`resolved`]).

@@ -299,6 +299,7 @@ pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> io::Result<()> {
+    let path = &super::resolved(path);
     let dir = directory_of(path);
     let old = fs::metadata(path).ok();
     let (temp_path, file) = create_temporary(path)?;
@@ -349,9 +350,11 @@ impl ManifestStore {
             error,
         })?;
         if writable {
-            let (temp, _) = create_temporary(path).map_err(|e| AuditError::ManifestUnwritable {
-                path: path.to_path_buf(),
-                why: super::directory_error(e),
+            let (temp, _) = create_temporary(&super::resolved(path)).map_err(|e| {
+                AuditError::ManifestUnwritable {
+                    path: path.to_path_buf(),
+                    why: super::directory_error(e),
+                }
             })?;
             let _ = fs::remove_file(temp);
         }

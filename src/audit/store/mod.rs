@@ -269,6 +269,14 @@ pub(crate) fn directory_error(e: std::io::Error) -> String {
     }
 }
 
+/// The file a store at `path` lives in, past symbolic links (`path` itself where it cannot be
+/// resolved: a store not created yet). SQLite keeps a database's log beside that file, and a
+/// manifest is replaced there: a temporary file renamed over the link would replace the link
+/// and leave the manifest it points to stale.
+pub(crate) fn resolved(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// Whether `path` and `other` lie in the same directory (`a` and `./b` do): how a store
 /// recognises the files it keeps beside its own (a manifest's temporary files, a database's
 /// log) when the audited tree holds them.
