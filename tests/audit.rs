@@ -325,6 +325,23 @@ fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them()
 }
 
 #[test]
+fn a_file_named_whose_directory_became_a_file_is_missing_once() {
+    let dir = tempdir();
+    write(dir.path(), "d/x", b"x");
+    audit_in(dir.path(), &["--manifest", "m", "d/x"]);
+    fs::remove_dir_all(dir.path().join("d")).unwrap();
+    write(dir.path(), "d", b"now a file");
+    let r = audit_in(dir.path(), &["--manifest", "m", "--update", "d/x"]);
+    assert_eq!(
+        (r.stdout.as_str(), r.code),
+        ("missing  d/x\n", Some(0)),
+        "{}",
+        r.stderr
+    );
+    assert!(manifest_names(&dir.path().join("m")).is_empty());
+}
+
+#[test]
 fn records_at_or_below_a_path_named_but_not_audited_are_not_missing_and_update_keeps_them() {
     let stores: &[&[&str]] = if cfg!(feature = "database") {
         &[&["--manifest", "m"], &["--db", "db"]]

@@ -313,7 +313,13 @@ impl Planner<'_> {
         let named = matches!(arg, Target::Path(a) if *a == path);
         let meta = match fs::metadata(&path) {
             Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // Gone, with its directory where that is a file now.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 if !named {
                     return self.done(path, Status::Changed, FileError::Vanished);
                 }
