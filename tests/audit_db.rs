@@ -440,6 +440,51 @@ fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
 }
 
 #[test]
+fn a_journal_of_a_change_cut_short_is_refused_by_readers_and_rolled_back_by_an_audit() {
+    let dir = tempdir();
+    tree(dir.path(), 40);
+    audit(dir.path(), &["-r", "t"]);
+    // A database another program took out of WAL mode and stopped in the middle of a change:
+    // a copy of the files while the change, larger than the cache, is half written.
+    let conn = Connection::open(dir.path().join("db")).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 1; BEGIN;
+         UPDATE records SET digest = zeroblob(32), outboard = zeroblob(3000);",
+    )
+    .unwrap();
+    let cut = dir.path().join("cut");
+    fs::create_dir(&cut).unwrap();
+    for name in ["db", "db-journal"] {
+        fs::copy(dir.path().join(name), cut.join(name)).unwrap();
+    }
+    drop(conn);
+    assert!(fs::metadata(cut.join("db-journal")).unwrap().len() > 0);
+
+    // The database file alone is half written: read as it is, records would be damaged
+    // and files called corrupt.
+    for args in [&["--export", "-"][..], &["--dry-run", "-r", "t"]] {
+        let r = mtsum(
+            dir.path(),
+            &[&["--audit", "--db", "cut/db"][..], args].concat(),
+        );
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(
+            r.stderr,
+            "mtsum: cut/db: its journal holds a change that was cut short, which only a program \
+             that may write the database can undo; an audit that may write it does so first\n",
+            "{args:?}"
+        );
+    }
+    let r = mtsum(
+        dir.path(),
+        &["--audit", "--db", "cut/db", "--quiet", "-r", "t"],
+    );
+    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
+    assert!(r.stderr.contains("  ok                40"), "{}", r.stderr);
+}
+
+#[test]
 fn a_database_reached_by_a_symbolic_link_is_read_with_its_log_and_its_log_is_not_audited() {
     let dir = tempdir();
     stopped_copy(dir.path());

@@ -432,15 +432,27 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
 /// [`ReadLock`] that keeps writers out until the reader is done, so that it never sees a
 /// checkpoint half written. A log with changes in it (an audit was killed) is read the way
 /// SQLite reads it, or, where the index cannot be created, refused with a message saying so.
+///
+/// So is a rollback journal (`FILE-journal`: a database another program took out of WAL
+/// mode, or a switch to WAL cut short): one left by a change cut short holds the pages that
+/// change overwrote, so the database file alone is half written, and only a connection that
+/// may write can roll it back; a reader says so.
 fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseError> {
     let lock = ReadLock::take(path)?;
-    let log = companion(&resolved(path), "-wal");
-    if fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+    let file = resolved(path);
+    let pending = |suffix| fs::metadata(companion(&file, suffix)).is_ok_and(|m| m.len() > 0);
+    if pending("-wal") || pending("-journal") {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
         conn.busy_timeout(READER_PATIENCE)?;
         return match inspect(&conn) {
             Ok(found) => Ok((conn, lock, found)),
+            Err(e)
+                if e.sqlite_error().map(|e| e.extended_code)
+                    == Some(rusqlite::ffi::SQLITE_READONLY_ROLLBACK) =>
+            {
+                Err(DatabaseError::JournalUnfinished)
+            }
             Err(e)
                 if matches!(
                     e.sqlite_error_code(),
@@ -457,7 +469,7 @@ fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseEr
     Ok((conn, lock, found))
 }
 
-/// `FILE-wal`, `FILE-shm`: a file SQLite keeps beside the database file `path` ([`resolved`]).
+/// `FILE-wal`, `FILE-shm`, `FILE-journal`: a file SQLite keeps beside the database file `path` ([`resolved`]).
 fn companion(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(suffix);

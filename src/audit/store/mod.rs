@@ -303,6 +303,11 @@ pub enum DatabaseError {
         "its log holds changes of an audit that was stopped, and reading them needs an index file beside it, which cannot be created here; an audit that may write the database folds them in"
     )]
     LogUnreadable,
+    /// A reader met a rollback journal of a change cut short, which only a writer can undo.
+    #[error(
+        "its journal holds a change that was cut short, which only a program that may write the database can undo; an audit that may write it does so first"
+    )]
+    JournalUnfinished,
     /// The database would be created in a directory that does not exist.
     #[error("cannot create the database: {NO_DIRECTORY}")]
     NoDirectory,
