@@ -968,6 +968,34 @@ fn records_travel_between_database_manifest_and_sum_files() {
 }
 
 #[test]
+fn an_import_with_dry_run_writes_nothing_and_says_what_it_would_import() {
+    let dir = tempdir();
+    tree(dir.path(), 2);
+    audit(dir.path(), &["-r", "t"]);
+    audit(dir.path(), &["--export", "exported"]);
+    let manifest_before = {
+        mtsum(dir.path(), &["--audit", "--manifest", "m", "t/00"]);
+        fs::read(dir.path().join("m")).unwrap()
+    };
+    for (store, file) in [
+        ("--db", "new.db"),
+        ("--manifest", "new.m"),
+        ("--manifest", "m"),
+    ] {
+        let args = ["--audit", store, file, "--import", "exported", "--dry-run"];
+        let r = mtsum(dir.path(), &args);
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+        assert_eq!(
+            r.stderr,
+            "mtsum: 2 records imported, 0 left out (dry run: nothing was written)\n"
+        );
+    }
+    assert!(!dir.path().join("new.db").exists());
+    assert!(!dir.path().join("new.m").exists());
+    assert_eq!(fs::read(dir.path().join("m")).unwrap(), manifest_before);
+}
+
+#[test]
 fn an_export_into_the_store_it_exports_is_refused_and_the_store_kept() {
     let dir = tempdir();
     tree(dir.path(), 1);

@@ -115,8 +115,15 @@ pub struct Imported {
 
 /// Reads the manifest or sum file at `input` (a manifest by its first line) into `store`.
 /// Untagged sum lines are read as `untagged` says, as `-c` reads them. A file named by a sum
-/// file that cannot be examined is skipped.
-pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Imported, AuditError> {
+/// file that cannot be examined is skipped. With `dry_run` nothing is written: the store is
+/// only opened for reading (so that one that cannot be used says so), and [`Imported`]
+/// counts the records that would be written.
+pub fn import(
+    store: &Store,
+    input: &Path,
+    untagged: &Untagged,
+    dry_run: bool,
+) -> Result<Imported, AuditError> {
     let unreadable = |e: io::Error| {
         AuditError::Unsupported(format!("{}: {}", input.display(), InputError::Io(e)))
     };
@@ -197,9 +204,13 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
             }
         },
     );
-    let mut target = store.open(true, false)?;
+    let mut target = store.open(!dry_run, false)?;
     for (path, record) in &records {
-        match target.set(path, Change::Import { record }) {
+        let set = match dry_run {
+            true => Ok(()),
+            false => target.set(path, Change::Import { record }),
+        };
+        match set {
             Ok(()) => imported.records += 1,
             Err(super::StoreError::File(e)) => {
                 imported
@@ -209,6 +220,8 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
             Err(super::StoreError::Fatal(e)) => return Err(e),
         }
     }
-    target.finish()?;
+    if !dry_run {
+        target.finish()?;
+    }
     Ok(imported)
 }

@@ -22,7 +22,7 @@ use crate::session::{self, Printer, Status as Exit};
 
 pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
     if let Some(t) = &settings.transfer {
-        return run_transfer(&settings.options.store, t);
+        return run_transfer(&settings.options, t);
     }
     if let Some((file, copy)) = &settings.repair {
         return run_repair(&settings.options, file, copy);
@@ -119,7 +119,8 @@ fn fatal_line_exit(e: &AuditError) -> Exit {
 
 /// `--export` and `--import`: status 0, 1 when lines or files were left out of an import, 2
 /// when the store or the file cannot be used.
-fn run_transfer(store: &Store, t: &Transfer) -> Exit {
+fn run_transfer(options: &Options, t: &Transfer) -> Exit {
+    let store = &options.store;
     let fatal = |e: &AuditError| {
         let _ = std::io::stderr().write_all(&fatal_line(e));
         Exit::Usage
@@ -143,7 +144,7 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
             file,
             untagged,
             hint_untagged_layout,
-        } => match transfer::import(store, file, untagged) {
+        } => match transfer::import(store, file, untagged, options.dry_run) {
             Ok(imported) => {
                 for (name, why) in &imported.skipped {
                     eprintln!("mtsum: {}: {name}: {why}", file.display());
@@ -159,9 +160,10 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
                     );
                 }
                 eprintln!(
-                    "mtsum: {} imported, {} left out",
+                    "mtsum: {} imported, {} left out{}",
                     count(imported.records, "record"),
-                    imported.skipped.len()
+                    imported.skipped.len(),
+                    dry_run_note(options.dry_run)
                 );
                 match imported.skipped.is_empty() {
                     true => Exit::Ok,
@@ -270,10 +272,7 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
         Store::Manifest(p) => format!("manifest {}", p.display()),
         Store::Database(p) => format!("database {}", p.display()),
     };
-    let dry_run = match options.dry_run {
-        true => " (dry run: nothing was written)",
-        false => "",
-    };
+    let dry_run = dry_run_note(options.dry_run);
     if options.operation == Operation::Forget {
         let mut out = format!(
             "mtsum: {} forgotten in {store}{dry_run}\n",
@@ -347,6 +346,14 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
         ));
     }
     out
+}
+
+/// What ends a summary line of a dry run.
+fn dry_run_note(dry_run: bool) -> &'static str {
+    match dry_run {
+        true => " (dry run: nothing was written)",
+        false => "",
+    }
 }
 
 /// `n` of `noun`, in the plural but for one: "1 file", "2 files".
