@@ -272,6 +272,30 @@ fn a_database_in_a_directory_that_does_not_exist_is_refused_saying_so() {
 }
 
 #[test]
+fn a_database_whose_name_is_not_utf8_is_read_by_dry_run_and_export() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let db = std::ffi::OsStr::from_bytes(b"caf\xe9 #1%.db");
+    let run = |args: &[&str]| {
+        let mut cmd = StdCommand::new(MTSUM);
+        cmd.args(["--audit", "--db"]).arg(db).args(args);
+        common::audit::run(&mut assert_cmd::Command::from_std(cmd).current_dir(dir.path()))
+    };
+    assert_eq!(run(&["t/00"]).stdout, "new  t/00\n");
+    let r = run(&["--dry-run", "t/00"]);
+    assert_eq!(
+        (r.stdout.as_str(), r.code),
+        ("ok  t/00\n", Some(0)),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["--export", "-"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+}
+
+#[test]
 fn a_directory_given_as_the_database_is_refused_saying_so_by_writers_and_readers() {
     let dir = tempdir();
     tree(dir.path(), 1);

@@ -568,16 +568,18 @@ fn inspect(conn: &Connection) -> rusqlite::Result<Header> {
 /// The database file read as it is, on the promise that nobody writes it meanwhile (SQLite's
 /// `immutable`): [`open_reader`] holds a [`ReadLock`] to keep the promise.
 fn open_immutable(path: &Path) -> Result<Connection, DatabaseError> {
-    let mut uri = b"file:".to_vec();
+    // Every byte but plain ASCII escaped: SQLite decodes `%HH` into the byte, so a name that
+    // is not UTF-8 (a Latin-1 file name) reaches the file system as it is.
+    let mut uri = String::from("file:");
     for &b in path.as_os_str().as_encoded_bytes() {
         match b {
-            b'?' | b'#' | b'%' => uri.extend_from_slice(format!("%{b:02X}").as_bytes()),
-            _ => uri.push(b),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'/' | b'.' | b'-' | b'_' => {
+                uri.push(char::from(b))
+            }
+            _ => uri.push_str(&format!("%{b:02X}")),
         }
     }
-    uri.extend_from_slice(b"?immutable=1");
-    let uri = String::from_utf8(uri)
-        .map_err(|_| DatabaseError::Sqlite("unable to open database file".into()))?;
+    uri.push_str("?immutable=1");
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
     Ok(Connection::open_with_flags(uri, flags)?)
 }
