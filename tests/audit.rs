@@ -605,6 +605,13 @@ fn a_manifest_reached_by_a_symbolic_link_is_replaced_where_it_lies_and_the_link_
             .is_symlink()
     );
     assert_eq!(manifest_names(&dir.path().join("real/x")), ["t/a", "t/b"]);
+    // A link to a manifest not made yet: it is made where the link points.
+    std::os::unix::fs::symlink("real/new", dir.path().join("to-new")).unwrap();
+    let r = audit_in(dir.path(), &["--manifest", "to-new", "t/a"]);
+    assert_eq!(r.stdout, "new  t/a\n", "{}", r.stderr);
+    let to_new = fs::symlink_metadata(dir.path().join("to-new")).unwrap();
+    assert!(to_new.file_type().is_symlink());
+    assert_eq!(manifest_names(&dir.path().join("real/new")), ["t/a"]);
 }
 
 #[test]

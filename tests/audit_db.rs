@@ -433,6 +433,34 @@ fn a_database_the_user_may_not_reach_is_refused_by_readers_not_taken_for_none_ye
 }
 
 #[test]
+fn a_database_reached_by_a_link_is_created_where_it_points_where_the_user_may_write() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let own = dir.path().join("own");
+    fs::create_dir(&own).unwrap();
+    for (path, mode) in [
+        (dir.path(), 0o755),
+        (&dir.path().join("t"), 0o755),
+        (&own, 0o777),
+    ] {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+    // The link lies where the user may not write; the database is created where it points.
+    std::os::unix::fs::symlink("own/db", dir.path().join("link")).unwrap();
+    let r = match mtsum_unprivileged_in(dir.path(), &["--audit", "--db", "link", "t/00"]) {
+        Ok(r) => r,
+        Err(why) => return skip("database_reached_by_a_link", &why),
+    };
+    assert_eq!(
+        (r.stdout.as_str(), r.code),
+        ("new  t/00\n", Some(0)),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(records(&own.join("db")).len(), 1);
+}
+
+#[test]
 fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
     let dir = tempdir();
     let stopped = stopped_copy(dir.path());

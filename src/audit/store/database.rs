@@ -365,7 +365,7 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
     }
     .map_err(|e| DatabaseError::Sqlite(e.to_string()))?;
     let (conn, lock, (app, version, objects)) = if writable {
-        check_writable(path)?;
+        check_writable(&resolved(path))?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
