@@ -280,7 +280,7 @@ fn a_database_whose_name_is_not_utf8_is_read_by_dry_run_and_export() {
     let run = |args: &[&str]| {
         let mut cmd = StdCommand::new(MTSUM);
         cmd.args(["--audit", "--db"]).arg(db).args(args);
-        common::audit::run(&mut assert_cmd::Command::from_std(cmd).current_dir(dir.path()))
+        common::audit::run(assert_cmd::Command::from_std(cmd).current_dir(dir.path()))
     };
     assert_eq!(run(&["t/00"]).stdout, "new  t/00\n");
     let r = run(&["--dry-run", "t/00"]);
