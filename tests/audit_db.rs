@@ -296,10 +296,15 @@ fn a_database_whose_name_is_not_utf8_is_read_by_dry_run_and_export() {
 }
 
 #[test]
-fn a_directory_given_as_the_database_is_refused_saying_so_by_writers_and_readers() {
+fn a_directory_or_a_fifo_given_as_the_database_is_refused_saying_so_by_writers_and_readers() {
     let dir = tempdir();
     tree(dir.path(), 1);
     fs::create_dir(dir.path().join("d")).unwrap();
+    let fifo = StdCommand::new("mkfifo")
+        .arg("fifo")
+        .current_dir(dir.path())
+        .status();
+    assert!(fifo.unwrap().success());
     for args in [
         &["-r", "t"][..],
         &["--dry-run", "-r", "t"],
@@ -310,6 +315,14 @@ fn a_directory_given_as_the_database_is_refused_saying_so_by_writers_and_readers
         assert_eq!(r.code, Some(2), "{args:?}");
         assert_eq!(r.stdout, "", "{args:?}");
         assert_eq!(r.stderr, "mtsum: d: Is a directory\n", "{args:?}");
+        // A FIFO kept a reader waiting for a writer that never came.
+        let r = mtsum(
+            dir.path(),
+            &[&["--audit", "--db", "fifo"][..], args].concat(),
+        );
+        assert_eq!(r.code, Some(2), "{args:?}");
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.stderr, "mtsum: fifo: not a regular file\n", "{args:?}");
     }
 }
 

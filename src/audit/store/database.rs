@@ -354,11 +354,13 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
         Ok((conn, None))
     };
     // Of a directory SQLite would say "unable to open database file", or "disk I/O error" to
-    // a reader, which sends an administrator looking for a failing disk. A database that
-    // cannot be looked at (a directory the user may not search) is no "none yet": a reader
-    // would export nothing and call every file new.
+    // a reader, which sends an administrator looking for a failing disk; a reader would wait
+    // for a writer to open a FIFO, maybe for ever. A database that cannot be looked at (a
+    // directory the user may not search) is no "none yet": a reader would export nothing and
+    // call every file new.
     let exists = match fs::metadata(path) {
         Ok(m) if m.is_dir() => Err(crate::source::InputError::IsADirectory),
+        Ok(m) if !m.is_file() => Err(crate::source::InputError::NotRegular),
         Ok(_) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(crate::source::InputError::Io(e)),
