@@ -324,6 +324,88 @@ fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them()
     }
 }
 
+#[test]
+fn a_file_named_whose_directory_became_a_file_is_missing_once() {
+    let dir = tempdir();
+    write(dir.path(), "d/x", b"x");
+    audit_in(dir.path(), &["--manifest", "m", "d/x"]);
+    fs::remove_dir_all(dir.path().join("d")).unwrap();
+    write(dir.path(), "d", b"now a file");
+    let r = audit_in(dir.path(), &["--manifest", "m", "--update", "d/x"]);
+    assert_eq!(
+        (r.stdout.as_str(), r.code),
+        ("missing  d/x\n", Some(0)),
+        "{}",
+        r.stderr
+    );
+    assert!(manifest_names(&dir.path().join("m")).is_empty());
+}
+
+#[test]
+fn records_at_or_below_a_path_named_but_not_audited_are_not_missing_and_update_keeps_them() {
+    let stores: &[&[&str]] = if cfg!(feature = "database") {
+        &[&["--manifest", "m"], &["--db", "db"]]
+    } else {
+        &[&["--manifest", "m"]]
+    };
+    for store in stores {
+        let dir = tempdir();
+        write(dir.path(), "u/a", b"a");
+        write(dir.path(), "u/sub/d", b"d");
+        let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
+        assert_eq!(r.stdout, "new  u/a\nnew  u/sub/d\n", "{}", r.stderr);
+
+        // A directory named without -r is unreadable, not a tree whose files are gone.
+        let r = audit_in(dir.path(), &[&["--update"], *store, &["u/sub"]].concat());
+        assert_eq!(r.stdout, "unreadable  u/sub\n", "{store:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+
+        // A file in a directory the user may not search is there all the same.
+        let unprivileged = match mtsum_unprivileged() {
+            Ok(cmd) => Some(Command::from_std(cmd)),
+            Err(why) => {
+                skip("file_in_a_directory_that_cannot_be_searched", &why);
+                None
+            }
+        };
+        if let Some(mut cmd) = unprivileged {
+            for (name, mode) in [
+                ("", 0o777),
+                ("u", 0o755),
+                ("u/sub", 0o700),
+                (store[1], 0o666),
+            ] {
+                let path = dir.path().join(name);
+                fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+            }
+            cmd.args(["--audit", "--update"])
+                .args(*store)
+                .arg("u/sub/d");
+            let r = run_cmd(cmd.current_dir(dir.path()));
+            assert_eq!(r.stdout, "unreadable  u/sub/d\n", "{store:?}: {}", r.stderr);
+            assert!(
+                r.stderr.starts_with("mtsum: u/sub/d: Permission denied\n"),
+                "{store:?}: {}",
+                r.stderr
+            );
+            assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+        }
+        let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
+        assert_eq!(
+            r.stdout, "ok  u/a\nok  u/sub/d\n",
+            "{store:?}: {}",
+            r.stderr
+        );
+        // --forget was asked to remove them, and does.
+        let r = audit_in(dir.path(), &[&["--forget"], *store, &["u/sub"]].concat());
+        assert!(
+            r.stdout.ends_with("forgotten  u/sub/d\n"),
+            "{store:?}: {}",
+            r.stdout
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Records: written when asked, never otherwise
 // ---------------------------------------------------------------------------------------------
@@ -487,6 +569,59 @@ fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
     assert!(
         r.stderr
             .contains("mtsum: SUMS: t/empty: an empty file has no btv2 pieces root (BEP 52)\n"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_manifest_reached_by_a_symbolic_link_is_replaced_where_it_lies_and_the_link_kept() {
+    let dir = tempdir();
+    write(dir.path(), "t/a", b"a");
+    fs::create_dir(dir.path().join("real")).unwrap();
+    audit_in(dir.path(), &["--manifest", "real/m", "t/a"]);
+    std::os::unix::fs::symlink("real/m", dir.path().join("link")).unwrap();
+    write(dir.path(), "t/b", b"b");
+    let r = audit_in(dir.path(), &["--manifest", "link", "-r", "t"]);
+    assert_eq!(r.stdout, "ok  t/a\nnew  t/b\n", "{}", r.stderr);
+    let link = fs::symlink_metadata(dir.path().join("link")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link is kept");
+    assert_eq!(manifest_names(&dir.path().join("real/m")), ["t/a", "t/b"]);
+    // A temporary file left beside it by a crash is its own, not a file to audit.
+    write(dir.path(), "real/.m.1-0.tmp", b"half a manifest");
+    let r = audit_in(dir.path(), &["--manifest", "link", "-r", "real"]);
+    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
+    // An export through a link writes where it points, too.
+    fs::remove_file(dir.path().join("link")).unwrap();
+    fs::copy(dir.path().join("real/m"), dir.path().join("m")).unwrap();
+    std::os::unix::fs::symlink("real/x", dir.path().join("link")).unwrap();
+    write(dir.path(), "real/x", b"old");
+    let r = audit_in(dir.path(), &["--manifest", "m", "--export", "link"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        fs::symlink_metadata(dir.path().join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(manifest_names(&dir.path().join("real/x")), ["t/a", "t/b"]);
+    // A link to a manifest not made yet: it is made where the link points.
+    std::os::unix::fs::symlink("real/new", dir.path().join("to-new")).unwrap();
+    let r = audit_in(dir.path(), &["--manifest", "to-new", "t/a"]);
+    assert_eq!(r.stdout, "new  t/a\n", "{}", r.stderr);
+    let to_new = fs::symlink_metadata(dir.path().join("to-new")).unwrap();
+    assert!(to_new.file_type().is_symlink());
+    assert_eq!(manifest_names(&dir.path().join("real/new")), ["t/a"]);
+}
+
+#[test]
+fn the_summary_counts_one_file_and_one_byte_in_the_singular() {
+    let dir = tempdir();
+    write(dir.path(), "t/x", b"x");
+    let r = audit_in(dir.path(), &["-r", "t", "--manifest", "m"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("mtsum: audit of 1 file (1 byte) in "),
         "{}",
         r.stderr
     );

@@ -271,6 +271,61 @@ fn a_database_in_a_directory_that_does_not_exist_is_refused_saying_so() {
     );
 }
 
+#[test]
+fn a_database_whose_name_is_not_utf8_is_read_by_dry_run_and_export() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let db = std::ffi::OsStr::from_bytes(b"caf\xe9 #1%.db");
+    let run = |args: &[&str]| {
+        let mut cmd = StdCommand::new(MTSUM);
+        cmd.args(["--audit", "--db"]).arg(db).args(args);
+        common::audit::run(assert_cmd::Command::from_std(cmd).current_dir(dir.path()))
+    };
+    assert_eq!(run(&["t/00"]).stdout, "new  t/00\n");
+    let r = run(&["--dry-run", "t/00"]);
+    assert_eq!(
+        (r.stdout.as_str(), r.code),
+        ("ok  t/00\n", Some(0)),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["--export", "-"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+}
+
+#[test]
+fn a_directory_or_a_fifo_given_as_the_database_is_refused_saying_so_by_writers_and_readers() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    fs::create_dir(dir.path().join("d")).unwrap();
+    let fifo = StdCommand::new("mkfifo")
+        .arg("fifo")
+        .current_dir(dir.path())
+        .status();
+    assert!(fifo.unwrap().success());
+    for args in [
+        &["-r", "t"][..],
+        &["--dry-run", "-r", "t"],
+        &["--export", "-"],
+        &["--import", "t/00"],
+    ] {
+        let r = mtsum(dir.path(), &[&["--audit", "--db", "d"][..], args].concat());
+        assert_eq!(r.code, Some(2), "{args:?}");
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.stderr, "mtsum: d: Is a directory\n", "{args:?}");
+        // A FIFO kept a reader waiting for a writer that never came.
+        let r = mtsum(
+            dir.path(),
+            &[&["--audit", "--db", "fifo"][..], args].concat(),
+        );
+        assert_eq!(r.code, Some(2), "{args:?}");
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.stderr, "mtsum: fifo: not a regular file\n", "{args:?}");
+    }
+}
+
 /// `mtsum ARGS` in `dir` as a user who may not write what root made there (root itself may
 /// write anything), or why there is none.
 fn mtsum_unprivileged_in(dir: &Path, args: &[&str]) -> Result<Run, String> {
@@ -340,25 +395,88 @@ fn a_read_only_database_is_read_by_dry_run_and_export_and_refused_to_writers_at_
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-#[test]
-fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
-    let dir = tempdir();
-    tree(dir.path(), 2);
-    audit(dir.path(), &["-r", "t"]);
-    // An audit stopped by kill -9 leaves its last commits in the log only: a copy of the
-    // files while a writer holds the database open, with a commit not yet folded in.
-    let conn = Connection::open(dir.path().join("db")).unwrap();
+/// `DIR/db` as an audit stopped by kill -9 leaves it, in the new directory `DIR/stopped`,
+/// from the records of `t/00` and `t/01` in `DIR/db`: its last commit (`t/01`'s record
+/// removed) in the log only.
+fn stopped_copy(dir: &Path) -> PathBuf {
+    tree(dir, 2);
+    audit(dir, &["-r", "t"]);
+    // A copy of the files while a writer holds the database open, with a commit not yet
+    // folded in.
+    let conn = Connection::open(dir.join("db")).unwrap();
     conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE; PRAGMA wal_autocheckpoint = 0;")
         .unwrap();
     conn.execute("DELETE FROM records WHERE path = ?1", [&b"t/01"[..]])
         .unwrap();
-    let stopped = dir.path().join("stopped");
+    let stopped = dir.join("stopped");
     fs::create_dir(&stopped).unwrap();
     for name in ["db", "db-wal"] {
-        fs::copy(dir.path().join(name), stopped.join(name)).unwrap();
+        fs::copy(dir.join(name), stopped.join(name)).unwrap();
     }
     drop(conn);
     assert!(fs::metadata(stopped.join("db-wal")).unwrap().len() > 0);
+    stopped
+}
+
+#[test]
+fn a_database_the_user_may_not_reach_is_refused_by_readers_not_taken_for_none_yet() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let db = dir.path().join("private/db");
+    fs::create_dir(dir.path().join("private")).unwrap();
+    mtsum(dir.path(), &["--audit", "--db", "private/db", "-r", "t"]);
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(dir.path().join("t"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(db.parent().unwrap(), fs::Permissions::from_mode(0o700)).unwrap();
+    for args in [&["--export", "-"][..], &["--dry-run", "-r", "t"]] {
+        let args = [&["--audit", "--db", "private/db"][..], args].concat();
+        let r = match mtsum_unprivileged_in(dir.path(), &args) {
+            Ok(r) => r,
+            // Root may search any directory.
+            Err(why) => return skip("database_the_user_may_not_reach", &why),
+        };
+        // Not "0 records exported", nor every file new.
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(
+            r.stderr, "mtsum: private/db: Permission denied\n",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn a_database_reached_by_a_link_is_created_where_it_points_where_the_user_may_write() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    let own = dir.path().join("own");
+    fs::create_dir(&own).unwrap();
+    for (path, mode) in [
+        (dir.path(), 0o755),
+        (&dir.path().join("t"), 0o755),
+        (&own, 0o777),
+    ] {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+    // The link lies where the user may not write; the database is created where it points.
+    std::os::unix::fs::symlink("own/db", dir.path().join("link")).unwrap();
+    let r = match mtsum_unprivileged_in(dir.path(), &["--audit", "--db", "link", "t/00"]) {
+        Ok(r) => r,
+        Err(why) => return skip("database_reached_by_a_link", &why),
+    };
+    assert_eq!(
+        (r.stdout.as_str(), r.code),
+        ("new  t/00\n", Some(0)),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(records(&own.join("db")).len(), 1);
+}
+
+#[test]
+fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
+    let dir = tempdir();
+    let stopped = stopped_copy(dir.path());
     let export = ["--audit", "--db", "stopped/db", "--export", "-"];
 
     // The log needs an index beside the database, which a user who may not write the
@@ -384,6 +502,72 @@ fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(r.stdout.lines().skip(1).count(), 1, "{}", r.stdout);
     assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+}
+
+#[test]
+fn a_journal_of_a_change_cut_short_is_refused_by_readers_and_rolled_back_by_an_audit() {
+    let dir = tempdir();
+    tree(dir.path(), 40);
+    audit(dir.path(), &["-r", "t"]);
+    // A database another program took out of WAL mode and stopped in the middle of a change:
+    // a copy of the files while the change, larger than the cache, is half written.
+    let conn = Connection::open(dir.path().join("db")).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 1; BEGIN;
+         UPDATE records SET digest = zeroblob(32), outboard = zeroblob(3000);",
+    )
+    .unwrap();
+    let cut = dir.path().join("cut");
+    fs::create_dir(&cut).unwrap();
+    for name in ["db", "db-journal"] {
+        fs::copy(dir.path().join(name), cut.join(name)).unwrap();
+    }
+    drop(conn);
+    assert!(fs::metadata(cut.join("db-journal")).unwrap().len() > 0);
+
+    // The database file alone is half written: read as it is, records would be damaged
+    // and files called corrupt.
+    for args in [&["--export", "-"][..], &["--dry-run", "-r", "t"]] {
+        let r = mtsum(
+            dir.path(),
+            &[&["--audit", "--db", "cut/db"][..], args].concat(),
+        );
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(
+            r.stderr,
+            "mtsum: cut/db: its journal holds a change that was cut short, which only a program \
+             that may write the database can undo; an audit that may write it does so first\n",
+            "{args:?}"
+        );
+    }
+    let r = mtsum(
+        dir.path(),
+        &["--audit", "--db", "cut/db", "--quiet", "-r", "t"],
+    );
+    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
+    assert!(r.stderr.contains("  ok                40"), "{}", r.stderr);
+}
+
+#[test]
+fn a_database_reached_by_a_symbolic_link_is_read_with_its_log_and_its_log_is_not_audited() {
+    let dir = tempdir();
+    stopped_copy(dir.path());
+    // SQLite keeps the log beside the file the link points to.
+    std::os::unix::fs::symlink("stopped/db", dir.path().join("link")).unwrap();
+    let r = mtsum(dir.path(), &["--audit", "--db", "link", "--export", "-"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().skip(1).count(), 1, "{}", r.stdout);
+    assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+    let r = mtsum(
+        dir.path(),
+        &["--audit", "--db", "link", "--dry-run", "-r", "t"],
+    );
+    assert_eq!(r.stdout, "ok  t/00\nnew  t/01\n", "{}", r.stderr);
+
+    // Nor are the log and its index records of their own when the tree holds them.
+    let r = mtsum(dir.path(), &["--audit", "--db", "link", "-r", "stopped"]);
+    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
 }
 
 #[test]
@@ -846,6 +1030,59 @@ fn records_travel_between_database_manifest_and_sum_files() {
         audited.verdicts()[0],
         ("corrupt".to_string(), names[0].clone())
     );
+}
+
+#[test]
+fn an_import_with_dry_run_writes_nothing_and_says_what_it_would_import() {
+    let dir = tempdir();
+    tree(dir.path(), 2);
+    audit(dir.path(), &["-r", "t"]);
+    audit(dir.path(), &["--export", "exported"]);
+    let manifest_before = {
+        mtsum(dir.path(), &["--audit", "--manifest", "m", "t/00"]);
+        fs::read(dir.path().join("m")).unwrap()
+    };
+    for (store, file) in [
+        ("--db", "new.db"),
+        ("--manifest", "new.m"),
+        ("--manifest", "m"),
+    ] {
+        let args = ["--audit", store, file, "--import", "exported", "--dry-run"];
+        let r = mtsum(dir.path(), &args);
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+        assert_eq!(
+            r.stderr,
+            "mtsum: 2 records imported, 0 left out (dry run: nothing was written)\n"
+        );
+    }
+    assert!(!dir.path().join("new.db").exists());
+    assert!(!dir.path().join("new.m").exists());
+    assert_eq!(fs::read(dir.path().join("m")).unwrap(), manifest_before);
+}
+
+#[test]
+fn an_export_into_the_store_it_exports_is_refused_and_the_store_kept() {
+    let dir = tempdir();
+    tree(dir.path(), 1);
+    audit(dir.path(), &["-r", "t"]);
+    mtsum(dir.path(), &["--audit", "--manifest", "m", "-r", "t"]);
+    for (store, file, kind) in [("--db", "db", "database"), ("--manifest", "m", "manifest")] {
+        let before = fs::read(dir.path().join(file)).unwrap();
+        for format in [&[][..], &["--export-as", "sums"]] {
+            let args = [&["--audit", store, file, "--export", file][..], format].concat();
+            let r = mtsum(dir.path(), &args);
+            assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+            assert_eq!(
+                r.stderr,
+                format!(
+                    "mtsum: {file}: the records are exported from this file ({kind} {file}); \
+                     export them to another one\n"
+                )
+            );
+            assert_eq!(fs::read(dir.path().join(file)).unwrap(), before, "{args:?}");
+        }
+    }
+    assert_eq!(records(&dir.path().join("db")).len(), 1);
 }
 
 #[test]

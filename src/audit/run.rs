@@ -282,6 +282,18 @@ impl Planner<'_> {
         self.done(path, Status::Unreadable, error.into());
     }
 
+    /// `unreadable`, for a path named that is there but could not be audited as a file: a
+    /// directory named without `-r`, a file in a directory the user may not search. Its
+    /// records, and those below it, are not missing: an audit keeps them, even with
+    /// `--update`. `--forget` was asked to remove them, and does (with a manifest or a
+    /// database, every record below the path).
+    fn unexamined(&mut self, path: PathBuf, error: impl Into<FileError>) {
+        if self.options.operation != Operation::Forget {
+            self.unwalked.push(path.clone());
+        }
+        self.unreadable(path, error);
+    }
+
     fn plan(&mut self, arg: &Target, walked: Walked) {
         let path = match walked {
             Walked::Input(Target::Path(path) | Target::File(path)) => path,
@@ -301,7 +313,13 @@ impl Planner<'_> {
         let named = matches!(arg, Target::Path(a) if *a == path);
         let meta = match fs::metadata(&path) {
             Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // Gone, with its directory where that is a file now.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 if !named {
                     return self.done(path, Status::Changed, FileError::Vanished);
                 }
@@ -311,13 +329,13 @@ impl Planner<'_> {
                 }
                 return self.unreadable(path, InputError::Io(e));
             }
-            Err(e) => return self.unreadable(path, InputError::Io(e)),
+            Err(e) => return self.unexamined(path, InputError::Io(e)),
         };
         if meta.is_dir() {
-            return self.unreadable(path, InputError::IsADirectory);
+            return self.unexamined(path, InputError::IsADirectory);
         }
         if !meta.is_file() {
-            return self.unreadable(path, InputError::NotRegular);
+            return self.unexamined(path, InputError::NotRegular);
         }
         let mut shared = self.shared.borrow_mut();
         if shared.store.is_own(&path, &meta) {

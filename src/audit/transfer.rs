@@ -37,19 +37,54 @@ pub fn export(
     out: &mut dyn Write,
 ) -> Result<u64, AuditError> {
     let records = store.open(false, false)?.records()?;
+    write_records(&records, format, out)
+}
+
+/// Writes every record of `store` to `file` in `format`, whole or not at all (as a manifest
+/// is written: a temporary file beside it, renamed); the number of records. The store's own
+/// file is refused: the export would replace the records it exports, a whole database with
+/// a text file.
+pub fn export_to_file(
+    store: &Store,
+    format: TransferFormat,
+    file: &Path,
+) -> Result<u64, AuditError> {
+    let mut opened = store.open(false, false)?;
+    let fail = |why: String| AuditError::Unsupported(format!("{}: {why}", file.display()));
+    if let Ok(meta) = fs::metadata(file)
+        && opened.is_own(file, &meta)
+    {
+        return Err(fail(format!(
+            "the records are exported from this file ({}); export them to another one",
+            opened.describe()
+        )));
+    }
+    let mut buffer = Vec::new();
+    let n = write_records(&opened.records()?, format, &mut buffer)?;
+    manifest::write_atomically(file, |out| out.write_all(&buffer))
+        .map_err(|e| fail(InputError::Io(e).to_string()))?;
+    Ok(n)
+}
+
+/// Writes `records` to `out` in `format`; their number.
+fn write_records(
+    records: &[(PathBuf, Record)],
+    format: TransferFormat,
+    out: &mut dyn Write,
+) -> Result<u64, AuditError> {
     let written = |e: io::Error| {
         AuditError::Unsupported(format!("cannot write the export: {}", InputError::Io(e)))
     };
     match format {
         TransferFormat::Manifest => {
             let mut m = Manifest::default();
-            for (path, record) in &records {
+            for (path, record) in records {
                 m.insert(manifest::key(path), *record);
             }
             m.write(&mut &mut *out).map_err(written)?;
         }
         TransferFormat::SumFile => {
-            for (path, r) in &records {
+            for (path, r) in records {
                 let name = path.as_os_str().as_encoded_bytes();
                 let line = sumfile::format_line(
                     Format::Tag,
@@ -80,8 +115,15 @@ pub struct Imported {
 
 /// Reads the manifest or sum file at `input` (a manifest by its first line) into `store`.
 /// Untagged sum lines are read as `untagged` says, as `-c` reads them. A file named by a sum
-/// file that cannot be examined is skipped.
-pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Imported, AuditError> {
+/// file that cannot be examined is skipped. With `dry_run` nothing is written: the store is
+/// only opened for reading (so that one that cannot be used says so), and [`Imported`]
+/// counts the records that would be written.
+pub fn import(
+    store: &Store,
+    input: &Path,
+    untagged: &Untagged,
+    dry_run: bool,
+) -> Result<Imported, AuditError> {
     let unreadable = |e: io::Error| {
         AuditError::Unsupported(format!("{}: {}", input.display(), InputError::Io(e)))
     };
@@ -162,9 +204,13 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
             }
         },
     );
-    let mut target = store.open(true, false)?;
+    let mut target = store.open(!dry_run, false)?;
     for (path, record) in &records {
-        match target.set(path, Change::Import { record }) {
+        let set = match dry_run {
+            true => Ok(()),
+            false => target.set(path, Change::Import { record }),
+        };
+        match set {
             Ok(()) => imported.records += 1,
             Err(super::StoreError::File(e)) => {
                 imported
@@ -174,6 +220,8 @@ pub fn import(store: &Store, input: &Path, untagged: &Untagged) -> Result<Import
             Err(super::StoreError::Fatal(e)) => return Err(e),
         }
     }
-    target.finish()?;
+    if !dry_run {
+        target.finish()?;
+    }
     Ok(imported)
 }

@@ -91,7 +91,7 @@ use crate::source::{Mtime, Stamp};
 use super::manifest::{is_within, key};
 use super::{
     Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError,
-    is_unwalked, nanos, time,
+    is_unwalked, nanos, resolved, time,
 };
 
 /// `PRAGMA application_id` of an mtsum database: `mtsm` in ASCII.
@@ -159,6 +159,8 @@ pub struct DatabaseStore {
     writable: bool,
     /// The database file, so that an audit of the tree holding it skips it and its log.
     id: Option<(u64, u64)>,
+    /// Where that file and its log are ([`resolved`]).
+    file: PathBuf,
     /// What every lookup found, by name: later lookups of the same name (arguments may
     /// overlap) see the store as it was before the audit, whatever was written since.
     seen: HashMap<Vec<u8>, Entry>,
@@ -196,6 +198,7 @@ impl DatabaseStore {
             conn,
             writable,
             id: fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
+            file: resolved(path),
             seen: HashMap::new(),
             reported: HashSet::new(),
             last_sync: Instant::now(),
@@ -350,8 +353,21 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
         conn.execute_batch(&UPGRADES.concat())?;
         Ok((conn, None))
     };
+    // Of a directory SQLite would say "unable to open database file", or "disk I/O error" to
+    // a reader, which sends an administrator looking for a failing disk; a reader would wait
+    // for a writer to open a FIFO, maybe for ever. A database that cannot be looked at (a
+    // directory the user may not search) is no "none yet": a reader would export nothing and
+    // call every file new.
+    let exists = match fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(crate::source::InputError::IsADirectory),
+        Ok(m) if !m.is_file() => Err(crate::source::InputError::NotRegular),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(crate::source::InputError::Io(e)),
+    }
+    .map_err(|e| DatabaseError::Sqlite(e.to_string()))?;
     let (conn, lock, (app, version, objects)) = if writable {
-        check_writable(path)?;
+        check_writable(&resolved(path))?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -361,7 +377,7 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
         let found = inspect(&conn)?;
         (conn, None, found)
-    } else if !path.exists() {
+    } else if !exists {
         return empty();
     } else {
         let (conn, lock, found) = open_reader(path)?;
@@ -418,15 +434,27 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
 /// [`ReadLock`] that keeps writers out until the reader is done, so that it never sees a
 /// checkpoint half written. A log with changes in it (an audit was killed) is read the way
 /// SQLite reads it, or, where the index cannot be created, refused with a message saying so.
+///
+/// So is a rollback journal (`FILE-journal`: a database another program took out of WAL
+/// mode, or a switch to WAL cut short): one left by a change cut short holds the pages that
+/// change overwrote, so the database file alone is half written, and only a connection that
+/// may write can roll it back; a reader says so.
 fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseError> {
     let lock = ReadLock::take(path)?;
-    let log = companion(path, "-wal");
-    if fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+    let file = resolved(path);
+    let pending = |suffix| fs::metadata(companion(&file, suffix)).is_ok_and(|m| m.len() > 0);
+    if pending("-wal") || pending("-journal") {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
         conn.busy_timeout(READER_PATIENCE)?;
         return match inspect(&conn) {
             Ok(found) => Ok((conn, lock, found)),
+            Err(e)
+                if e.sqlite_error().map(|e| e.extended_code)
+                    == Some(rusqlite::ffi::SQLITE_READONLY_ROLLBACK) =>
+            {
+                Err(DatabaseError::JournalUnfinished)
+            }
             Err(e)
                 if matches!(
                     e.sqlite_error_code(),
@@ -443,7 +471,7 @@ fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseEr
     Ok((conn, lock, found))
 }
 
-/// `FILE-wal`, `FILE-shm`: a file SQLite keeps beside the database `path`.
+/// `FILE-wal`, `FILE-shm`, `FILE-journal`: a file SQLite keeps beside the database file `path` ([`resolved`]).
 fn companion(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(suffix);
@@ -542,16 +570,18 @@ fn inspect(conn: &Connection) -> rusqlite::Result<Header> {
 /// The database file read as it is, on the promise that nobody writes it meanwhile (SQLite's
 /// `immutable`): [`open_reader`] holds a [`ReadLock`] to keep the promise.
 fn open_immutable(path: &Path) -> Result<Connection, DatabaseError> {
-    let mut uri = b"file:".to_vec();
+    // Every byte but plain ASCII escaped: SQLite decodes `%HH` into the byte, so a name that
+    // is not UTF-8 (a Latin-1 file name) reaches the file system as it is.
+    let mut uri = String::from("file:");
     for &b in path.as_os_str().as_encoded_bytes() {
         match b {
-            b'?' | b'#' | b'%' => uri.extend_from_slice(format!("%{b:02X}").as_bytes()),
-            _ => uri.push(b),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'/' | b'.' | b'-' | b'_' => {
+                uri.push(char::from(b))
+            }
+            _ => uri.push_str(&format!("%{b:02X}")),
         }
     }
-    uri.extend_from_slice(b"?immutable=1");
-    let uri = String::from_utf8(uri)
-        .map_err(|_| DatabaseError::Sqlite("unable to open database file".into()))?;
+    uri.push_str("?immutable=1");
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
     Ok(Connection::open_with_flags(uri, flags)?)
 }
@@ -643,14 +673,14 @@ impl RecordStore for DatabaseStore {
             return true;
         }
         // The log and the index beside it: `FILE-wal`, `FILE-shm`, `FILE-journal`.
-        let (Some(name), Some(db)) = (path.file_name(), self.path.file_name()) else {
+        let (Some(name), Some(db)) = (path.file_name(), self.file.file_name()) else {
             return false;
         };
         let name = name.as_encoded_bytes();
         let is_companion = [&b"-wal"[..], b"-shm", b"-journal"]
             .iter()
             .any(|suffix| *name == [db.as_encoded_bytes(), suffix].concat());
-        is_companion && super::same_directory(path, &self.path)
+        is_companion && super::same_directory(path, &self.file)
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {

@@ -299,6 +299,7 @@ pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> io::Result<()> {
+    let path = &super::resolved(path);
     let dir = directory_of(path);
     let old = fs::metadata(path).ok();
     let (temp_path, file) = create_temporary(path)?;
@@ -332,6 +333,9 @@ pub struct ManifestStore {
     old: Manifest,
     /// The manifest file itself, so that an audit of the tree holding it skips it.
     id: Option<(u64, u64)>,
+    /// Where it lies, past a symbolic link ([`super::resolved`]): its temporary files are
+    /// made beside it.
+    file: PathBuf,
     seen: HashSet<Vec<u8>>,
     /// Records already reported unseen (arguments may overlap).
     reported: HashSet<Vec<u8>>,
@@ -348,17 +352,20 @@ impl ManifestStore {
             path: path.to_path_buf(),
             error,
         })?;
+        let file = super::resolved(path);
         if writable {
-            let (temp, _) = create_temporary(path).map_err(|e| AuditError::ManifestUnwritable {
-                path: path.to_path_buf(),
-                why: super::directory_error(e),
-            })?;
+            let (temp, _) =
+                create_temporary(&file).map_err(|e| AuditError::ManifestUnwritable {
+                    path: path.to_path_buf(),
+                    why: super::directory_error(e),
+                })?;
             let _ = fs::remove_file(temp);
         }
         Ok(ManifestStore {
             path: path.to_path_buf(),
             old,
             id: fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
+            file,
             seen: HashSet::new(),
             reported: HashSet::new(),
             edits: Vec::new(),
@@ -372,7 +379,7 @@ impl RecordStore for ManifestStore {
     }
 
     fn is_own(&self, path: &Path, meta: &fs::Metadata) -> bool {
-        self.id == Some((meta.dev(), meta.ino())) || is_temporary_of(path, &self.path)
+        self.id == Some((meta.dev(), meta.ino())) || is_temporary_of(path, &self.file)
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {

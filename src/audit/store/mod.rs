@@ -269,6 +269,27 @@ pub(crate) fn directory_error(e: std::io::Error) -> String {
     }
 }
 
+/// The file a store at `path` lives in, past symbolic links, also one to a store not created
+/// yet (else `path` itself). SQLite creates a database, and keeps its log, beside that file,
+/// so that is the directory that must be writable; and a manifest is replaced there: a
+/// temporary file renamed over the link would replace the link and leave the manifest it
+/// points to stale.
+pub(crate) fn resolved(path: &Path) -> PathBuf {
+    let mut path = path.to_path_buf();
+    // As many links as the kernel follows (SYMLOOP_MAX), so that a loop ends.
+    for _ in 0..40 {
+        if let Ok(real) = std::fs::canonicalize(&path) {
+            return real;
+        }
+        match std::fs::read_link(&path) {
+            // Relative to the link's directory; `join` keeps an absolute target as it is.
+            Ok(target) => path = path.parent().unwrap_or(Path::new("")).join(target),
+            Err(_) => break,
+        }
+    }
+    path
+}
+
 /// Whether `path` and `other` lie in the same directory (`a` and `./b` do): how a store
 /// recognises the files it keeps beside its own (a manifest's temporary files, a database's
 /// log) when the audited tree holds them.
@@ -295,6 +316,11 @@ pub enum DatabaseError {
         "its log holds changes of an audit that was stopped, and reading them needs an index file beside it, which cannot be created here; an audit that may write the database folds them in"
     )]
     LogUnreadable,
+    /// A reader met a rollback journal of a change cut short, which only a writer can undo.
+    #[error(
+        "its journal holds a change that was cut short, which only a program that may write the database can undo; an audit that may write it does so first"
+    )]
+    JournalUnfinished,
     /// The database would be created in a directory that does not exist.
     #[error("cannot create the database: {NO_DIRECTORY}")]
     NoDirectory,

@@ -22,7 +22,7 @@ use crate::session::{self, Printer, Status as Exit};
 
 pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
     if let Some(t) = &settings.transfer {
-        return run_transfer(&settings.options.store, t);
+        return run_transfer(&settings.options, t);
     }
     if let Some((file, copy)) = &settings.repair {
         return run_repair(&settings.options, file, copy);
@@ -119,23 +119,15 @@ fn fatal_line_exit(e: &AuditError) -> Exit {
 
 /// `--export` and `--import`: status 0, 1 when lines or files were left out of an import, 2
 /// when the store or the file cannot be used.
-fn run_transfer(store: &Store, t: &Transfer) -> Exit {
+fn run_transfer(options: &Options, t: &Transfer) -> Exit {
+    let store = &options.store;
     let fatal = fatal_line_exit;
     match t {
         Transfer::Export { file, format } => {
             let result = if file.as_os_str() == "-" {
                 transfer::export(store, *format, &mut std::io::stdout().lock())
             } else {
-                // Written whole or not at all, as a manifest is.
-                let mut buffer = Vec::new();
-                transfer::export(store, *format, &mut buffer).and_then(|n| {
-                    audit::manifest::write_atomically(file, |out| out.write_all(&buffer))
-                        .map(|()| n)
-                        .map_err(|e| {
-                            let e = mtsum::source::InputError::Io(e);
-                            AuditError::Unsupported(format!("{}: {e}", file.display()))
-                        })
-                })
+                transfer::export_to_file(store, *format, file)
             };
             match result {
                 Ok(n) => {
@@ -149,7 +141,7 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
             file,
             untagged,
             hint_untagged_layout,
-        } => match transfer::import(store, file, untagged) {
+        } => match transfer::import(store, file, untagged, options.dry_run) {
             Ok(imported) => {
                 for (name, why) in &imported.skipped {
                     session::tell(format!("mtsum: {}: {name}: {why}\n", file.display()));
@@ -165,9 +157,10 @@ fn run_transfer(store: &Store, t: &Transfer) -> Exit {
                     ));
                 }
                 session::tell(format!(
-                    "mtsum: {} imported, {} left out\n",
+                    "mtsum: {} imported, {} left out{}\n",
                     count(imported.records, "record"),
-                    imported.skipped.len()
+                    imported.skipped.len(),
+                    dry_run_note(options.dry_run)
                 ));
                 match imported.skipped.is_empty() {
                     true => Exit::Ok,
@@ -276,10 +269,7 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
         Store::Manifest(p) => format!("manifest {}", p.display()),
         Store::Database(p) => format!("database {}", p.display()),
     };
-    let dry_run = match options.dry_run {
-        true => " (dry run: nothing was written)",
-        false => "",
-    };
+    let dry_run = dry_run_note(options.dry_run);
     if options.operation == Operation::Forget {
         let mut out = format!(
             "mtsum: {} forgotten in {store}{dry_run}\n",
@@ -355,6 +345,14 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
     out
 }
 
+/// What ends a summary line of a dry run.
+fn dry_run_note(dry_run: bool) -> &'static str {
+    match dry_run {
+        true => " (dry run: nothing was written)",
+        false => "",
+    }
+}
+
 /// `n` of `noun`, in the plural but for one: "1 file", "2 files".
 fn count(n: u64, noun: &str) -> String {
     match n {
@@ -366,7 +364,7 @@ fn count(n: u64, noun: &str) -> String {
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if bytes < 1024 {
-        return format!("{bytes} bytes");
+        return count(bytes, "byte");
     }
     let mut value = bytes as f64 / 1024.0;
     let mut unit = 0;
