@@ -1266,3 +1266,27 @@ fn files(n: usize) -> String {
         _ => format!("{n} files"),
     }
 }
+
+#[test]
+fn an_export_from_a_store_that_does_not_exist_is_refused_and_writes_nothing() {
+    let dir = tempdir();
+    for store in [["--db", "typo.db"], ["--manifest", "typo.txt"]] {
+        for out in ["-", "out"] {
+            let r = mtsum(
+                dir.path(),
+                &[&store[..], &["--audit", "--export", out]].concat(),
+            );
+            assert_eq!(r.code, Some(2), "{store:?} {out}: {}", r.stderr);
+            assert_eq!(
+                r.stderr,
+                format!(
+                    "mtsum: {}: No such file or directory (nothing to export)\n",
+                    store[1]
+                )
+            );
+            assert_eq!(r.stdout, "");
+            assert!(!dir.path().join(store[1]).exists(), "no store made");
+            assert!(!dir.path().join("out").exists(), "no export written");
+        }
+    }
+}

@@ -19,7 +19,7 @@ use crate::sumfile::{self, Format, Parser, Terminator};
 
 use super::AuditError;
 use super::store::manifest::{self, Manifest};
-use super::store::{Change, Record, Store};
+use super::store::{Change, Record, RecordStore, Store};
 
 /// The text formats records travel in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,8 +36,26 @@ pub fn export(
     format: TransferFormat,
     out: &mut dyn Write,
 ) -> Result<u64, AuditError> {
-    let records = store.open(false, false)?.records()?;
+    let records = open_existing(store)?.records()?;
     write_records(&records, format, out)
+}
+
+/// Opens `store` to read its records, which must be there: a reader takes a database or a
+/// manifest that does not exist for an empty one (a first `--dry-run` reports every file as
+/// new), but an export of nothing from a mistyped name would look like a store that lost
+/// every record.
+fn open_existing(store: &Store) -> Result<Box<dyn RecordStore>, AuditError> {
+    if let Store::Manifest(path) | Store::Database(path) = store
+        && let Err(e) = fs::symlink_metadata(path)
+        && e.kind() == io::ErrorKind::NotFound
+    {
+        return Err(AuditError::Unsupported(format!(
+            "{}: {} (nothing to export)",
+            path.display(),
+            InputError::Io(e)
+        )));
+    }
+    store.open(false, false)
 }
 
 /// Writes every record of `store` to `file` in `format`, whole or not at all (as a manifest
@@ -49,7 +67,7 @@ pub fn export_to_file(
     format: TransferFormat,
     file: &Path,
 ) -> Result<u64, AuditError> {
-    let mut opened = store.open(false, false)?;
+    let mut opened = open_existing(store)?;
     let fail = |why: String| AuditError::Unsupported(format!("{}: {why}", file.display()));
     if let Ok(meta) = fs::metadata(file)
         && opened.is_own(file, &meta)
