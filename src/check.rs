@@ -169,6 +169,7 @@ pub fn check(
         untagged_mismatches: 0,
         untagged_multipart_mismatches: 0,
         untagged_matches: 0,
+        untagged_xxh3: (0, 0),
         tries: Tries::default(),
         processors: engine.threads(),
         settings_shown: None,
@@ -198,6 +199,14 @@ pub fn check(
         writeln!(
             verdicts.err,
             "mtsum: note: untagged {lines} {were} checked with the {layout} layout; {advice}"
+        )?;
+    }
+    let (xxh3_failed, xxh3_ok) = verdicts.untagged_xxh3;
+    if xxh3_failed > 0 && xxh3_ok == 0 && options.verbosity != Verbosity::Status {
+        writeln!(
+            verdicts.err,
+            "mtsum: note: untagged 64-bit values were checked as XXH3; xxhsum writes XXH64 by \
+             default, which mtsum does not compute (xxhsum -H3 writes XXH3)"
         )?;
     }
     Ok(verdicts.all_ok)
@@ -597,6 +606,10 @@ struct Verdicts<'a> {
     /// names `-t s3` then.
     untagged_multipart_mismatches: u64,
     untagged_matches: u64,
+    /// Untagged 64-bit values checked as XXH3 (the algorithm their length implies) that
+    /// differed, and that matched: `xxhsum` writes XXH64 by default, which mtsum does not
+    /// compute, and those lines fail like corrupt files unless a note says why.
+    untagged_xxh3: (u64, u64),
     /// The attempts so far of a line with `--part-size auto`.
     tries: Tries,
     /// For the settings lines of `--verbose`.
@@ -815,16 +828,20 @@ impl Verdicts<'_> {
     /// Counts a line's verdict and writes it: its messages on `err`, and its line on `out`,
     /// as text or as JSON.
     fn report(&mut self, v: &LineVerdict, tagged: bool) -> io::Result<()> {
+        let implied_xxh3 =
+            v.algorithm == Algorithm::Xxh3 && self.options.untagged.algorithm.is_none();
         let t = &mut self.tally;
         t.proper += 1;
         match v.status {
             LineStatus::Ok => {
                 t.matched += 1;
                 self.untagged_matches += u64::from(!tagged);
+                self.untagged_xxh3.1 += u64::from(!tagged && implied_xxh3);
             }
             LineStatus::Failed => {
                 t.mismatched += 1;
                 self.untagged_mismatches += u64::from(!tagged);
+                self.untagged_xxh3.0 += u64::from(!tagged && implied_xxh3);
                 let multipart = v.expected.parts().is_some();
                 self.untagged_multipart_mismatches += u64::from(!tagged && multipart);
             }

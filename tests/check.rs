@@ -1746,3 +1746,30 @@ fn json_check_with_status_is_a_usage_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn untagged_64_bit_values_that_all_fail_as_xxh3_get_a_note_about_xxh64() {
+    let dir = open_tempdir();
+    put(dir.path(), b"h", b"hello");
+    let note = "mtsum: note: untagged 64-bit values were checked as XXH3; xxhsum writes XXH64 by \
+                default, which mtsum does not compute (xxhsum -H3 writes XXH3)\n";
+    // What `xxhsum h` writes: XXH64, untagged (published value of XXH64("hello")).
+    put(dir.path(), b"xxh64", b"26c7827d889f6da3  h\n");
+    let out = mtsum_in(dir.path(), &strs(&["-c", "-t", "plain", "xxh64"]), b"");
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr().ends_with(note), "{}", out.stderr());
+
+    // XXH3 values that check out need no note, nor a corrupted file among good ones.
+    let own = mtsum_in(dir.path(), &strs(&["-t", "plain", "-a", "xxh3", "h"]), b"").stdout;
+    put(dir.path(), b"xxh3", &own);
+    let out = mtsum_in(dir.path(), &strs(&["-c", "-t", "plain", "xxh3"]), b"");
+    assert_eq!((out.code, out.stderr().as_str()), (Some(0), ""));
+    // Asked for with -a, XXH3 is what the user means: no note either.
+    let out = mtsum_in(
+        dir.path(),
+        &strs(&["-c", "-t", "plain", "-a", "xxh3", "xxh64"]),
+        b"",
+    );
+    assert_eq!(out.code, Some(1));
+    assert!(!out.stderr().contains("note:"), "{}", out.stderr());
+}
