@@ -1290,3 +1290,41 @@ fn an_export_from_a_store_that_does_not_exist_is_refused_and_writes_nothing() {
         }
     }
 }
+
+#[test]
+fn an_empty_directory_where_records_lie_is_unreadable_and_update_keeps_its_records() {
+    // A mount point whose file system is not mounted is an empty directory: a nightly
+    // `--update` must not drop the records of the whole tree.
+    let dir = tempdir();
+    let names = tree(dir.path(), 3);
+    assert_eq!(audit(dir.path(), &["-r", "t"]).code, Some(0));
+    fs::rename(dir.path().join("t"), dir.path().join("mounted")).unwrap();
+    fs::create_dir(dir.path().join("t")).unwrap();
+    for args in [&["-r", "t"][..], &["-r", "--update", "t"]] {
+        let r = audit(dir.path(), args);
+        assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stdout, "unreadable  t\n");
+        assert!(
+            r.stderr.starts_with(
+                "mtsum: t: empty, but 3 records lie below it: is its file system mounted? \
+                 (the records are kept; --forget drops them)\n"
+            ),
+            "{}",
+            r.stderr
+        );
+    }
+    fs::remove_dir(dir.path().join("t")).unwrap();
+    fs::rename(dir.path().join("mounted"), dir.path().join("t")).unwrap();
+    let r = audit(dir.path(), &["-r", "t"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let ok: Vec<(String, String)> = names.iter().map(|n| ("ok".into(), n.clone())).collect();
+    assert_eq!(r.verdicts(), ok);
+
+    // Asked to forget them, it does.
+    fs::rename(dir.path().join("t"), dir.path().join("mounted")).unwrap();
+    fs::create_dir(dir.path().join("t")).unwrap();
+    let r = audit(dir.path(), &["-r", "--forget", "t"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let export = mtsum(dir.path(), &["--audit", "--db", "db", "--export", "-"]);
+    assert_eq!(export.stderr, "mtsum: 0 records exported\n");
+}

@@ -65,6 +65,7 @@ pub(super) fn run(
         queue: VecDeque::new(),
         shared: &shared,
         unwalked: Vec::new(),
+        walked_any: false,
         now: SystemTime::now(),
         deadline: options.time_budget.map(|budget| started + budget),
         ordered: None,
@@ -151,6 +152,8 @@ struct Planner<'a> {
     /// The paths below the current argument that its walk could not read: their records
     /// are not `missing`.
     unwalked: Vec<PathBuf>,
+    /// Whether the walk of the current argument met anything.
+    walked_any: bool,
     /// When the audit started, for `--max-age`.
     now: SystemTime,
     /// When the time budget runs out.
@@ -208,6 +211,7 @@ impl Planner<'_> {
                 match walk.next() {
                     Some(walked) => {
                         let arg = arg.clone();
+                        self.walked_any = true;
                         self.plan(&arg, walked);
                     }
                     None => {
@@ -220,6 +224,7 @@ impl Planner<'_> {
             let arg = self.args.next()?.clone();
             let walk = walk(std::iter::once(arg.clone()), self.options.recursion);
             self.current = Some((arg, walk));
+            self.walked_any = false;
         }
     }
 
@@ -443,6 +448,15 @@ impl Planner<'_> {
         };
         let unwalked = std::mem::take(&mut self.unwalked);
         let unseen = self.shared.borrow_mut().store.unseen_below(arg, &unwalked);
+        // A directory named that holds nothing at all, while records lie below it, is far
+        // more often a file system that is not mounted (a mount point is an empty directory)
+        // than a tree whose every file was deleted: reported, and its records left alone,
+        // rather than all `missing` and dropped by `--update` in a cron job.
+        let empty_dir = !self.walked_any && fs::metadata(arg).is_ok_and(|m| m.is_dir());
+        if empty_dir && !unseen.is_empty() && self.options.operation != Operation::Forget {
+            let n = unseen.len();
+            return self.unreadable(arg.to_path_buf(), FileError::EmptyWithRecords(n));
+        }
         for (path, record) in unseen {
             self.pass(Item::Missing { path, record });
         }

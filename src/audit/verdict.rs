@@ -225,6 +225,13 @@ pub enum FileError {
     Record(String),
     #[error("standard input cannot be audited")]
     Stdin,
+    /// A directory named that holds nothing, while the store has records below it: most
+    /// likely a file system that is not mounted, whose records `--update` would drop.
+    #[error(
+        "empty, but {} below it: is its file system mounted? (the records are kept; --forget drops them)",
+        match .0 { 1 => "1 record lies".to_string(), n => format!("{n} records lie") }
+    )]
+    EmptyWithRecords(usize),
     /// Why a file is `corrupt` whose repair was cut short ([`super::repair`]).
     #[error("a repair was interrupted; run --repair again")]
     RepairInterrupted,
