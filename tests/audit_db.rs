@@ -614,24 +614,13 @@ fn kill_9_at_any_moment_loses_no_record_and_max_age_skips_what_was_verified() {
     let mut killed = 0;
     for trial in 0..6 {
         // A slow audit (one reader, a low rate) killed after a random few hundred ms.
-        let mut child = StdCommand::new(MTSUM)
-            .args([
-                "--audit",
-                "--db",
-                "db",
-                "--readers",
-                "1",
-                "--limit-rate",
-                "256K",
-                "-r",
-                "t",
-            ])
+        let mut child = slow_audit(dir.path(), "256K")
+            .args(["-r", "t"])
             .args(if trial % 2 == 1 {
                 &["--max-age", "1h"][..]
             } else {
                 &[][..]
             })
-            .current_dir(dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -705,19 +694,9 @@ fn a_kill_during_a_read_in_physical_order_loses_no_file_already_read() {
             )
             .unwrap();
         }
-        let child = StdCommand::new(MTSUM)
-            .args([
-                "--audit",
-                "--db",
-                "db",
-                "--readers",
-                "1",
-                "--limit-rate",
-                "1M",
-            ])
+        let child = slow_audit(dir.path(), "1M")
             .args(["-r", "t"])
             .env("MTSUM_ROTATIONAL", "1")
-            .current_dir(dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -1327,4 +1306,21 @@ fn an_empty_directory_where_records_lie_is_unreadable_and_update_keeps_its_recor
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let export = mtsum(dir.path(), &["--audit", "--db", "db", "--export", "-"]);
     assert_eq!(export.stderr, "mtsum: 0 records exported\n");
+}
+
+/// An audit of the database `db` in `dir` by one reader at `rate` bytes a second: slow
+/// enough to be stopped halfway.
+fn slow_audit(dir: &Path, rate: &str) -> StdCommand {
+    let mut cmd = StdCommand::new(MTSUM);
+    cmd.args([
+        "--audit",
+        "--db",
+        "db",
+        "--readers",
+        "1",
+        "--limit-rate",
+        rate,
+    ])
+    .current_dir(dir);
+    cmd
 }

@@ -46,7 +46,7 @@ pub fn export(
 /// every record.
 fn open_existing(store: &Store) -> Result<Box<dyn RecordStore>, AuditError> {
     if let Store::Manifest(path) | Store::Database(path) = store
-        && let Err(e) = fs::symlink_metadata(path)
+        && let Err(e) = fs::metadata(path)
         && e.kind() == io::ErrorKind::NotFound
     {
         return Err(AuditError::Unsupported(format!(
