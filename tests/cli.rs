@@ -1800,7 +1800,7 @@ fn the_ranges_options_with_audit_or_check_name_the_option_given() {
     let dir = tempdir();
     write(dir.path(), "a", b"a");
     for mode in ["--audit", "--check"] {
-        for ranges in [&["--plan", "4"][..], &["--range", "0-1"], &["--combine"]] {
+        for ranges in [&["--plan", "4"][..], &["--range", "0-1/1"], &["--combine"]] {
             let r = run(dir.path(), [&[mode][..], ranges, &["a"]].concat());
             r.assert_usage_error(&format!("'{mode}' cannot be used with '{}", ranges[0]));
             let other = if mode == "--audit" {

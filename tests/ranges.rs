@@ -440,18 +440,67 @@ fn cli_plan_range_each_then_combine_prints_the_line_of_mtsum_file() {
 }
 
 #[test]
+fn cli_plan_lines_carry_the_size_and_every_range_of_a_file_of_another_size_fails_as_changed() {
+    let dir = tempdir();
+    let size = 3 * JOB + 77;
+    let path = write_file(dir.path(), "f", &pattern(size as usize, 5));
+    let (plan, _, status) = mtsum(dir.path(), &["-t", "rfc6962", "--plan", "3", "f"], b"");
+    assert_eq!(status, 0);
+    let want: Vec<String> = (0..3)
+        .map(|i| {
+            let end = if i == 2 { size } else { (i + 1) * JOB };
+            format!("{}-{end}/{size}", i * JOB)
+        })
+        .collect();
+    assert_eq!(plan.lines().collect::<Vec<_>>(), want);
+    // Grown by a byte, then shrunk by one: no range of the old plan hashes, not only the last.
+    for new_size in [size + 1, size - 1] {
+        write_file(dir.path(), "f", &pattern(new_size as usize, 5));
+        for range in plan.lines() {
+            let got = mtsum(dir.path(), &["-t", "rfc6962", "--range", range, "f"], b"");
+            let changed = ("".into(), "mtsum: f: changed while being read\n".into(), 1);
+            assert_eq!(got, changed, "{range} of a file of {new_size} bytes");
+        }
+    }
+    // The size is the plan's, not the file's: a partial says it, and --combine refuses a mix.
+    std::fs::write(&path, pattern(size as usize, 5)).unwrap();
+    let (first, _, _) = mtsum(
+        dir.path(),
+        &["-t", "rfc6962", "--range", &want[0], "f"],
+        b"",
+    );
+    assert!(first.starts_with(&format!(
+        "MTSUM-PARTIAL/2 RFC6962-SHA256-1M {size} 0-{JOB} "
+    )));
+}
+
+#[test]
 fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
     let dir = tempdir();
     write_file(dir.path(), "f", &pattern((JOB + 5) as usize, 1));
-    let (_, err, status) = mtsum(dir.path(), &["-t", "rfc6962", "--range", "1-5", "f"], b"");
+    let size = JOB + 5;
+    let bad = format!("1-5/{size}");
+    let (_, err, status) = mtsum(dir.path(), &["-t", "rfc6962", "--range", &bad, "f"], b"");
     assert_eq!(status, 2);
     assert!(
         err.starts_with("mtsum: f: bytes 1-5 are not a range of the plan")
             && err.lines().count() == 1,
         "{err}"
     );
-    let (_, err, status) = mtsum(dir.path(), &["--range", "x", "f"], b"");
-    assert_eq!(status, 2, "{err}");
+    // A range without the size it was planned for could not tell a changed file.
+    for unplanned in ["x", "0-5", "0-5/", "0-5/x"] {
+        let (_, err, status) = mtsum(dir.path(), &["--range", unplanned, "f"], b"");
+        assert_eq!(
+            (status, err.as_str()),
+            (
+                2,
+                format!(
+                    "mtsum: invalid value '{unplanned}' for '--range <START-END/SIZE>': '{unplanned}' is not a line of --plan: START-END/SIZE (try 'mtsum --help')\n"
+                )
+                .as_str()
+            )
+        );
+    }
     let (_, err, status) = mtsum(dir.path(), &["--plan", "0", "f"], b"");
     assert_eq!(
         (status, err.as_str()),
@@ -465,7 +514,7 @@ fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
         (status, err.as_str()),
         (2, "mtsum: --plan takes one file (try 'mtsum --help')\n")
     );
-    for stdin in [&["--range", "0-5"][..], &["--range", "0-5", "-"]] {
+    for stdin in [&["--range", "0-5/5"][..], &["--range", "0-5/5", "-"]] {
         let (out, err, status) = mtsum(dir.path(), stdin, b"bytes");
         assert_eq!(
             (status, out.as_str(), err.as_str()),
@@ -483,7 +532,7 @@ fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
     );
     let (first, _, _) = mtsum(
         dir.path(),
-        &["-t", "rfc6962", "--range", &format!("0-{JOB}"), "f"],
+        &["-t", "rfc6962", "--range", &format!("0-{JOB}/{size}"), "f"],
         b"",
     );
     let (_, err, status) = mtsum(dir.path(), &["--combine", "-"], first.as_bytes());
@@ -491,11 +540,7 @@ fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
         (status, err.as_str()),
         (
             1,
-            format!(
-                "mtsum: bytes {JOB}-{} are missing (no partial covers them)\n",
-                JOB + 5
-            )
-            .as_str()
+            format!("mtsum: bytes {JOB}-{size} are missing (no partial covers them)\n").as_str()
         )
     );
     let (_, err, status) = mtsum(dir.path(), &["--combine", "nothere"], b"");

@@ -305,14 +305,15 @@ pub struct Args {
     #[arg(long = "mtime-resolution", value_name = "RES", requires = "audit")]
     mtime_resolution: Option<Resolution>,
 
-    /// Print at most N byte ranges START-END of the file, about equal and on subtree
-    /// boundaries, to hash apart with --range and join with --combine.
+    /// Print at most N byte ranges START-END/SIZE of the file (SIZE: its length), about equal
+    /// and on subtree boundaries, to hash apart with --range and join with --combine.
     #[arg(long, value_name = "N", value_parser = parse_ranges, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
     plan: Option<NonZeroUsize>,
 
-    /// Hash bytes START-END (a range of --plan) of the file and print a partial line.
-    #[arg(long, value_name = "START-END", value_parser = parse_range, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
-    range: Option<std::ops::Range<u64>>,
+    /// Hash bytes START-END of the file, a line of --plan, and print a partial line; a file
+    /// whose length is no longer SIZE has changed and fails.
+    #[arg(long, value_name = "START-END/SIZE", value_parser = PlannedRange::parse, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    range: Option<PlannedRange>,
 
     /// Read partial lines (of --range) from the PATHs and print the file's checksum line.
     #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json"])]
@@ -385,15 +386,36 @@ fn parse_count(s: &str, what: &str) -> Result<NonZeroUsize, String> {
     NonZeroUsize::new(n).ok_or_else(|| format!("the number of {what} must be at least 1"))
 }
 
-/// `START-END`, two byte offsets.
-fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
-    let bad = || format!("'{s}' is not a byte range START-END");
-    let (start, end) = s.split_once('-').ok_or_else(bad)?;
-    let (start, end) = (
-        start.parse().map_err(|_| bad())?,
-        end.parse().map_err(|_| bad())?,
-    );
-    Ok(start..end)
+/// A line of `--plan`, which `--range` takes: `START-END/SIZE`, the bytes `START..END` (end
+/// exclusive) of a file planned at `SIZE` bytes. The size travels with the range because the
+/// separate commands of one file may run long apart: a range hashed from a file that has
+/// since grown or shrunk would be a subtree of another tree, and only the planned size tells
+/// (the partial line then carries it, so `--combine` refuses a mix). `/SIZE` as in HTTP's
+/// `Content-Range: bytes 0-499/1234`, and one word, for `xargs` and GNU parallel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedRange {
+    pub bytes: std::ops::Range<u64>,
+    pub size: u64,
+}
+
+impl PlannedRange {
+    fn parse(s: &str) -> Result<PlannedRange, String> {
+        let bad = || format!("'{s}' is not a line of --plan: START-END/SIZE");
+        let (range, size) = s.split_once('/').ok_or_else(bad)?;
+        let (start, end) = range.split_once('-').ok_or_else(bad)?;
+        let number = |n: &str| n.parse::<u64>().map_err(|_| bad());
+        Ok(PlannedRange {
+            bytes: number(start)?..number(end)?,
+            size: number(size)?,
+        })
+    }
+}
+
+impl std::fmt::Display for PlannedRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let std::ops::Range { start, end } = self.bytes;
+        write!(f, "{start}-{end}/{}", self.size)
+    }
 }
 
 /// Whether to show a bar: `--progress`, `--no-progress`, or when stderr is a terminal.
@@ -472,8 +494,8 @@ pub struct RangeSettings {
 pub enum RangeStep {
     /// Print at most this many ranges of the file.
     Plan(NonZeroUsize),
-    /// Hash one range of the file into a partial line.
-    Range(std::ops::Range<u64>),
+    /// Hash one range of the file, planned at its size, into a partial line.
+    Range(PlannedRange),
     /// Read partial lines, print the root line as hash mode does (`Line` or `BareDigest`,
     /// in `--base64` where asked).
     Combine(Output, Option<Encoding>),

@@ -2,6 +2,9 @@
 //! machines, by GNU parallel, a batch system, ssh) and the ranges joined into the checksum line
 //! that `mtsum FILE` prints. The work is the library's [`mtsum::range`]; here are the lines.
 //!
+//! A line of `--plan` is a range with the size it was planned for ([`PlannedRange`]), so that
+//! `--range` fails every range of a file that has changed size since, not only the last.
+//!
 //! A partial line of `--range` is the library's line ([`Partial::to_line`]) followed by two
 //! spaces and the file's name, as in a checksum line, so that `--combine` can print the name;
 //! a name that a checksum line would escape (a newline, a backslash) is left out, and
@@ -15,7 +18,7 @@ use mtsum::range::{self, Partial, Spec};
 use mtsum::source::{Input, InputError, Target};
 use mtsum::{report, sumfile};
 
-use crate::args::{Common, Output, RangeSettings, RangeStep};
+use crate::args::{Common, Output, PlannedRange, RangeSettings, RangeStep};
 use crate::hash;
 use crate::session::{self, Printer, Status};
 
@@ -32,14 +35,20 @@ pub fn run(common: &Common, settings: &RangeSettings) -> Status {
         RangeStep::Plan(parts) => one_file(common, settings, &printer).and_then(|(_, spec)| {
             let plan = range::plan(spec, parts.get()).map_err(|e| usage(&printer, &e))?;
             let lines: String = plan
-                .iter()
-                .map(|r| format!("{}-{}\n", r.start, r.end))
+                .into_iter()
+                .map(|bytes| {
+                    let size = spec.size;
+                    format!("{}\n", PlannedRange { bytes, size })
+                })
                 .collect();
             printer.print(lines.as_bytes());
             Ok(())
         }),
-        RangeStep::Range(bytes) => one_file(common, settings, &printer)
-            .and_then(|(target, spec)| hash_range(&engine, &printer, target, spec, bytes.clone())),
+        RangeStep::Range(planned) => {
+            one_file(common, settings, &printer).and_then(|(target, spec)| {
+                hash_range(&engine, &printer, target, spec, planned.bytes.clone())
+            })
+        }
         RangeStep::Combine(output, encoding) => combine(common, (*output, *encoding), &printer),
     };
     if let Err(Stop::Input) = done {
@@ -74,10 +83,15 @@ fn one_file(
         return Err(Stop::Usage);
     }
     let name = report::name_bytes(target);
-    let size = match Input::open(target) {
-        Ok(Input::Sized(file)) => file.len(),
-        Ok(Input::Stream(_)) => return Err(failed(printer, name, &InputError::RangeOfStream)),
-        Err(e) => return Err(failed(printer, name, &e)),
+    let size = match &settings.step {
+        // The size the range was planned for: the engine fails a file of another length as
+        // changed, whichever range it is (the file is opened there).
+        RangeStep::Range(planned) => planned.size,
+        _ => match Input::open(target) {
+            Ok(Input::Sized(file)) => file.len(),
+            Ok(Input::Stream(_)) => return Err(failed(printer, name, &InputError::RangeOfStream)),
+            Err(e) => return Err(failed(printer, name, &e)),
+        },
     };
     let spec = Spec {
         layout: settings.request.layout,
