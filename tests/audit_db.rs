@@ -116,7 +116,7 @@ fn records_live_in_a_sqlite_database_of_our_own_in_wal_mode() {
             ("ok".to_string(), names[0].clone()),
             (
                 "corrupt".to_string(),
-                format!("{}  (bytes 0-1036)", names[1])
+                format!("{}  (bytes 0-1037)", names[1])
             ),
             ("missing".to_string(), names[2].clone()),
         ]

@@ -45,10 +45,11 @@ fn same(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The damaged range printed for a byte flipped at `offset` of a file of `len` bytes.
+/// The damaged range printed for a byte flipped at `offset` of a file of `len` bytes: its
+/// leaf, end exclusive as every range mtsum prints.
 fn leaf_range(offset: u64, len: u64) -> String {
     let start = offset / MIN_LEAF * MIN_LEAF;
-    let end = len.min(start + MIN_LEAF) - 1;
+    let end = len.min(start + MIN_LEAF);
     format!("{start}-{end}")
 }
 
@@ -120,7 +121,7 @@ fn one_damaged_range_is_repaired_from_a_copy() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(
         r.stdout,
-        format!("repaired  t/f  (bytes {}-{})\n", MIN_LEAF, 2 * MIN_LEAF - 1)
+        format!("repaired  t/f  (bytes {}-{})\n", MIN_LEAF, 2 * MIN_LEAF)
     );
     assert!(same(&file, &copy));
     assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), mtime);
@@ -152,11 +153,11 @@ fn several_damaged_ranges_are_repaired_and_nothing_else_is_written() {
         r.stdout,
         format!(
             "repaired  t/f  (bytes 0-{}, {}-{}, {}-{})\n",
-            l - 1,
+            l,
             2 * l,
-            4 * l - 1,
+            4 * l,
             6 * l,
-            len - 1
+            len
         )
     );
     assert!(
@@ -182,7 +183,7 @@ fn a_copy_damaged_in_a_needed_leaf_or_of_another_size_is_refused_and_nothing_wri
         format!(
             "mtsum: t/f: the copy b/f is damaged too (bytes {}-{}): refused, nothing written\n",
             3 * MIN_LEAF,
-            4 * MIN_LEAF - 1
+            4 * MIN_LEAF
         )
     );
     assert_eq!(fs::read(&file).unwrap(), before, "not one byte written");
@@ -226,11 +227,7 @@ fn a_dry_run_says_what_it_would_repair_and_writes_nothing() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(
         r.stdout,
-        format!(
-            "would repair  t/f  (bytes {}-{})\n",
-            MIN_LEAF,
-            2 * MIN_LEAF - 1
-        )
+        format!("would repair  t/f  (bytes {}-{})\n", MIN_LEAF, 2 * MIN_LEAF)
     );
     assert_eq!(fs::read(&file).unwrap(), before);
 }
@@ -256,7 +253,7 @@ fn an_audit_repairs_from_a_mirror_of_the_tree() {
         format!(
             "ok  t/a\nrepaired  t/sub/b  (bytes {}-{})\n",
             2 * MIN_LEAF,
-            3 * MIN_LEAF - 1
+            3 * MIN_LEAF
         )
     );
     assert!(r.stderr.contains("1 repaired"), "{}", r.stderr);
@@ -366,7 +363,7 @@ fn assert_half_repaired(dir: &Path, file: &Path, copy: &Path, recorded: SystemTi
 /// The next audit of a half-repaired `t/f`, even with `--update`, calls it corrupt for the
 /// interrupted repair and keeps its record; in JSON too.
 fn assert_audit_says_interrupted(dir: &Path, recorded: SystemTime) {
-    let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF - 1);
+    let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF);
     let audit = mtsum(dir, &["--audit", "--db", "db", "--update", "t/f"]);
     assert_eq!(audit.code, Some(1), "{}", audit.stderr);
     assert_eq!(audit.stdout, format!("corrupt  t/f  (bytes {last})\n"));
@@ -396,7 +393,7 @@ fn assert_audit_says_interrupted(dir: &Path, recorded: SystemTime) {
 /// the file now byte for byte the copy with its recorded mtime, the mark gone, and the next
 /// audit finds it ok.
 fn assert_finished(dir: &Path, run: &Run, copy: &Path, recorded: SystemTime) {
-    let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF - 1);
+    let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF);
     assert_eq!(run.stdout, format!("repaired  t/f  (bytes {last})\n"));
     let file = dir.join("t/f");
     assert!(same(&file, copy));
@@ -515,9 +512,9 @@ fn a_mark_does_not_cover_a_change_of_size_nor_outlive_fix() {
     grown[5] ^= 1;
     fs::write(&file, &grown).unwrap();
     let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!(audit.stdout, "corrupt  t/f  (bytes 0-65535)\n");
+    assert_eq!(audit.stdout, "corrupt  t/f  (bytes 0-65536)\n");
     let fix = mtsum(dir.path(), &["--audit", "--db", "db", "--fix", "t/f"]);
-    assert_eq!(fix.stdout, "corrupt  t/f  (bytes 0-65535)\n");
+    assert_eq!(fix.stdout, "corrupt  t/f  (bytes 0-65536)\n");
     assert_eq!(stored(&dir.path().join("db"), "t/f").1, 0);
     let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
     assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
@@ -556,5 +553,5 @@ fn a_database_of_version_1_is_read_as_it_is_and_upgraded_when_written() {
     assert_eq!(stored(&db, "t/f").1, 0);
     flip(&file, &[7]);
     let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!(audit.stdout, "corrupt  t/f  (bytes 0-99)\n");
+    assert_eq!(audit.stdout, "corrupt  t/f  (bytes 0-100)\n");
 }

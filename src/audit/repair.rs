@@ -49,7 +49,7 @@ pub enum RepairError {
     CopyUnreadable { copy: PathBuf, error: InputError },
     #[error("the copy {copy} has {got} bytes, the file {want}: refused, nothing written")]
     CopySize { copy: PathBuf, want: u64, got: u64 },
-    #[error("the copy {copy} is damaged too (bytes {}-{}): refused, nothing written", .range.start, .range.end - 1)]
+    #[error("the copy {copy} is damaged too (bytes {}-{}): refused, nothing written", .range.start, .range.end)]
     CopyDamaged { copy: PathBuf, range: Range<u64> },
     #[error("still corrupt after the repair")]
     StillCorrupt,

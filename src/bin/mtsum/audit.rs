@@ -244,12 +244,14 @@ impl Events<'_> {
     }
 }
 
-/// `  (bytes 41943040-42991615, …)\n`: where a corrupt file differs, ends inclusive as in
-/// `cmp -l` and `dd` ranges people read.
+/// `  (bytes 41943040-42008576, …)\n`: where a corrupt file differs, each range `START-END`
+/// with its end exclusive, as every byte range mtsum prints or takes is (`--plan`, `--range`,
+/// JSON's `damaged`): one convention, so a range copied from one place means the same bytes
+/// in another, and its length is `END - START`.
 fn damaged_suffix(damaged: &[std::ops::Range<u64>]) -> String {
     let ranges: Vec<String> = damaged
         .iter()
-        .map(|r| format!("{}-{}", r.start, r.end - 1))
+        .map(|r| format!("{}-{}", r.start, r.end))
         .collect();
     format!("  (bytes {})\n", ranges.join(", "))
 }
@@ -380,10 +382,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn damaged_ranges_print_with_inclusive_ends() {
+    fn damaged_ranges_print_with_exclusive_ends() {
         assert_eq!(
             damaged_suffix(&[0..65536, 131072..131073]),
-            "  (bytes 0-65535, 131072-131072)\n"
+            "  (bytes 0-65536, 131072-131073)\n"
         );
     }
 
