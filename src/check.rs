@@ -878,9 +878,17 @@ impl Verdicts<'_> {
         let verdict = match (v.status, v.sizes_tried) {
             _ if verbosity == Verbosity::Status => return None,
             (LineStatus::Ok, _) if verbosity == Verbosity::Quiet => return None,
-            (LineStatus::Ok, Some(_)) => match v.layout.size_parameter() {
-                Some(size) => format!(": OK (--part-size {size})\n"),
-                None => ": OK\n".to_string(),
+            // A value of one part (a single upload, or a multipart upload of one part) is the
+            // same for every part size of at least the file's: naming the one that was tried
+            // would say the upload used it.
+            (LineStatus::Ok, Some(_)) => match (v.layout, &v.digest) {
+                (Layout::S3(part), Some(d)) if part.parts(d.size) == 1 => {
+                    ": OK (one part)\n".to_string()
+                }
+                _ => match v.layout.size_parameter() {
+                    Some(size) => format!(": OK (--part-size {size})\n"),
+                    None => ": OK\n".to_string(),
+                },
             },
             (LineStatus::Ok, None) => ": OK\n".to_string(),
             (LineStatus::Failed, Some(tried)) if tried > 1 => {
