@@ -474,6 +474,61 @@ fn cli_plan_lines_carry_the_size_and_every_range_of_a_file_of_another_size_fails
     )));
 }
 
+/// One rule for the three steps: what would not change their output is refused (status 2),
+/// never ignored; `--combine` takes what the file was hashed as from the partials.
+#[test]
+fn cli_options_that_do_not_apply_to_a_step_are_refused_not_ignored() {
+    let dir = tempdir();
+    write_file(dir.path(), "f", b"bytes");
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--combine", "-t", "merkle", "-"],
+            "'--combine' cannot be used with '--tree",
+        ),
+        (
+            &["--combine", "-a", "md5", "-"],
+            "'--combine' cannot be used with '-a",
+        ),
+        (
+            &["--combine", "-l", "4K", "-"],
+            "'--combine' cannot be used with '--leaf-size",
+        ),
+        (
+            &["--combine", "--part-size", "8M", "-"],
+            "'--combine' cannot be used with '--part-size",
+        ),
+        (
+            &["--combine", "--json", "-"],
+            "'--combine' cannot be used with '--json'",
+        ),
+        (
+            &["--plan", "2", "--base64", "f"],
+            "'--plan <N>' cannot be used with '--base64'",
+        ),
+        (
+            &["--range", "0-5/5", "--base64", "f"],
+            "cannot be used with '--base64'",
+        ),
+    ];
+    for (args, want) in cases {
+        let (out, err, status) = mtsum(dir.path(), args, b"");
+        assert_eq!((status, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert!(
+            err.contains(want) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    // What a root line is printed as still applies to --combine.
+    let (partial, _, _) = mtsum(dir.path(), &["--range", "0-5/5", "f"], b"");
+    let (want, _, _) = mtsum(dir.path(), &["--tag", "--base64", "f"], b"");
+    let got = mtsum(
+        dir.path(),
+        &["--combine", "--tag", "--base64", "-"],
+        partial.as_bytes(),
+    );
+    assert_eq!(got, (want, String::new(), 0));
+}
+
 #[test]
 fn cli_refuses_bad_ranges_and_partials_with_one_line_each() {
     let dir = tempdir();

@@ -91,8 +91,8 @@ pub struct Args {
     processors: Option<NonZeroUsize>,
 
     /// Hash algorithm: md5, sha1, sha224, sha256, sha384, sha512, blake3, xxh3, xxh128, and
-    /// the CRCs crc32, crc32c, crc64nvme (with -t plain or s3) [default: sha256; md5 with -t
-    /// s3].
+    /// the CRCs crc32, crc32c, crc64nvme (with -t plain; crc32 and crc32c also with -t s3,
+    /// which has no composite crc64nvme) [default: sha256; md5 with -t s3].
     #[arg(short = 'a', value_name = "algorithm")]
     algorithm: Option<Algorithm>,
 
@@ -307,16 +307,20 @@ pub struct Args {
 
     /// Print at most N byte ranges START-END/SIZE of the file (SIZE: its length), about equal
     /// and on subtree boundaries, to hash apart with --range and join with --combine.
-    #[arg(long, value_name = "N", value_parser = parse_ranges, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    #[arg(long, value_name = "N", value_parser = parse_ranges, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names", "base64"])]
     plan: Option<NonZeroUsize>,
 
     /// Hash bytes START-END of the file, a line of --plan, and print a partial line; a file
     /// whose length is no longer SIZE has changed and fails.
-    #[arg(long, value_name = "START-END/SIZE", value_parser = PlannedRange::parse, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names"])]
+    #[arg(long, value_name = "START-END/SIZE", value_parser = PlannedRange::parse, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "zero", "no_names", "base64"])]
     range: Option<PlannedRange>,
 
     /// Read partial lines (of --range) from the PATHs and print the file's checksum line.
-    #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json"])]
+    /// The partials say what the file was hashed as: -a, -t, -l, --part-size are refused.
+    // One rule for the three steps: an option that would change nothing is refused rather than
+    // ignored, so that `--combine -t merkle` is not taken for a check that the partials are
+    // merkle's. The printing options of hash mode that a root line has are allowed.
+    #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "algorithm", "tree", "leaf_size", "part_size"])]
     combine: bool,
 
     /// Print version information.
