@@ -169,7 +169,7 @@ pub fn check(
         untagged_mismatches: 0,
         untagged_multipart_mismatches: 0,
         untagged_matches: 0,
-        untagged_xxh3: (0, 0),
+        untagged_implied: [(0, 0); IMPLIED_NOTES.len()],
         tries: Tries::default(),
         processors: engine.threads(),
         settings_shown: None,
@@ -181,7 +181,8 @@ pub fn check(
     // Sums of another layout fail on every line; a corrupted file fails alone.
     let n = verdicts.untagged_mismatches;
     let all_failed = n > 0 && verdicts.untagged_matches == 0;
-    if options.hint_untagged_layout && all_failed && options.verbosity != Verbosity::Status {
+    let layout_hint = options.hint_untagged_layout && all_failed;
+    if layout_hint && options.verbosity != Verbosity::Status {
         let layout = options.untagged.layout;
         let (lines, were) = if n == 1 {
             ("line", "was")
@@ -190,7 +191,10 @@ pub fn check(
         };
         // A part count after the value (`…-3`) is S3's: -t plain would fail it too.
         let advice = match verdicts.untagged_multipart_mismatches {
-            0 => "use -t plain for sums written by sha256sum, md5sum, b3sum or xxhsum",
+            0 => {
+                "use -t plain for sums written by sha256sum or md5sum (with -a blake3 for \
+                  b3sum's, -a xxh128 for xxhsum -H128's)"
+            }
             _ => {
                 "use -t s3 for S3 values (a part count after a dash), with --part-size auto \
                   if their part size is not known"
@@ -201,16 +205,52 @@ pub fn check(
             "mtsum: note: untagged {lines} {were} checked with the {layout} layout; {advice}"
         )?;
     }
-    let (xxh3_failed, xxh3_ok) = verdicts.untagged_xxh3;
-    if xxh3_failed > 0 && xxh3_ok == 0 && options.verbosity != Verbosity::Status {
-        writeln!(
-            verdicts.err,
-            "mtsum: note: untagged 64-bit values were checked as XXH3; xxhsum writes XXH64 by \
-             default, which mtsum does not compute (xxhsum -H3 writes XXH3)"
-        )?;
+    for (implied, (failed, ok)) in IMPLIED_NOTES.iter().zip(verdicts.untagged_implied) {
+        let layout = options.untagged.layout;
+        // The layout's hint already names the -a to add with -t plain.
+        let other_fits = match implied.other {
+            Some(other) => !layout_hint && layout.check_algorithm(other).is_ok(),
+            None => true,
+        };
+        if failed > 0 && ok == 0 && other_fits && options.verbosity != Verbosity::Status {
+            writeln!(verdicts.err, "mtsum: note: {}", implied.note)?;
+        }
     }
     Ok(verdicts.all_ok)
 }
+
+/// An algorithm that the length of an untagged value implies although another one has values
+/// of that length too, and what the note says when every such value fails: the lines of
+/// `b3sum`, `xxhsum -H128` and `xxhsum` (XXH64) otherwise fail like corrupt files, whatever
+/// `-t` says, with nothing to tell the user that `-a` is missing.
+struct ImpliedNote {
+    implied: Algorithm,
+    /// The other algorithm the note suggests, if mtsum has it: no note where the layout does
+    /// not take it (`-t s3` has no BLAKE3).
+    other: Option<Algorithm>,
+    note: &'static str,
+}
+
+const IMPLIED_NOTES: [ImpliedNote; 3] = [
+    ImpliedNote {
+        implied: Algorithm::Xxh3,
+        other: None,
+        note: "untagged 64-bit values were checked as XXH3; xxhsum writes XXH64 by default, \
+               which mtsum does not compute (xxhsum -H3 writes XXH3)",
+    },
+    ImpliedNote {
+        implied: Algorithm::Sha256,
+        other: Some(Algorithm::Blake3),
+        note: "untagged 256-bit values were checked as SHA-256; for sums written by b3sum, \
+               add -a blake3",
+    },
+    ImpliedNote {
+        implied: Algorithm::Md5,
+        other: Some(Algorithm::Xxh128),
+        note: "untagged 128-bit values were checked as MD5; for sums written by xxhsum -H128, \
+               add -a xxh128",
+    },
+];
 
 /// How a sum file named `name` on the command line (`-`: standard input; a file named `-`
 /// is `./-` there) is named in messages.
@@ -606,10 +646,9 @@ struct Verdicts<'a> {
     /// names `-t s3` then.
     untagged_multipart_mismatches: u64,
     untagged_matches: u64,
-    /// Untagged 64-bit values checked as XXH3 (the algorithm their length implies) that
-    /// differed, and that matched: `xxhsum` writes XXH64 by default, which mtsum does not
-    /// compute, and those lines fail like corrupt files unless a note says why.
-    untagged_xxh3: (u64, u64),
+    /// Per [`IMPLIED_NOTES`] entry, the untagged values checked with the algorithm their
+    /// length implies that differed, and that matched.
+    untagged_implied: [(u64, u64); IMPLIED_NOTES.len()],
     /// The attempts so far of a line with `--part-size auto`.
     tries: Tries,
     /// For the settings lines of `--verbose`.
@@ -828,20 +867,26 @@ impl Verdicts<'_> {
     /// Counts a line's verdict and writes it: its messages on `err`, and its line on `out`,
     /// as text or as JSON.
     fn report(&mut self, v: &LineVerdict, tagged: bool) -> io::Result<()> {
-        let implied_xxh3 =
-            v.algorithm == Algorithm::Xxh3 && self.options.untagged.algorithm.is_none();
+        let implied = (!tagged && self.options.untagged.algorithm.is_none())
+            .then(|| IMPLIED_NOTES.iter().position(|n| n.implied == v.algorithm))
+            .flatten()
+            .map(|i| &mut self.untagged_implied[i]);
         let t = &mut self.tally;
         t.proper += 1;
         match v.status {
             LineStatus::Ok => {
                 t.matched += 1;
                 self.untagged_matches += u64::from(!tagged);
-                self.untagged_xxh3.1 += u64::from(!tagged && implied_xxh3);
+                if let Some((_, ok)) = implied {
+                    *ok += 1;
+                }
             }
             LineStatus::Failed => {
                 t.mismatched += 1;
                 self.untagged_mismatches += u64::from(!tagged);
-                self.untagged_xxh3.0 += u64::from(!tagged && implied_xxh3);
+                if let Some((failed, _)) = implied {
+                    *failed += 1;
+                }
                 let multipart = v.expected.parts().is_some();
                 self.untagged_multipart_mismatches += u64::from(!tagged && multipart);
             }

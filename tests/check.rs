@@ -1747,6 +1747,50 @@ fn json_check_with_status_is_a_usage_error() {
     );
 }
 
+/// `b3sum` and `xxhsum -H128` write untagged values whose length implies SHA-256 and MD5:
+/// checked with `-t plain` and no `-a`, they fail, and a note names the `-a` they need.
+#[test]
+fn untagged_values_that_all_fail_as_the_algorithm_their_length_implies_get_a_note() {
+    let dir = open_tempdir();
+    put(dir.path(), b"h", b"hello");
+    let cases = [
+        (
+            Algorithm::Blake3,
+            "blake3",
+            "256-bit values were checked as SHA-256; for sums \
+          written by b3sum, add -a blake3\n",
+        ),
+        (
+            Algorithm::Xxh128,
+            "xxh128",
+            "128-bit values were checked as MD5; for sums written \
+          by xxhsum -H128, add -a xxh128\n",
+        ),
+    ];
+    for (alg, name, note) in cases {
+        let line = format!("{}  h\n", alg.hash(b"hello").to_hex());
+        put(dir.path(), b"sums", line.as_bytes());
+        let out = mtsum_in(dir.path(), &strs(&["-c", "-t", "plain", "sums"]), b"");
+        assert_eq!(
+            (out.code, out.stdout.as_slice()),
+            (Some(1), &b"h: FAILED\n"[..])
+        );
+        let want = format!("mtsum: note: untagged {note}");
+        assert!(out.stderr().ends_with(&want), "{}", out.stderr());
+        // As the note says; and without -t, the layout's hint names -a too.
+        let with_a = strs(&["-c", "-t", "plain", "-a", name, "sums"]);
+        let out = mtsum_in(dir.path(), &with_a, b"");
+        assert_eq!((out.code, out.stderr().as_str()), (Some(0), ""));
+        let out = mtsum_in(dir.path(), &strs(&["-c", "sums"]), b"");
+        assert!(
+            out.stderr().contains(&format!("-a {name} for")),
+            "{}",
+            out.stderr()
+        );
+        assert!(!out.stderr().contains(&want), "one note: {}", out.stderr());
+    }
+}
+
 #[test]
 fn untagged_64_bit_values_that_all_fail_as_xxh3_get_a_note_about_xxh64() {
     let dir = open_tempdir();
