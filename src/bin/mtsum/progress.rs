@@ -17,9 +17,11 @@ use mtsum::walk::Walked;
 
 use crate::args::When;
 
-/// A bar that appears only when the work lasts more than a moment.
+/// A bar that appears only when the work lasts more than a moment, or at once and to the end
+/// with `--progress`.
 pub struct Progress {
     bar: Option<ProgressBar>,
+    when: When,
     counter: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     ticker: Option<thread::JoinHandle<()>>,
@@ -36,6 +38,7 @@ impl Progress {
         if !when.enabled() {
             return Progress {
                 bar: None,
+                when,
                 counter,
                 stop,
                 ticker: None,
@@ -53,6 +56,11 @@ impl Progress {
                 .progress_chars("=> "),
         );
         bar.set_length(total_bytes.unwrap_or(0));
+        // Asked for, the bar is drawn from the start: a run shorter than the delay still
+        // shows one, and `finish` leaves its last state.
+        if when == When::Always {
+            bar.set_draw_target(draw_target(when));
+        }
         let ticker = {
             let (bar, counter, stop) = (bar.clone(), counter.clone(), stop.clone());
             thread::spawn(move || {
@@ -61,7 +69,7 @@ impl Progress {
                 while !stop.load(Ordering::Relaxed) {
                     thread::sleep(tick);
                     waited += tick;
-                    if waited == SHOW_AFTER {
+                    if waited == SHOW_AFTER && when != When::Always {
                         bar.set_draw_target(draw_target(when));
                     }
                     bar.set_position(counter.load(Ordering::Relaxed));
@@ -70,6 +78,7 @@ impl Progress {
         };
         Progress {
             bar: Some(bar),
+            when,
             counter,
             stop,
             ticker: Some(ticker),
@@ -113,14 +122,23 @@ impl Progress {
         }
     }
 
-    /// Removes the bar.
+    /// Removes the bar; one asked for with `--progress` is left in its final state (all
+    /// bytes, files and the throughput), so that it shows however short the run was.
     pub fn finish(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.ticker.take() {
             let _ = t.join();
         }
         if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+            match self.when {
+                When::Always => {
+                    bar.set_position(self.counter.load(Ordering::Relaxed));
+                    bar.abandon();
+                    // The line is left for the user to read: end it.
+                    let _ = io::stderr().write_all(b"\n");
+                }
+                When::Auto | When::Never => bar.finish_and_clear(),
+            }
         }
     }
 }
