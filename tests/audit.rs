@@ -1113,6 +1113,23 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn a_count_of_readers_out_of_range_is_refused_in_the_flags_own_word() {
+    let dir = tempdir();
+    for (n, cause) in [
+        ("0", "the number of readers must be at least 1"),
+        ("1025", "at most 1024 readers"),
+        ("x", "'x' is not a number of readers"),
+    ] {
+        let args = ["--audit", "--manifest", "m", "--readers", n, "x"];
+        let r = run_cmd(Command::new(MTSUM).args(args).current_dir(dir.path()));
+        let line = format!(
+            "mtsum: invalid value '{n}' for '--readers <N>': {cause} (try 'mtsum --help')\n"
+        );
+        assert_eq!((r.code, r.stderr), (Some(2), line));
+    }
+}
+
+#[test]
 fn a_directory_without_recursion_and_a_missing_path_are_unreadable() {
     let dir = tempdir();
     fs::create_dir(dir.path().join("d")).unwrap();

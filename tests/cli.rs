@@ -1449,7 +1449,7 @@ fn verbose_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     ] {
         assert!(r.stderr.contains(needle), "no {needle:?} in:\n{}", r.stderr);
     }
-    let timing = predicate::str::is_match(r"(?m)^\d+\.\d\d s \(\d+\.\d\d GB/s\)$").unwrap();
+    let timing = predicate::str::is_match(r"(?m)^b: \d+\.\d\d s \(\d+\.\d\d GB/s\)$").unwrap();
     assert!(timing.eval(&r.stderr), "no timing line in:\n{}", r.stderr);
 }
 
@@ -1486,10 +1486,10 @@ fn benchmark_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     let clean = run(dir.path(), ["a", "b"]);
     let r = run(dir.path(), ["--benchmark", "a", "b"]);
     assert_eq!((r.code, r.stdout()), (Some(0), clean.stdout()));
-    let timing = predicate::str::is_match(r"^\d+\.\d\d s \(\d+\.\d\d GB/s\)$").unwrap();
-    let lines: Vec<&str> = r.stderr.lines().collect();
-    assert_eq!(lines.len(), 2, "one timing line per file:\n{}", r.stderr);
-    assert!(lines.iter().all(|l| timing.eval(l)), "{}", r.stderr);
+    // One timing line per file, after its name.
+    let timing = |name| format!(r"{name}: \d+\.\d\d s \(\d+\.\d\d GB/s\)\n");
+    let lines = predicate::str::is_match(format!("^{}{}$", timing("a"), timing("b"))).unwrap();
+    assert!(lines.eval(&r.stderr), "{}", r.stderr);
 }
 
 /// A sum file of two lines that name different settings: `a` untagged (`-t plain` sha256),
@@ -1524,11 +1524,11 @@ fn check_verbose_prints_the_settings_of_each_kind_of_line_and_each_files_size_on
     };
     let timing = r"\d+\.\d\d s \(\d+\.\d\d GB/s\)\n";
     let a = format!(
-        "{}File size: 6 bytes\n{timing}",
+        "{}File size: 6 bytes\na: {timing}",
         regex_escape(&settings(mtsum::Algorithm::Sha256))
     );
     let b = format!(
-        "{}File size: 3145728 bytes\n{timing}",
+        "{}File size: 3145728 bytes\nb: {timing}",
         regex_escape(&settings(mtsum::Algorithm::Md5))
     );
     let expected = predicate::str::is_match(format!("^{a}{b}$")).unwrap();
@@ -1540,10 +1540,13 @@ fn check_benchmark_prints_each_files_time_on_stderr_and_the_same_verdicts() {
     let (dir, verdicts) = sums_of_two_kinds();
     let r = run(dir.path(), ["-c", "-t", "plain", "--benchmark", "SUMS"]);
     assert_eq!((r.code, r.stdout()), (Some(0), verdicts));
-    let timing = predicate::str::is_match(r"^\d+\.\d\d s \(\d+\.\d\d GB/s\)$").unwrap();
-    let lines: Vec<&str> = r.stderr.lines().collect();
-    assert_eq!(lines.len(), 2, "one timing line per file:\n{}", r.stderr);
-    assert!(lines.iter().all(|l| timing.eval(l)), "{}", r.stderr);
+    let timing = |name| format!(r"{name}: \d+\.\d\d s \(\d+\.\d\d GB/s\)\n");
+    let lines = predicate::str::is_match(format!("^{}{}$", timing("a"), timing("b"))).unwrap();
+    assert!(
+        lines.eval(&r.stderr),
+        "one timing line per file:\n{}",
+        r.stderr
+    );
     // Asked for explicitly, they stay when the verdicts are quiet.
     let quiet = run(
         dir.path(),
@@ -1581,6 +1584,11 @@ fn help_prints_usage_and_exits_0() {
         ] {
             assert!(out.contains(option), "{flag} does not mention {option}");
         }
+        // -v works as it does in C++ mtsum; help says so.
+        assert!(
+            out.contains("--version") && out.contains("-v]"),
+            "{flag}:\n{out}"
+        );
     }
 }
 

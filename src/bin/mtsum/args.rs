@@ -171,7 +171,8 @@ pub struct Args {
     #[arg(long = "ignore-missing", requires = "check")]
     ignore_missing: bool,
 
-    /// Show a progress bar on stderr even when it is not a terminal.
+    /// Show a progress bar on stderr at once, even when it is not a terminal, and leave its
+    /// last state there however short the run.
     #[arg(long, overrides_with = "no_progress")]
     progress: bool,
 
@@ -283,7 +284,7 @@ pub struct Args {
     migrate: bool,
 
     /// With --audit: files read at once [default: -p, else the number of cores].
-    #[arg(long, value_name = "N", requires = "audit", value_parser = parse_processors)]
+    #[arg(long, value_name = "N", requires = "audit", value_parser = parse_readers)]
     readers: Option<NonZeroUsize>,
 
     /// With --audit: read at most RATE bytes per second on average (20M, 100M: binary
@@ -324,7 +325,7 @@ pub struct Args {
     combine: bool,
 
     /// Print version information.
-    #[arg(short = 'V', long = "version", short_alias = 'v', action = clap::ArgAction::Version)]
+    #[arg(short = 'V', long = "version", visible_short_alias = 'v', action = clap::ArgAction::Version)]
     version: (),
 }
 
@@ -369,9 +370,19 @@ fn untagged_layout_unchosen(args: &Args, layout: Layout) -> bool {
 }
 
 fn parse_processors(s: &str) -> Result<NonZeroUsize, String> {
-    let n = parse_count(s, "processors")?;
+    parse_workers(s, "processors")
+}
+
+/// `--readers N`: as `-p`, in the flag's own word.
+fn parse_readers(s: &str) -> Result<NonZeroUsize, String> {
+    parse_workers(s, "readers")
+}
+
+/// A count of threads, `what` of them, from 1 to [`MAX_PROCESSORS`].
+fn parse_workers(s: &str, what: &str) -> Result<NonZeroUsize, String> {
+    let n = parse_count(s, what)?;
     if n.get() > MAX_PROCESSORS {
-        return Err(format!("at most {MAX_PROCESSORS} processors"));
+        return Err(format!("at most {MAX_PROCESSORS} {what}"));
     }
     Ok(n)
 }
