@@ -139,8 +139,11 @@ pub fn audit_summary(s: &Summary, dry_run: bool, elapsed: Duration) -> Vec<u8> {
     for status in Status::ALL {
         o.insert(status.name().into(), s.count(status).into());
     }
+    // `repaired` is a status and an action: the status's count, the files that check out
+    // again (a dry run repairs nothing, its action counts the files it would repair).
     for action in Action::ALL {
-        o.insert(action.name().into(), s.actions(action).into());
+        o.entry(action.name())
+            .or_insert_with(|| s.actions(action).into());
     }
     o.insert("action_errors".into(), s.action_errors.into());
     o.insert("bytes".into(), s.bytes.into());

@@ -823,6 +823,15 @@ fn a_cshatag_tree_is_audited_and_converted() {
     let r = audit_in(dir.path(), &["good", "--update", "edited"]);
     assert_eq!(r.stdout, "ok  good\nmodified  edited\n");
     assert_eq!(xattr_record(&edited).unwrap().algorithm, Algorithm::Sha256);
+
+    // The line says what happened to a file that checked out against cshatag's record.
+    let more = write(dir.path(), "more", b"more");
+    set_mtime(&more, t);
+    cshatag(&more, b"more", ts);
+    let r = audit_in(dir.path(), &["more"]);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "converted  more\n"));
+    let r = audit_in(dir.path(), &["more"]);
+    assert_eq!(r.stdout, "ok  more\n");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -178,6 +178,37 @@ fn a_second_audit_of_the_same_database_is_refused_at_once() {
 }
 
 #[test]
+fn export_and_dry_run_during_an_audit_are_refused_at_once_not_kept_waiting_for_its_end() {
+    let dir = tempdir();
+    tree(dir.path(), 2);
+    audit(dir.path(), &["-r", "t"]);
+    // An audit of a few seconds: a reader that waited for its end would then succeed.
+    let big = dir.path().join("t/big");
+    fs::File::create(&big).unwrap().set_len(8 << 20).unwrap();
+    let first = slow_audit(dir.path(), "2M")
+        .args(["-r", "t"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = ChildGuard(first);
+    let busy = "mtsum: db: another mtsum is using this database; try again when it is done\n";
+    // Once the audit reads the big file it holds the database.
+    common::wait_until("the audit reads", || bytes_read_by(first.0.id()) > 1 << 20);
+    let export = audit(dir.path(), &["--export", "-"]);
+    let dry_run = audit(dir.path(), &["--dry-run", "-r", "t"]);
+    assert!(
+        first.0.try_wait().unwrap().is_none(),
+        "the audit ended early"
+    );
+    assert_eq!((export.code, export.stderr.as_str()), (Some(2), busy));
+    assert_eq!(export.stdout, "");
+    assert_eq!((dry_run.code, dry_run.stderr.as_str()), (Some(2), busy));
+    assert_eq!(dry_run.stdout, "");
+    assert!(first.0.wait().unwrap().success());
+}
+
+#[test]
 fn a_closed_stdout_ends_the_audit_by_sigpipe_keeping_what_was_committed() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempdir();
@@ -865,6 +896,9 @@ fn migration_md5_to_sha256_and_back_from_the_same_reads() {
     let to_sha = audit(dir.path(), &["--migrate", "-a", "sha256", "-r", "t"]);
     assert_eq!(to_sha.code, Some(1));
     assert!(to_sha.stderr.contains("3 migrated"), "{}", to_sha.stderr);
+    // Each line says what happened to its file.
+    let said: Vec<String> = to_sha.verdicts().into_iter().map(|(s, _)| s).collect();
+    assert_eq!(said, ["migrated", "migrated", "migrated", "corrupt"]);
     let stored = records(&dir.path().join("db"));
     for name in &names[..3] {
         assert_eq!(stored[name].1, "sha256");
@@ -891,6 +925,8 @@ fn migration_md5_to_sha256_and_back_from_the_same_reads() {
         "{}",
         again.stderr
     );
+    let said: Vec<String> = again.verdicts().into_iter().map(|(s, _)| s).collect();
+    assert_eq!(said, ["ok", "ok", "ok", "corrupt"]);
 }
 
 #[test]
@@ -989,21 +1025,22 @@ fn records_travel_between_database_manifest_and_sum_files() {
         "{}",
         r.stderr
     );
-    assert!(!r.stderr.contains("note:"), "{}", r.stderr);
-    // Without -t, the lines read as values of the default layout, which every file would then
-    // fail: the import says so.
-    let r = mtsum(
-        dir.path(),
-        &["--audit", "--db", "db4", "--import", "SHA256SUMS"],
-    );
-    assert!(
-        r.stderr.contains(
-            "mtsum: note: untagged lines were read as values of the mtsum layout (3 records); \
-             import sums written by sha256sum, md5sum, b3sum or xxhsum with -t plain\n"
-        ),
-        "{}",
-        r.stderr
-    );
+    // Without -t, their layout would be a guess, and a wrong one makes every file corrupt at
+    // the next audit: the import is refused, and writes nothing (with -a too, which says the
+    // algorithm and not the layout).
+    for args in [&[][..], &["-a", "sha256"]] {
+        let r = mtsum(
+            dir.path(),
+            &[&["--audit", "--db", "db4", "--import", "SHA256SUMS"], args].concat(),
+        );
+        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert_eq!(
+            r.stderr,
+            "mtsum: SHA256SUMS: line 1 does not say its layout: import untagged sums with -t \
+             (-t plain for sha256sum, md5sum, b3sum or xxhsum files)\n"
+        );
+        assert!(!dir.path().join("db4").exists());
+    }
     let audited = mtsum(dir.path(), &["--audit", "--db", "db3", "-r", "t"]);
     assert_eq!(
         audited.verdicts()[0],
@@ -1086,6 +1123,16 @@ fn max_age_works_with_extended_attributes_too() {
         "{}",
         second.stderr
     );
+    // Once a record carries the time, audits without --max-age keep it: a migration and an
+    // update rewrite the records of files they verified just now.
+    let migrated = xattr_audit(&["--migrate", "-a", "sha256", "-r", "t"]);
+    assert_eq!(migrated.verdicts().len(), 3, "{}", migrated.stderr);
+    fs::write(dir.path().join("t/01"), "edited").unwrap();
+    let updated = xattr_audit(&["--update", "-r", "t"]);
+    assert_eq!(updated.by_name()["t/01"], "modified", "{}", updated.stdout);
+    let third = xattr_audit(&["--max-age", "1h", "-r", "t"]);
+    assert_eq!(third.stdout, "", "{}", third.stderr);
+    assert!(third.stderr.contains("3 files not due"), "{}", third.stderr);
     let manifest = mtsum(
         dir.path(),
         &["--audit", "--manifest", "m", "--max-age", "1h", "t"],

@@ -232,37 +232,82 @@ fn a_dry_run_says_what_it_would_repair_and_writes_nothing() {
     assert_eq!(fs::read(&file).unwrap(), before);
 }
 
-#[test]
-fn an_audit_repairs_from_a_mirror_of_the_tree() {
-    let dir = tempdir();
+/// `t/a` and `t/sub/b` recorded in `db`, a mirror of them in `b`, and a byte of `t/sub/b`
+/// flipped in its third leaf.
+fn damaged_tree_with_mirror(dir: &Path) {
     for (name, len) in [("a", 100), ("sub/b", 3 * MIN_LEAF as usize)] {
         for root in ["t", "b"] {
-            let path = dir.path().join(root).join(name);
+            let path = dir.join(root).join(name);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             fs::write(&path, pattern(len, len as u64)).unwrap();
         }
     }
-    mtsum(dir.path(), &["--audit", "--db", "db", "-r", "t"]);
-    flip(&dir.path().join("t/sub/b"), &[2 * MIN_LEAF]);
+    mtsum(dir, &["--audit", "--db", "db", "-r", "t"]);
+    flip(&dir.join("t/sub/b"), &[2 * MIN_LEAF]);
+}
+
+#[test]
+fn an_audit_repairs_from_a_mirror_of_the_tree_and_nothing_is_wrong_afterwards() {
+    let dir = tempdir();
+    damaged_tree_with_mirror(dir.path());
     let r = mtsum(
         dir.path(),
         &["--audit", "--db", "db", "-r", "t", "--repair-from", "b"],
     );
-    assert_eq!(
-        r.stdout,
-        format!(
-            "ok  t/a\nrepaired  t/sub/b  (bytes {}-{})\n",
-            2 * MIN_LEAF,
-            3 * MIN_LEAF
-        )
+    let damaged = format!("(bytes {}-{})", 2 * MIN_LEAF, 3 * MIN_LEAF);
+    assert_eq!(r.stdout, format!("ok  t/a\nrepaired  t/sub/b  {damaged}\n"));
+    // The repair worked: no alarm for a cron job to mail, and the summary still says that
+    // damage was found and mended.
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("  corrupt            0\n"),
+        "{}",
+        r.stderr
     );
-    assert!(r.stderr.contains("1 repaired"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "  repaired           1  damaged, and put back from the copies: they check out now\n"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("records: 1 repaired"), "{}", r.stderr);
     assert!(same(
         &dir.path().join("t/sub/b"),
         &dir.path().join("b/sub/b")
     ));
     let again = mtsum(dir.path(), &["--audit", "--db", "db", "-r", "t"]);
     assert_eq!(again.code, Some(0));
+    assert_eq!(again.stdout, "ok  t/a\nok  t/sub/b\n");
+}
+
+#[test]
+fn a_repair_during_an_audit_is_repaired_in_json_and_a_dry_run_says_it_would_repair() {
+    let dir = tempdir();
+    damaged_tree_with_mirror(dir.path());
+    let args = ["--audit", "--db", "db", "-r", "t", "--repair-from", "b"];
+    // A dry run writes nothing: the file is still corrupt.
+    let dry = mtsum(dir.path(), &[&args[..], &["--dry-run"]].concat());
+    assert_eq!(dry.code, Some(1), "{}", dry.stderr);
+    let damaged = format!("(bytes {}-{})", 2 * MIN_LEAF, 3 * MIN_LEAF);
+    assert_eq!(
+        dry.stdout,
+        format!("ok  t/a\nwould repair  t/sub/b  {damaged}\n")
+    );
+    let json = mtsum(dir.path(), &[&args[..], &["--json"]].concat());
+    assert_eq!(json.code, Some(0), "{}", json.stderr);
+    let lines: Vec<serde_json::Value> = json
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[1]["path"], "t/sub/b");
+    assert_eq!(lines[1]["status"], "repaired");
+    assert_eq!(lines[1]["action"], "repaired");
+    let summary = &lines[2]["summary"];
+    assert_eq!(summary["repaired"], 1);
+    assert_eq!(summary["corrupt"], 0);
+    assert_eq!(summary["clean"], true);
 }
 
 const INTERRUPTED: &str = "a repair was interrupted; run --repair again";
@@ -433,12 +478,12 @@ fn a_repair_failing_midway_with_an_io_error_leaves_the_mark_and_an_audit_finishe
     assert_half_repaired(dir.path(), &file, &copy, recorded);
     assert_audit_says_interrupted(dir.path(), recorded);
 
-    // During an audit too: --repair-from finishes it (the file was found corrupt: status 1).
+    // During an audit too: --repair-from finishes it, and then nothing is wrong.
     let audit = mtsum(
         dir.path(),
         &["--audit", "--db", "db", "t/f", "--repair-from", "b"],
     );
-    assert_eq!(audit.code, Some(1), "{}", audit.stderr);
+    assert_eq!(audit.code, Some(0), "{}", audit.stderr);
     assert!(!audit.stderr.contains(INTERRUPTED), "{}", audit.stderr);
     assert_finished(dir.path(), &audit, &copy, recorded);
 }

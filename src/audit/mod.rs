@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | `ok` | same size and mtime as recorded, same digest | kept (a cshatag record is converted) |
 //! | `corrupt` | same size and mtime, **different digest**: the alarm | kept, unless [`Operation::Audit`]`{ fix }` |
+//! | `repaired` | was `corrupt`, and its damaged ranges were put back from a copy ([`Options::repair_from`]): it checks out now | kept |
 //! | `modified` | size or mtime differs from the record | refreshed with `update`, else kept |
 //! | `new` | no record yet | recorded |
 //! | `missing` | a record but no file (manifest and database stores) | dropped with `update`, else kept |

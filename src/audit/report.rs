@@ -50,9 +50,9 @@ pub enum Postponed {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     /// Files per [`Status`], indexed as [`Status::ALL`].
-    pub statuses: [u64; 7],
+    pub statuses: [u64; Status::ALL.len()],
     /// Files per [`Action`], indexed as [`Action::ALL`].
-    pub actions: [u64; 9],
+    pub actions: [u64; Action::ALL.len()],
     /// Actions the store refused.
     pub action_errors: u64,
     /// Bytes hashed.

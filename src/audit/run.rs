@@ -648,7 +648,7 @@ impl Sink<'_> {
             .spec()
             .unwrap_or((self.options.layout, self.options.algorithm));
         let resolution = self.options.resolution;
-        let (status, mut current, mut error) =
+        let (mut status, mut current, mut error) =
             judge((&prior, repairing), before, hashed, after, resolution, spec);
         let mut action = decide(status, &prior, self.options.operation);
         // A migration records the new algorithm's digest, from the same read, wherever a
@@ -679,8 +679,14 @@ impl Sink<'_> {
             let store = &mut *self.shared.borrow_mut().store;
             let (dry_run, io) = (self.options.dry_run, &self.options.io);
             match repair::from_copy(store, &path, damage, copy, dry_run, io) {
-                Ok(_) => {
+                Ok(done) => {
                     action = Action::Repaired;
+                    // The file checks out now: nothing is wrong any more, and a cron job must
+                    // not mail an alarm. A dry run only says it would repair the file, which
+                    // is still corrupt.
+                    if done.written {
+                        status = Status::Repaired;
+                    }
                     // The cause of an interrupted repair's corruption is gone now.
                     error = None;
                 }

@@ -132,14 +132,18 @@ pub struct Imported {
 }
 
 /// Reads the manifest or sum file at `input` (a manifest by its first line) into `store`.
-/// Untagged sum lines are read as `untagged` says, as `-c` reads them. A file named by a sum
+/// Untagged sum lines are read as `untagged` says, as `-c` reads them; without it, a sum file
+/// with an untagged line is refused before anything is written: its layout would be a guess,
+/// and a wrong guess (a `sha256sum` file read as mtsum trees) makes every file `corrupt` at
+/// the next audit, a false alarm on a whole tree that `-c` would only have called failed.
+/// A file named by a sum
 /// file that cannot be examined is skipped. With `dry_run` nothing is written: the store is
 /// only opened for reading (so that one that cannot be used says so), and [`Imported`]
 /// counts the records that would be written.
 pub fn import(
     store: &Store,
     input: &Path,
-    untagged: &Untagged,
+    untagged: Option<&Untagged>,
     dry_run: bool,
 ) -> Result<Imported, AuditError> {
     let unreadable = |e: io::Error| {
@@ -182,10 +186,18 @@ pub fn import(
                 }
             };
             let tagged = entry.spec.is_some();
-            let Some((layout, algorithm)) = entry
-                .spec
-                .or_else(|| untagged.spec(entry.expected.digest().as_bytes().len()))
-            else {
+            let untagged = match (tagged, untagged) {
+                (false, None) => {
+                    return Err(AuditError::Unsupported(format!(
+                        "{}: line {number} does not say its layout: import untagged sums with -t (-t plain for sha256sum, md5sum, b3sum or xxhsum files)",
+                        input.display()
+                    )));
+                }
+                (_, untagged) => untagged,
+            };
+            let Some((layout, algorithm)) = entry.spec.or_else(|| {
+                untagged.and_then(|u| u.spec(entry.expected.digest().as_bytes().len()))
+            }) else {
                 let why = "no algorithm has a digest of this length".to_string();
                 imported.skipped.push((format!("line {number}"), why));
                 continue;

@@ -112,6 +112,9 @@ impl fmt::Display for Resolution {
 pub enum Status {
     Ok,
     Corrupt,
+    /// Found corrupt, and its damaged ranges put back from a copy (`--repair-from`): it
+    /// checks out again. Damage was found, and nothing is wrong any more.
+    Repaired,
     Modified,
     New,
     Missing,
@@ -121,9 +124,10 @@ pub enum Status {
 
 impl Status {
     /// Every status, in the order summaries list them.
-    pub const ALL: [Status; 7] = [
+    pub const ALL: [Status; 8] = [
         Status::Ok,
         Status::Corrupt,
+        Status::Repaired,
         Status::Modified,
         Status::New,
         Status::Missing,
@@ -136,6 +140,7 @@ impl Status {
         match self {
             Status::Ok => "ok",
             Status::Corrupt => "corrupt",
+            Status::Repaired => "repaired",
             Status::Modified => "modified",
             Status::New => "new",
             Status::Missing => "missing",

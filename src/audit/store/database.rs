@@ -17,8 +17,9 @@
 //! (`locking_mode=EXCLUSIVE`), so a second audit of the same database is refused at once with
 //! [`DatabaseError::Busy`] instead of interleaving its records with the first one's.
 //! A reader (`--dry-run`, `--export`) opens the database read-only and holds SQLite's shared
-//! lock while it reads ([`ReadLock`]), so a writer is refused meanwhile, and waits a few
-//! seconds for a writer to finish before it gives up.
+//! lock while it reads ([`ReadLock`]), so a writer is refused meanwhile; and while a writer
+//! holds the database, a reader is refused at once as a second audit is: the audit may run
+//! for days, and a reader that waited a few seconds before saying so would only be slower.
 //!
 //! # Repairs in progress
 //!
@@ -446,7 +447,7 @@ fn open_reader(path: &Path) -> Result<(Connection, ReadLock, Header), DatabaseEr
     if pending("-wal") || pending("-journal") {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
-        conn.busy_timeout(READER_PATIENCE)?;
+        conn.busy_timeout(Duration::ZERO)?;
         return match inspect(&conn) {
             Ok(found) => Ok((conn, lock, found)),
             Err(e)
@@ -478,10 +479,6 @@ fn companion(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// How long a reader waits for a writer to let go of the database (one that is closing)
-/// before it gives up with [`DatabaseError::Busy`].
-const READER_PATIENCE: Duration = Duration::from_secs(5);
-
 /// SQLite's shared lock on a database file, taken by a reader that reads the file as it is
 /// ([`open_reader`]): the byte ranges of SQLite's unix locking (`PENDING_BYTE`, then the
 /// shared range), so that it conflicts with the exclusive lock a writer holds from opening
@@ -498,39 +495,30 @@ impl ReadLock {
     const SHARED_FIRST: i64 = Self::PENDING_BYTE + 2;
     const SHARED_SIZE: i64 = 510;
 
-    /// Takes the lock on the database `path`, waiting up to [`READER_PATIENCE`] for a
-    /// writer to let go.
+    /// Takes the lock on the database `path`, or fails at once with
+    /// [`DatabaseError::Busy`] while a writer holds it.
     fn take(path: &Path) -> Result<ReadLock, DatabaseError> {
         let file = fs::File::open(path)
             .map_err(|e| DatabaseError::Sqlite(crate::source::InputError::Io(e).to_string()))?;
-        let deadline = Instant::now() + READER_PATIENCE;
-        loop {
-            // As SQLite does: the pending byte keeps a reader out while a writer waits for
-            // the readers to go; the shared range is what a writer locks exclusively.
-            let taken = lock_range(&file, libc::F_RDLCK, Self::PENDING_BYTE, 1).and_then(|()| {
-                let shared =
-                    lock_range(&file, libc::F_RDLCK, Self::SHARED_FIRST, Self::SHARED_SIZE);
-                lock_range(&file, libc::F_UNLCK, Self::PENDING_BYTE, 1)?;
-                shared
-            });
-            match taken {
-                Ok(()) => return Ok(ReadLock { _file: file }),
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock
-                        || e.raw_os_error() == Some(libc::EACCES) =>
-                {
-                    if Instant::now() >= deadline {
-                        return Err(DatabaseError::Busy);
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => {
-                    return Err(DatabaseError::Sqlite(format!(
-                        "cannot lock the database: {}",
-                        crate::source::InputError::Io(e)
-                    )));
-                }
+        // As SQLite does: the pending byte keeps a reader out while a writer waits for the
+        // readers to go; the shared range is what a writer locks exclusively.
+        let taken = lock_range(&file, libc::F_RDLCK, Self::PENDING_BYTE, 1).and_then(|()| {
+            let shared = lock_range(&file, libc::F_RDLCK, Self::SHARED_FIRST, Self::SHARED_SIZE);
+            lock_range(&file, libc::F_UNLCK, Self::PENDING_BYTE, 1)?;
+            shared
+        });
+        match taken {
+            Ok(()) => Ok(ReadLock { _file: file }),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.raw_os_error() == Some(libc::EACCES) =>
+            {
+                Err(DatabaseError::Busy)
             }
+            Err(e) => Err(DatabaseError::Sqlite(format!(
+                "cannot lock the database: {}",
+                crate::source::InputError::Io(e)
+            ))),
         }
     }
 }

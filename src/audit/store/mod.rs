@@ -231,7 +231,7 @@ impl Store {
         keep_times: bool,
     ) -> Result<Box<dyn RecordStore>, AuditError> {
         Ok(match self {
-            Store::Xattr => Box::new(xattr::XattrStore { keep_times }),
+            Store::Xattr => Box::new(xattr::XattrStore::new(keep_times)),
             Store::Manifest(path) => Box::new(manifest::ManifestStore::open(path, writable)?),
             #[cfg(feature = "database")]
             Store::Database(path) => Box::new(database::DatabaseStore::open(path, writable)?),

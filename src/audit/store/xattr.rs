@@ -30,7 +30,9 @@
 //!
 //! The default record is then 63 bytes, still inside an ext4 inode. Such an audit rewrites the
 //! attribute of every file it verifies (a change of the file's ctime, never of its mtime or
-//! content); audits without those options leave version 1 records as they are.
+//! content); audits without those options leave version 1 records as they are, and keep a
+//! version 2 record version 2, with the time of this verification, wherever they verify or
+//! rewrite it (`--migrate`, `--update`, `--fix`): the time once kept is never dropped.
 //!
 //! Why binary and this small: ext4 keeps extended attributes inside the inode when they fit
 //! (with 256-byte inodes about 90 bytes remain for entries after the inode's own fields), and
@@ -46,8 +48,9 @@
 //! `user.shatag.ts` (the mtime the digest belongs to, written `%010d.%09d`, seconds and
 //! nanoseconds). They are read only where `user.mtsum` is absent, and never changed.
 
+use std::collections::HashSet;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::algorithm::{Algorithm, Digest};
@@ -252,7 +255,23 @@ pub fn is_unsupported(e: &io::Error) -> bool {
 pub struct XattrStore {
     /// Whether records carry the time of their last verification (version 2), for audits
     /// that go by it.
-    pub keep_times: bool,
+    keep_times: bool,
+    /// The files looked up whose record carries that time, until their change is written:
+    /// once a record carries it, every audit keeps it, and keeps it current (as the database
+    /// does), or a `--migrate` or `--update` without `--max-age` would drop it and the next
+    /// `--max-age` audit read again files verified seconds before.
+    timed: HashSet<PathBuf>,
+}
+
+impl XattrStore {
+    /// A store whose records all carry the time of their last verification with
+    /// `keep_times`, else only those that carry it already.
+    pub fn new(keep_times: bool) -> XattrStore {
+        XattrStore {
+            keep_times,
+            timed: HashSet::new(),
+        }
+    }
 }
 
 impl XattrStore {
@@ -272,19 +291,25 @@ impl RecordStore for XattrStore {
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
-        read_entry(path).map_err(|e| XattrStore::error(path, e))
+        let entry = read_entry(path).map_err(|e| XattrStore::error(path, e))?;
+        if entry.verified.is_some() && !self.keep_times {
+            self.timed.insert(path.to_path_buf());
+        }
+        Ok(entry)
     }
 
     fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
         let now = SystemTime::now();
+        let timed = self.timed.remove(path) || self.keep_times;
         let result = match change {
-            Change::Set { record, .. } if self.keep_times => {
+            Change::Set { record, .. } if timed => {
                 xattr::set_deref(path, ATTR, &encode_verified(record, now))
             }
+            // An imported record was never verified.
             Change::Set { record, .. } | Change::Import { record } => write(path, record),
             Change::Checked {
                 status: Status::Ok, ..
-            } if self.keep_times => match read(path) {
+            } if timed => match read(path) {
                 Ok(Prior::Record(record)) => {
                     xattr::set_deref(path, ATTR, &encode_verified(&record, now))
                 }

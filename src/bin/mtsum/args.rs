@@ -262,8 +262,8 @@ pub struct Args {
     export_as: Option<String>,
 
     /// With --audit: read the records of a manifest or of a sum file (whose files get the
-    /// size and mtime they have now; untagged lines as -c reads them, -t/-a) into the store;
-    /// audit nothing.
+    /// size and mtime they have now; untagged lines need -t, -t plain for sha256sum files)
+    /// into the store; audit nothing.
     #[arg(long, value_name = "FILE", requires = "audit", conflicts_with_all = ["update", "fix", "forget"])]
     import: Option<PathBuf>,
 
@@ -537,9 +537,8 @@ pub enum Transfer {
     },
     Import {
         file: PathBuf,
-        untagged: Untagged,
-        /// The untagged layout is a default the user did not choose (as `-c` hints).
-        hint_untagged_layout: bool,
+        /// How untagged lines read; `None` (no `-t`) refuses them.
+        untagged: Option<Untagged>,
     },
 }
 
@@ -783,13 +782,14 @@ impl AuditSettings {
             }),
             (None, Some(file)) => Some(Transfer::Import {
                 file: file.clone(),
-                untagged: Untagged {
+                // Only where -t says what untagged lines are: a guess that is wrong would
+                // make every file corrupt at the next audit.
+                untagged: args.tree.is_some().then_some(Untagged {
                     layout,
                     algorithm: args.algorithm,
                     // An import records one value per file; it cannot try several.
                     auto_part_size: false,
-                },
-                hint_untagged_layout: untagged_layout_unchosen(args, layout),
+                }),
             }),
             (None, None) => None,
         };

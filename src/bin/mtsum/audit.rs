@@ -137,38 +137,26 @@ fn run_transfer(options: &Options, t: &Transfer) -> Exit {
                 Err(e) => fatal(&e),
             }
         }
-        Transfer::Import {
-            file,
-            untagged,
-            hint_untagged_layout,
-        } => match transfer::import(store, file, untagged, options.dry_run) {
-            Ok(imported) => {
-                for (name, why) in &imported.skipped {
-                    session::tell(format!("mtsum: {}: {name}: {why}\n", file.display()));
-                }
-                // Unlike -c, an import cannot see that the values are of another layout: every
-                // file would be called corrupt at the next audit.
-                if *hint_untagged_layout && imported.untagged > 0 {
+        Transfer::Import { file, untagged } => {
+            match transfer::import(store, file, untagged.as_ref(), options.dry_run) {
+                Ok(imported) => {
+                    for (name, why) in &imported.skipped {
+                        session::tell(format!("mtsum: {}: {name}: {why}\n", file.display()));
+                    }
                     session::tell(format!(
-                        "mtsum: note: untagged lines were read as values of the {} layout ({}); \
-                         import sums written by sha256sum, md5sum, b3sum or xxhsum with -t plain\n",
-                        untagged.layout,
-                        count(imported.untagged, "record")
+                        "mtsum: {} imported, {} left out{}\n",
+                        count(imported.records, "record"),
+                        imported.skipped.len(),
+                        dry_run_note(options.dry_run)
                     ));
+                    match imported.skipped.is_empty() {
+                        true => Exit::Ok,
+                        false => Exit::InputFailed,
+                    }
                 }
-                session::tell(format!(
-                    "mtsum: {} imported, {} left out{}\n",
-                    count(imported.records, "record"),
-                    imported.skipped.len(),
-                    dry_run_note(options.dry_run)
-                ));
-                match imported.skipped.is_empty() {
-                    true => Exit::Ok,
-                    false => Exit::InputFailed,
-                }
+                Err(e) => fatal(&e),
             }
-            Err(e) => fatal(&e),
-        },
+        }
     }
 }
 
@@ -211,10 +199,7 @@ impl Events<'_> {
                 if self.settings.json {
                     printer.print(&json::verdict(name, v));
                 } else if !(self.settings.quiet && v.status == Status::Ok) {
-                    let label = match v.action {
-                        Action::Repaired => "repaired",
-                        _ => v.status.name(),
-                    };
+                    let label = label(v);
                     let mut text = line(label, name, Terminator::Newline);
                     if let Some(damaged) = v.damaged.as_ref().filter(|d| !d.is_empty()) {
                         text.pop();
@@ -241,6 +226,17 @@ impl Events<'_> {
             Event::Postponed { size, .. } => return printer.not_read(size),
         }
         printer.file_done();
+    }
+}
+
+/// The word a verdict's line starts with: its status, but where the record changed for a
+/// file that checks out, what was done (`migrated`, `converted`), and a repair that a dry
+/// run only checked (`would repair`), as `--repair` says it.
+fn label(v: &audit::Verdict) -> &'static str {
+    match (v.action, v.status) {
+        (Action::Repaired, Status::Corrupt) => "would repair",
+        (Action::Migrated | Action::Converted, Status::Ok) => v.action.name(),
+        _ => v.status.name(),
     }
 }
 
@@ -314,6 +310,7 @@ fn summary_text(s: &Summary, options: &Options, elapsed: Duration) -> String {
         Status::Corrupt => {
             "same size and mtime, different content: restore from a backup (--fix accepts the content)"
         }
+        Status::Repaired => "damaged, and put back from the copies: they check out now",
         Status::Modified => "--update refreshes their records",
         Status::Missing => "--update drops their records",
         Status::Changed => "written to while audited: audit them again later",
