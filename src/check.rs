@@ -548,6 +548,7 @@ fn open_sum_file(target: &Target) -> io::Result<Option<File>> {
     match target {
         Target::Stdin => source::claim_stdin_file(),
         Target::Path(p) | Target::File(p) => File::open(p).map(Some),
+        Target::Url(_) => Err(io::Error::other("a sum file is read from a local file")),
     }
 }
 

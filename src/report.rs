@@ -3,7 +3,6 @@
 
 use std::borrow::Cow;
 use std::num::NonZeroUsize;
-use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use crate::algorithm::Algorithm;
@@ -14,10 +13,7 @@ use crate::source::Target;
 /// The name of `target` as raw bytes: paths are printed byte for byte, as coreutils does, even
 /// when they are not valid UTF-8.
 pub fn name_bytes(target: &Target) -> &[u8] {
-    match target.path() {
-        Some(p) => p.as_os_str().as_bytes(),
-        None => b"-",
-    }
+    target.name_bytes()
 }
 
 /// Which of C++ mtsum's figures go to stderr besides the results: one type for hash mode and
@@ -103,13 +99,18 @@ pub fn error_line(name: &[u8], cause: &dyn std::fmt::Display) -> Vec<u8> {
 /// quote and nothing else that a C string and a shell read differently is double-quoted
 /// instead; otherwise such a name is quoted twice over, and the second pass starts with the
 /// escape state the first pass ended in (hence `'''it'\''s'$'\n'` for `it's` + newline).
+///
+/// A URL's colons do not count: every `s3://` or `https://` name has one, and a name that
+/// is a URL is no file name a shell could mistake (`mtsum: s3://b/k: cause`, as the AWS CLI
+/// writes it).
 pub fn quote(name: &[u8]) -> Cow<'_, [u8]> {
     let chars = QuoteChar::scan(name);
+    let url = crate::source::remote::is_url(name);
     let needs_quotes = name.is_empty()
         || chars
             .iter()
             .enumerate()
-            .any(|(i, c)| c.special(i, name.len()));
+            .any(|(i, c)| c.special(i, name.len()) && !(url && matches!(c, QuoteChar::Text(":"))));
     if !needs_quotes {
         return Cow::Borrowed(name);
     }

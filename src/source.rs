@@ -22,8 +22,12 @@
 //! - `mmap` (`--mmap`): the hasher reads windows of a few MiB mapped by the reader, saving the
 //!   copy out of the page cache; a file truncated meanwhile is reported as changed instead of
 //!   killing the process (see the `mmap` submodule).
+//!
+//! A remote object (`s3://`, `http(s)://`, the [`remote`] submodule) is a sized file too:
+//! its positioned reads are served by range GETs, and every read mode is `pread` for it.
 
 mod mmap;
+pub mod remote;
 
 use std::fmt;
 use std::fs::File;
@@ -84,6 +88,10 @@ pub enum InputError {
     /// A range of a pipe or character device, whose bytes cannot be read from an offset.
     #[error("cannot hash a range of a stream; save it to a file first")]
     RangeOfStream,
+    /// A remote object could not be had: the store's reason (no such object, access denied,
+    /// a range that kept failing ...), or a prefix named without `-r`.
+    #[error("{0}")]
+    Remote(String),
     /// The engine's cancel flag was set ([`Engine::with_cancel`](crate::engine::Engine::with_cancel))
     /// before the input was all read.
     #[error("interrupted")]
@@ -165,32 +173,55 @@ pub enum Target {
     /// until some process wrote to it, which may be never.
     File(PathBuf),
     Stdin,
+    /// A remote object (`s3://BUCKET/KEY`, `http(s)://HOST/PATH`), or with `-r` a prefix.
+    Url(remote::Url),
 }
 
 impl Target {
-    /// `-` means standard input, as for every coreutils checksum tool.
+    /// `-` means standard input, as for every coreutils checksum tool; `s3://`, `http://`
+    /// and `https://` name remote objects (with the options of
+    /// [`remote::set_default_options`]); a URL that does not parse stays a path, which then
+    /// does not exist.
     pub fn from_arg(arg: impl Into<PathBuf>) -> Target {
         let path = arg.into();
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
         if path.as_os_str() == "-" {
             Target::Stdin
+        } else if remote::is_url(bytes)
+            && let Some(url) = path.to_str().and_then(|text| remote::Url::parse(text).ok())
+        {
+            Target::Url(url)
         } else {
             Target::Path(path)
         }
     }
 
-    /// The name to print: the path as given, or `-`.
+    /// The name to print: the path or URL as given, or `-`.
     pub fn display_name(&self) -> std::borrow::Cow<'_, str> {
-        match self.path() {
-            Some(p) => p.to_string_lossy(),
-            None => "-".into(),
+        match self {
+            Target::Url(url) => url.as_str().into(),
+            _ => match self.path() {
+                Some(p) => p.to_string_lossy(),
+                None => "-".into(),
+            },
         }
     }
 
-    /// The path, or `None` for standard input.
+    /// The name to print as raw bytes: paths byte for byte, as coreutils prints them, even
+    /// when they are not valid UTF-8.
+    pub fn name_bytes(&self) -> &[u8] {
+        match self {
+            Target::Path(p) | Target::File(p) => p.as_os_str().as_encoded_bytes(),
+            Target::Stdin => b"-",
+            Target::Url(url) => url.as_str().as_bytes(),
+        }
+    }
+
+    /// The local path, or `None` for standard input and remote objects.
     pub fn path(&self) -> Option<&Path> {
         match self {
             Target::Path(p) | Target::File(p) => Some(p),
-            Target::Stdin => None,
+            Target::Stdin | Target::Url(_) => None,
         }
     }
 }
@@ -340,7 +371,7 @@ pub enum Input {
 /// A regular file or block device opened for positioned reads: its bytes from `start` to its
 /// end, which are offsets `0..len()` of its reads.
 pub struct SizedFile {
-    file: File,
+    file: Backing,
     stamp: Stamp,
     /// Where its bytes start in the file: 0, but for standard input redirected from a file
     /// that something has read from (`(head -c 10; mtsum) < file`), whose bytes are, as for
@@ -356,6 +387,25 @@ pub struct SizedFile {
     fallback: OnceLock<Fallback>,
     /// What the reads found past the length (an [`End`] as `u8`).
     end: AtomicU8,
+}
+
+/// What a sized file's positioned reads read.
+enum Backing {
+    File(File),
+    #[cfg(feature = "remote")]
+    Remote(remote::Object),
+}
+
+impl Backing {
+    /// The local file, for what only a file has (read modes, `fstat`, a descriptor):
+    /// a remote object is always read with `pread` and never reaches those paths.
+    fn local(&self) -> io::Result<&File> {
+        match self {
+            Backing::File(file) => Ok(file),
+            #[cfg(feature = "remote")]
+            Backing::Remote(_) => Err(io::Error::from(io::ErrorKind::Unsupported)),
+        }
+    }
 }
 
 /// What the reads of a sized file found at its length: whether the file really ends there.
@@ -405,6 +455,7 @@ impl Input {
             Target::Stdin => return Input::open_stdin(claim_stdin(), mode, known),
             Target::Path(p) => open_for_reading(p, false, before_waiting)?,
             Target::File(p) => open_for_reading(p, true, before_waiting)?,
+            Target::Url(url) => return remote::open(url),
         };
         Input::from_open(file, &meta, mode, false, known)
     }
@@ -921,7 +972,7 @@ impl SizedFile {
     /// A file read with `pread` until [`SizedFile::with_mode`] says otherwise.
     fn new(file: File, stamp: Stamp, start: u64, is_block_device: bool, end: End) -> SizedFile {
         SizedFile {
-            file,
+            file: Backing::File(file),
             stamp,
             start,
             is_block_device,
@@ -932,14 +983,33 @@ impl SizedFile {
         }
     }
 
+    /// A remote object, read with `pread` (range GETs guarded by its version, which stands
+    /// for the stamp) and never past its length.
+    #[cfg(feature = "remote")]
+    pub(crate) fn remote(object: remote::Object) -> SizedFile {
+        SizedFile {
+            stamp: Stamp::new(object.len(), Mtime { sec: 0, nsec: 0 }),
+            file: Backing::Remote(object),
+            start: 0,
+            is_block_device: false,
+            mode: AtomicU8::new(ReadMode::Pread as u8),
+            align: 1,
+            fallback: OnceLock::new(),
+            end: AtomicU8::new(End::Seen as u8),
+        }
+    }
+
     /// Switches to `wanted`, or to its fallback when the file refuses it. A `shared` open
     /// file (standard input, handed over by another process, which may read it too) refuses
     /// `O_DIRECT`: the flag is the open file's, and would change that process's reads too.
     fn with_mode(mut self, wanted: ReadMode, shared: bool) -> SizedFile {
+        let Ok(file) = self.file.local() else {
+            return self;
+        };
         let direct = || match shared {
             true => Err("standard input is an open file shared with other processes".into()),
-            false => direct_alignment(&self.file).and_then(|align| {
-                set_direct(&self.file, true)
+            false => direct_alignment(file).and_then(|align| {
+                set_direct(file, true)
                     .map(|()| align)
                     .map_err(|e| os_message(&e))
             }),
@@ -953,7 +1023,7 @@ impl SizedFile {
                 }
                 Err(cause) => self.fall_back(wanted, cause),
             },
-            ReadMode::DontCache => match supports_dontcache(&self.file) {
+            ReadMode::DontCache => match supports_dontcache(file) {
                 Ok(()) => ReadMode::DontCache,
                 Err(cause) => self.fall_back(wanted, cause),
             },
@@ -962,12 +1032,12 @@ impl SizedFile {
         match used {
             // A file that a read or two take whole leaves nothing to read ahead: no call.
             ReadMode::Pread if self.len() <= UNADVISED_LEN => {}
-            ReadMode::Pread | ReadMode::Mmap => advise(&self.file, libc::POSIX_FADV_SEQUENTIAL),
+            ReadMode::Pread | ReadMode::Mmap => advise(file, libc::POSIX_FADV_SEQUENTIAL),
             // Read-ahead at the end of one job fills the start of the next, which another
             // worker may have read already: those pages would stay cached for good. Measured
             // on a cold 4 GiB file, `-p 2` tree: 7–10 % of the file left cached with
             // read-ahead, nothing without.
-            ReadMode::DontCache => advise(&self.file, libc::POSIX_FADV_RANDOM),
+            ReadMode::DontCache => advise(file, libc::POSIX_FADV_RANDOM),
             ReadMode::Direct => {}
         }
         self
@@ -978,7 +1048,14 @@ impl SizedFile {
     /// ordinary reads.
     fn fall_back(&self, wanted: ReadMode, cause: String) -> ReadMode {
         let used = match wanted {
-            ReadMode::Direct if supports_dontcache(&self.file).is_ok() => ReadMode::DontCache,
+            ReadMode::Direct
+                if self
+                    .file
+                    .local()
+                    .is_ok_and(|f| supports_dontcache(f).is_ok()) =>
+            {
+                ReadMode::DontCache
+            }
             _ => ReadMode::Pread,
         };
         let _ = self.fallback.set(Fallback {
@@ -1015,7 +1092,12 @@ impl SizedFile {
     /// full has shrunk since it was opened.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), InputError> {
         let offset = self.start + offset;
-        self.file.read_exact_at(buf, offset).map_err(|e| {
+        #[cfg(feature = "remote")]
+        if let Backing::Remote(object) = &self.file {
+            let need = buf.len();
+            return object.read_at(&mut [io::IoSliceMut::new(buf)], need, offset);
+        }
+        self.file.local()?.read_exact_at(buf, offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 InputError::Changed
             } else {
@@ -1058,7 +1140,7 @@ impl SizedFile {
     /// read as instead. Call it once every read of the file is done: it shares the descriptor
     /// (and turns `O_DIRECT` off).
     pub fn to_stream(&self) -> Result<Box<dyn Read + Send>, InputError> {
-        let file = self.file.try_clone()?;
+        let file = self.file.local()?.try_clone()?;
         if self.read_mode() == ReadMode::Direct {
             set_direct(&file, false)?;
         }
@@ -1117,7 +1199,7 @@ impl SizedFile {
         let want = direct.map_or(1, |a| a as usize);
         let mut buffer = Buffer::new();
         let buf = buffer.get_mut(want)?;
-        let got = read_full(&self.file, buf, want, base, 0, direct)?;
+        let got = read_full(self.file.local()?, buf, want, base, 0, direct)?;
         self.saw_end(got > (len - base) as usize);
         Ok(())
     }
@@ -1125,9 +1207,15 @@ impl SizedFile {
     /// Fails with [`InputError::Changed`] if the size or modification time is no longer what
     /// it was when the file was opened.
     fn check_stamp(&self) -> Result<(), InputError> {
-        let meta = self.file.metadata()?;
+        let file = match &self.file {
+            Backing::File(file) => file,
+            // Every range GET was guarded by the version the object was opened at.
+            #[cfg(feature = "remote")]
+            Backing::Remote(_) => return Ok(()),
+        };
+        let meta = file.metadata()?;
         let len = if self.is_block_device {
-            io::Seek::seek(&mut &self.file, io::SeekFrom::End(0))?
+            io::Seek::seek(&mut &*file, io::SeekFrom::End(0))?
         } else {
             meta.len()
         };
@@ -1582,7 +1670,11 @@ impl RangeReader<'_> {
             });
             need += n;
         }
-        let got = read_full_vectored(&file.file, &mut slices, need, start, flags, None)?;
+        let got = match &file.file {
+            Backing::File(f) => read_full_vectored(f, &mut slices, need, start, flags, None)?,
+            #[cfg(feature = "remote")]
+            Backing::Remote(object) => object.read_at(&mut slices, need, start).map(|()| need)?,
+        };
         if got < need {
             return Err(file.ended_early());
         }
@@ -1600,23 +1692,24 @@ impl RangeReader<'_> {
     /// too; the kernel returns only the bytes up to the end of the file.
     fn read_direct(&mut self, buffer: &mut Buffer) -> Result<Bytes, InputError> {
         let align = self.file.align;
+        let file = self.file.file.local()?;
         let base = self.pos - self.pos % align;
         let skew = (self.pos - base) as usize;
         let span = self.end.next_multiple_of(align) - base;
         let want = (self.chunk as u64).next_multiple_of(align).min(span) as usize;
         let stop = (self.end - base).min(want as u64) as usize;
         let buf = buffer.get_mut(want)?;
-        let got = match read_full(&self.file.file, buf, want, base, 0, Some(align)) {
+        let got = match read_full(file, buf, want, base, 0, Some(align)) {
             // A file system that took the flag but refuses the read itself.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                let _ = set_direct(&self.file.file, false);
+                let _ = set_direct(file, false);
                 let used = self.file.fall_back(ReadMode::Direct, os_message(&e));
                 let flags = if used == ReadMode::DontCache {
                     libc::RWF_DONTCACHE
                 } else {
                     0
                 };
-                read_full(&self.file.file, buf, want, base, flags, None)?
+                read_full(file, buf, want, base, flags, None)?
             }
             other => other?,
         };
@@ -1640,7 +1733,7 @@ impl RangeReader<'_> {
         let span = self.end.next_multiple_of(page) - base;
         let len = (self.chunk as u64).next_multiple_of(page).min(span) as usize;
         let stop = (self.end - base).min(len as u64) as usize;
-        let window = match mmap::Window::map(&self.file.file, base, len, skew..stop) {
+        let window = match mmap::Window::map(self.file.file.local()?, base, len, skew..stop) {
             Ok(Some(window)) => window,
             Ok(None) => return Ok(None),
             // The file cannot be mapped (some special file systems): read it instead.

@@ -69,7 +69,7 @@ use std::path::{Path, PathBuf};
 
 use walkdir::{DirEntry, WalkDir};
 
-use crate::source::{InputError, Target};
+use crate::source::{InputError, Target, remote};
 
 /// Whether and how directories named on the command line are expanded.
 ///
@@ -170,6 +170,7 @@ where
         recursion,
         tree: None,
         ancestors: None,
+        listed: std::collections::VecDeque::new(),
     }
 }
 
@@ -181,6 +182,8 @@ pub struct Walk<I> {
     tree: Option<(PathBuf, walkdir::IntoIter)>,
     /// With `-L`, the directories on the path from the argument down to the current entry.
     ancestors: Option<Ancestors>,
+    /// The objects below a prefix argument (`-r s3://BUCKET/PREFIX/`) still to come.
+    listed: std::collections::VecDeque<Target>,
 }
 
 /// The directories from a walk's argument down to where it is, by device and inode.
@@ -235,6 +238,9 @@ impl<I: Iterator<Item = Target>> Iterator for Walk<I> {
 
     fn next(&mut self) -> Option<Walked> {
         loop {
+            if let Some(object) = self.listed.pop_front() {
+                return Some(Walked::Input(object));
+            }
             if let Some((root, entries)) = &mut self.tree {
                 match entries.next() {
                     Some(Ok(entry)) if self.ancestors.is_some() && entry.file_type().is_dir() => {
@@ -254,6 +260,16 @@ impl<I: Iterator<Item = Target>> Iterator for Walk<I> {
             }
             let root = match self.targets.next()? {
                 Target::Path(path) if self.recursion != Recursion::Off && is_dir(&path) => path,
+                Target::Url(url) if self.recursion != Recursion::Off && url.is_prefix() => {
+                    match remote::list(&url) {
+                        Ok(objects) => self.listed.extend(objects.into_iter().map(Target::Url)),
+                        Err(error) => {
+                            let path = url.as_str().into();
+                            return Some(Walked::Error { path, error });
+                        }
+                    }
+                    continue;
+                }
                 target => return Some(Walked::Input(target)),
             };
             let follow_links = self.recursion == Recursion::FollowSymlinks;

@@ -81,6 +81,7 @@ impl Base {
     fn show(&self, item: Walked) -> String {
         match item {
             Walked::Input(Target::Stdin) => "input -".to_string(),
+            Walked::Input(Target::Url(url)) => format!("input {url}"),
             Walked::Input(Target::Path(path) | Target::File(path)) => {
                 format!("input {}", self.rel(&path))
             }

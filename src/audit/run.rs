@@ -303,6 +303,10 @@ impl Planner<'_> {
         let path = match walked {
             Walked::Input(Target::Path(path) | Target::File(path)) => path,
             Walked::Input(Target::Stdin) => return self.unreadable("-".into(), FileError::Stdin),
+            Walked::Input(Target::Url(url)) => {
+                let why = FileError::Record("remote objects cannot be audited".into());
+                return self.unreadable(url.as_str().into(), why);
+            }
             Walked::Skipped { path, reason } => return self.pass(Item::Skipped { path, reason }),
             Walked::Error { path, error } => {
                 // A directory that vanished took its files with it; one that could not be

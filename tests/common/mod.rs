@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod audit;
+pub mod http_server;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;

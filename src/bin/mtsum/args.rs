@@ -20,7 +20,7 @@ use mtsum::check::{self, CheckOptions, Untagged, Verbosity};
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::{Encoding, LayoutError, LeafSizeError, PartSize};
 use mtsum::report::Figures;
-use mtsum::source::{ReadMode, Target};
+use mtsum::source::{ReadMode, Target, remote};
 use mtsum::sumfile::{Format, Terminator};
 use mtsum::walk::Recursion;
 use mtsum::{Algorithm, Layout, LeafSize};
@@ -82,7 +82,9 @@ fn clap_early_exit(e: clap::Error) -> EarlyExit {
     group(clap::ArgGroup::new("ranges").args(["plan", "range", "combine"]))
 )]
 pub struct Args {
-    /// Files to hash, or with -c the sum files to check (- for standard input).
+    /// Files to hash (- for standard input; s3://BUCKET/KEY and http(s)://HOST/PATH for
+    /// remote objects, with -r s3://BUCKET/PREFIX/ for the objects below a prefix), or with -c
+    /// the sum files to check.
     #[arg(value_name = "PATH")]
     paths: Vec<OsString>,
 
@@ -199,6 +201,30 @@ pub struct Args {
     /// files; a file truncated meanwhile is reported as changed).
     #[arg(long)]
     mmap: bool,
+
+    /// Remote objects: range GETs in flight at once, and ranges of 8 MiB held ahead of the
+    /// hashing (memory: about N x 8 MiB) [default: 16].
+    #[arg(long, value_name = "N", value_parser = parse_connections)]
+    connections: Option<NonZeroUsize>,
+
+    /// The S3 API endpoint for s3:// operands (MinIO, Ceph, R2, GCS ...) [default:
+    /// $AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS].
+    #[arg(long = "endpoint-url", value_name = "URL")]
+    endpoint_url: Option<String>,
+
+    /// Send unsigned requests to S3 (public buckets), as the AWS CLI's --no-sign-request.
+    #[arg(long = "no-sign-request")]
+    no_sign_request: bool,
+
+    /// The profile of ~/.aws/config and ~/.aws/credentials to take credentials, region and
+    /// endpoint from [default: $AWS_PROFILE, else default].
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+
+    /// S3 URLs: path (ENDPOINT/BUCKET/KEY) or virtual (BUCKET.ENDPOINT/KEY) [default:
+    /// virtual on AWS, path with --endpoint-url].
+    #[arg(long = "addressing-style", value_name = "STYLE", value_parser = ["auto", "path", "virtual"])]
+    addressing_style: Option<String>,
 
     /// Audit the files: record the digest, size and mtime of files without a record, and
     /// print STATUS  NAME for the others, STATUS one of ok, corrupt, modified, new, missing,
@@ -387,6 +413,11 @@ fn parse_workers(s: &str, what: &str) -> Result<NonZeroUsize, String> {
     Ok(n)
 }
 
+/// `--connections N`.
+fn parse_connections(s: &str) -> Result<NonZeroUsize, String> {
+    parse_count(s, "connections")
+}
+
 /// `--plan N`.
 fn parse_ranges(s: &str) -> Result<NonZeroUsize, String> {
     parse_count(s, "ranges")
@@ -559,6 +590,9 @@ impl Config {
     fn from_args(args: Args) -> Result<Config, String> {
         // Checked in every mode, so that a wrong -t/-l is an error whatever else is asked.
         let layout = args.layout()?;
+        args.check_urls()?;
+        // Before any target is made: operands, and the names in sum files (-c), take them.
+        remote::set_default_options(args.remote_options());
         let mode = if args.plan.is_some() || args.range.is_some() || args.combine {
             Mode::Ranges(RangeSettings::from_args(&args, layout))
         } else if args.audit || args.repair.is_some() {
@@ -615,6 +649,38 @@ impl Args {
 
     fn recursion(&self) -> Recursion {
         Recursion::from_flags(self.recursive, self.follow)
+    }
+
+    /// How remote operands are reached: the command line's options over the defaults.
+    fn remote_options(&self) -> remote::Options {
+        remote::Options {
+            connections: self
+                .connections
+                .unwrap_or(remote::Options::DEFAULT_CONNECTIONS),
+            endpoint_url: self.endpoint_url.clone(),
+            no_sign_request: self.no_sign_request,
+            profile: self.profile.clone(),
+            addressing: match self.addressing_style.as_deref() {
+                Some("path") => remote::Addressing::Path,
+                Some("virtual") => remote::Addressing::Virtual,
+                _ => remote::Addressing::Auto,
+            },
+            ..remote::Options::default()
+        }
+    }
+
+    /// Refuses an operand that starts like a URL but is none (`s3:///key`): a usage error,
+    /// not a file that is not found.
+    fn check_urls(&self) -> Result<(), String> {
+        let urls = self
+            .paths
+            .iter()
+            .filter(|p| remote::is_url(p.as_encoded_bytes()));
+        for url in urls {
+            let text = url.to_str().ok_or("a URL must be UTF-8")?;
+            remote::Url::parse(text)?;
+        }
+        Ok(())
     }
 
     fn read_mode(&self) -> ReadMode {

@@ -191,6 +191,7 @@ fn split_name(line: &[u8]) -> (&[u8], &[u8]) {
 fn read(target: &Target) -> io::Result<Vec<u8>> {
     match target {
         Target::Path(path) | Target::File(path) => std::fs::read(path),
+        Target::Url(_) => Err(std::io::Error::other("a plan is read from a local file")),
         Target::Stdin => {
             let mut text = Vec::new();
             mtsum::source::stdin()?.read_to_end(&mut text)?;

@@ -1,0 +1,330 @@
+//! Objects named by URL: `s3://BUCKET/KEY` and `http(s)://HOST/PATH`, read by concurrent
+//! range GETs into the same engine as files.
+//!
+//! An object opens as a [`SizedFile`](super::SizedFile) whose positioned reads are served
+//! from ranges of [`RANGE_SIZE`] bytes fetched ahead of the readers, so the engine, its
+//! layouts and its lanes never learn where the bytes came from: one hashing path. The size
+//! and the version guard come from one `HEAD`; every range GET names that version
+//! (`If-Match: ETAG`, or `If-Unmodified-Since` from a server that sends no ETag), so an
+//! object replaced while being read fails with "changed while being read", never with the
+//! digest of two versions.
+//!
+//! What to connect with ([`Options`]) travels with each [`Url`]: the command line sets the
+//! defaults ([`set_default_options`]), the Python package passes its `storage_options`.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, RwLock};
+
+use super::InputError;
+
+#[cfg(feature = "remote")]
+mod store;
+#[cfg(feature = "remote")]
+pub(crate) use store::Object;
+
+/// The bytes of one range GET: what the engine's readers wait for and what read-ahead
+/// fetches. 8 MiB, the part size of the AWS CLI: large enough that a GET's latency is
+/// small beside its transfer, small enough that `--connections` of them in memory stay
+/// modest (16 × 8 MiB = 128 MiB by default).
+pub const RANGE_SIZE: u64 = 8 << 20;
+
+/// How to reach remote objects: concurrency, endpoint, credentials, addressing.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// Range GETs in flight at once, and ranges held ahead of the readers: memory stays
+    /// below (`connections` + hashing threads) × [`RANGE_SIZE`].
+    pub connections: NonZeroUsize,
+    /// The S3 API endpoint (MinIO, Ceph, R2, GCS's XML API ...), as `AWS_ENDPOINT_URL`.
+    pub endpoint_url: Option<String>,
+    /// Anonymous requests, for public buckets (the AWS CLI's `--no-sign-request`).
+    pub no_sign_request: bool,
+    /// Path-style (`ENDPOINT/BUCKET/KEY`) or virtual-hosted (`BUCKET.ENDPOINT/KEY`) URLs.
+    pub addressing: Addressing,
+    /// The profile of `~/.aws/config` and `~/.aws/credentials` to read, over `AWS_PROFILE`.
+    pub profile: Option<String>,
+    /// Explicit credentials and region, over every other source.
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub session_token: Option<String>,
+    pub region: Option<String>,
+}
+
+/// How bucket names go into S3 URLs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Addressing {
+    /// Virtual-hosted on AWS (but for bucket names with dots, which TLS names cannot
+    /// hold), path-style on any other endpoint: what the AWS CLI does.
+    #[default]
+    Auto,
+    Path,
+    Virtual,
+}
+
+impl Options {
+    /// The default number of concurrent range GETs: one connection to S3 carries some
+    /// 100 MB/s, and 16 of them fill a 10 Gb/s link.
+    pub const DEFAULT_CONNECTIONS: NonZeroUsize = NonZeroUsize::new(16).expect("not zero");
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            connections: Options::DEFAULT_CONNECTIONS,
+            endpoint_url: None,
+            no_sign_request: false,
+            addressing: Addressing::Auto,
+            profile: None,
+            access_key_id: None,
+            secret_access_key: None,
+            session_token: None,
+            region: None,
+        }
+    }
+}
+
+/// Secrets stay out of debug output.
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hidden = |s: &Option<String>| s.as_ref().map(|_| "…");
+        f.debug_struct("Options")
+            .field("connections", &self.connections)
+            .field("endpoint_url", &self.endpoint_url)
+            .field("no_sign_request", &self.no_sign_request)
+            .field("addressing", &self.addressing)
+            .field("profile", &self.profile)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &hidden(&self.secret_access_key))
+            .field("session_token", &hidden(&self.session_token))
+            .field("region", &self.region)
+            .finish()
+    }
+}
+
+/// The options that URLs named without their own take (the command line's).
+static DEFAULT_OPTIONS: RwLock<Option<Arc<Options>>> = RwLock::new(None);
+
+/// Sets the options of the URLs that [`Target::from_arg`](super::Target::from_arg) makes
+/// from now on: the operands' and the names of a sum file's lines alike.
+pub fn set_default_options(options: Options) {
+    *DEFAULT_OPTIONS.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(options));
+}
+
+fn default_options() -> Arc<Options> {
+    let options = DEFAULT_OPTIONS.read().unwrap_or_else(|e| e.into_inner());
+    options.clone().unwrap_or_default()
+}
+
+/// Whether `name` names a remote object rather than a path: it starts with `s3://`,
+/// `http://` or `https://`. (A local path that does, `./s3://...`, is written with `./`.)
+pub fn is_url(name: &[u8]) -> bool {
+    [&b"s3://"[..], b"http://", b"https://"]
+        .iter()
+        .any(|scheme| {
+            name.len() >= scheme.len() && name[..scheme.len()].eq_ignore_ascii_case(scheme)
+        })
+}
+
+/// A remote object, or with `-r` a prefix of them, with the options to reach it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Url {
+    text: String,
+    place: Place,
+    options: Arc<Options>,
+}
+
+/// Where a [`Url`] points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Place {
+    S3 {
+        bucket: String,
+        key: String,
+    },
+    /// `origin` is `scheme://host[:port]`, `path` the rest, from its `/`.
+    Http {
+        origin: String,
+        path: String,
+    },
+}
+
+impl Url {
+    /// Parses `text` (see [`is_url`]) with the command line's options.
+    pub fn parse(text: &str) -> Result<Url, String> {
+        Url::with_options(text, default_options())
+    }
+
+    /// Parses `text` (see [`is_url`]), to be reached with `options`.
+    pub fn with_options(text: &str, options: Arc<Options>) -> Result<Url, String> {
+        let (scheme, rest) = text
+            .split_once("://")
+            .ok_or_else(|| format!("{text}: not a URL"))?;
+        let place = match scheme.to_ascii_lowercase().as_str() {
+            "s3" => {
+                let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+                if bucket.is_empty() {
+                    return Err(format!("{text}: no bucket in the URL (s3://BUCKET/KEY)"));
+                }
+                Place::S3 {
+                    bucket: bucket.into(),
+                    key: key.into(),
+                }
+            }
+            "http" | "https" => {
+                let (host, path) = match rest.find('/') {
+                    Some(at) => rest.split_at(at),
+                    None => (rest, "/"),
+                };
+                if host.is_empty() {
+                    return Err(format!("{text}: no host in the URL"));
+                }
+                Place::Http {
+                    origin: format!("{scheme}://{host}"),
+                    path: path.into(),
+                }
+            }
+            _ => return Err(format!("{text}: not an s3, http or https URL")),
+        };
+        Ok(Url {
+            text: text.into(),
+            place,
+            options,
+        })
+    }
+
+    /// The URL as named, which sum lines print.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The options it is reached with.
+    pub fn options(&self) -> &Arc<Options> {
+        &self.options
+    }
+
+    /// Whether it names a prefix of objects rather than one: an `s3://` URL whose key is
+    /// empty or ends with `/` (what `-r` lists).
+    pub fn is_prefix(&self) -> bool {
+        matches!(&self.place, Place::S3 { key, .. } if key.is_empty() || key.ends_with('/'))
+    }
+
+    /// The URL of the object `key` of the same bucket, with the same options.
+    fn sibling(&self, key: &str) -> Url {
+        let (bucket, text) = match &self.place {
+            Place::S3 { bucket, .. } => (bucket, format!("s3://{bucket}/{key}")),
+            Place::Http { .. } => unreachable!("only S3 URLs are listed"),
+        };
+        Url {
+            text,
+            place: Place::S3 {
+                bucket: bucket.clone(),
+                key: key.into(),
+            },
+            options: self.options.clone(),
+        }
+    }
+}
+
+impl fmt::Display for Url {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Opens the object at `url` for positioned reads: one `HEAD` for its size and version.
+pub(super) fn open(url: &Url) -> Result<super::Input, InputError> {
+    if url.is_prefix() {
+        return Err(InputError::Remote(
+            "a prefix, not an object; hash the objects below it with -r".into(),
+        ));
+    }
+    #[cfg(feature = "remote")]
+    {
+        store::Object::open(url).map(|object| super::Input::Sized(super::SizedFile::remote(object)))
+    }
+    #[cfg(not(feature = "remote"))]
+    Err(unsupported())
+}
+
+/// The objects below the prefix `url` ([`Url::is_prefix`]), in the store's order (by key),
+/// each with the options of `url`. Keys ending with `/` (the empty "folders" consoles make)
+/// are left out.
+pub fn list(url: &Url) -> Result<Vec<Url>, InputError> {
+    #[cfg(feature = "remote")]
+    {
+        let keys = store::list(url)?;
+        Ok(keys.iter().map(|key| url.sibling(key)).collect())
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = (url, Url::sibling);
+        Err(unsupported())
+    }
+}
+
+#[cfg(not(feature = "remote"))]
+fn unsupported() -> InputError {
+    InputError::Remote(
+        "this mtsum was built without remote objects (cargo feature `remote`)".into(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_told_from_paths_by_their_scheme() {
+        assert!(is_url(b"s3://b/k"));
+        assert!(is_url(b"HTTPS://host/x"));
+        assert!(is_url(b"http://host"));
+        assert!(!is_url(b"./s3://b/k"));
+        assert!(!is_url(b"s3:/b/k"));
+        assert!(!is_url(b"file"));
+    }
+
+    #[test]
+    fn an_s3_url_is_a_bucket_and_a_key_and_a_prefix_ends_with_a_slash() {
+        let url = Url::parse("s3://bucket/dir/key").unwrap();
+        assert_eq!(
+            url.place,
+            Place::S3 {
+                bucket: "bucket".into(),
+                key: "dir/key".into()
+            }
+        );
+        assert!(!url.is_prefix());
+        assert!(Url::parse("s3://bucket/dir/").unwrap().is_prefix());
+        assert!(Url::parse("s3://bucket").unwrap().is_prefix());
+        assert_eq!(url.sibling("other").as_str(), "s3://bucket/other");
+        assert!(Url::parse("s3:///key").is_err());
+    }
+
+    #[test]
+    fn an_http_url_is_an_origin_and_a_path() {
+        let url = Url::parse("http://127.0.0.1:8080/a/b%20c").unwrap();
+        assert_eq!(
+            url.place,
+            Place::Http {
+                origin: "http://127.0.0.1:8080".into(),
+                path: "/a/b%20c".into()
+            }
+        );
+        assert!(!url.is_prefix());
+        assert!(Url::parse("https:///x").is_err());
+        assert!(Url::parse("ftp://host/x").is_err());
+    }
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let options = Options {
+            secret_access_key: Some("SECRET".into()),
+            session_token: Some("TOKEN".into()),
+            ..Options::default()
+        };
+        let shown = format!("{options:?}");
+        assert!(
+            !shown.contains("SECRET") && !shown.contains("TOKEN"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,685 @@
+//! The client side of remote objects: stores (one per bucket or origin and [`Options`]),
+//! the `HEAD` that sizes an object, and the ranges fetched ahead of the engine's readers.
+//!
+//! The engine's readers call [`Object::read_at`] from their own threads, as they `pread` a
+//! file. The ranges they need are fetched on a small tokio runtime: the one a reader waits
+//! for, and behind it up to `connections` more (read-ahead), so that even a layout that
+//! reads the object as one stream (plain SHA-256) keeps that many GETs busy. A range is
+//! dropped once every byte of it was delivered; ranges fetched ahead count against a cap of
+//! `connections` per [`Options`], so memory stays bounded whatever the number of objects.
+
+use std::collections::{HashMap, HashSet};
+use std::io::IoSliceMut;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::http::HttpBuilder;
+use object_store::path::Path as Key;
+use object_store::{
+    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+};
+use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
+
+use super::{Addressing, Options, Place, RANGE_SIZE, Url};
+use crate::source::InputError;
+
+/// The runtime the GETs run on: two threads move the bytes of 16 connections at loopback
+/// speed (they only copy what the sockets deliver); hashing stays on the engine's threads.
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("mtsum-remote")
+            .enable_all()
+            .build()
+            .expect("a tokio runtime (threads and an event loop)")
+    })
+}
+
+/// What all objects reached with one [`Options`] share: the GETs in flight, the ranges held
+/// ahead, and the stores built so far.
+struct Pool {
+    options: Arc<Options>,
+    gets: Arc<Semaphore>,
+    held: AtomicUsize,
+    stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+}
+
+fn pool(options: &Arc<Options>) -> Arc<Pool> {
+    static POOLS: Mutex<Vec<Arc<Pool>>> = Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(pool) = pools.iter().find(|p| *p.options == **options) {
+        return pool.clone();
+    }
+    let pool = Arc::new(Pool {
+        options: options.clone(),
+        gets: Arc::new(Semaphore::new(options.connections.get())),
+        held: AtomicUsize::new(0),
+        stores: Mutex::new(HashMap::new()),
+    });
+    pools.push(pool.clone());
+    pool
+}
+
+impl Pool {
+    /// Takes a place for one more range fetched ahead, if fewer than `connections` are.
+    fn try_hold(&self) -> bool {
+        let cap = self.options.connections.get();
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < cap).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, n: usize) {
+        self.held.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// The store of `url`'s bucket or origin, built once.
+    fn store(&self, url: &Url) -> Result<Arc<dyn ObjectStore>, InputError> {
+        let name = match &url.place {
+            Place::S3 { bucket, .. } => format!("s3://{bucket}"),
+            Place::Http { origin, .. } => origin.clone(),
+        };
+        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(store) = stores.get(&name) {
+            return Ok(store.clone());
+        }
+        let store: Arc<dyn ObjectStore> = match &url.place {
+            Place::S3 { bucket, .. } => Arc::new(
+                s3_builder(bucket, &self.options)?
+                    .build()
+                    .map_err(|e| InputError::Remote(short(&e)))?,
+            ),
+            Place::Http { origin, .. } => Arc::new(
+                HttpBuilder::new()
+                    .with_url(origin)
+                    .with_retry(retry())
+                    .with_client_options(client_options())
+                    .build()
+                    .map_err(|e| InputError::Remote(short(&e)))?,
+            ),
+        };
+        stores.insert(name, store.clone());
+        Ok(store)
+    }
+}
+
+/// Retries of a failed request (503 SlowDown, 500, a connection refused or cut, a body cut
+/// off mid-range): up to 5, 100 ms apart doubling to 3 s, within a minute; past that the
+/// range, and with it the object, fails.
+fn retry() -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(3),
+            base: 2.0,
+        },
+        max_retries: 5,
+        retry_timeout: Duration::from_secs(60),
+    }
+}
+
+/// Plain `http://` is allowed: the user named it (a MinIO on the local network, a test
+/// server); object_store refuses it unless told.
+fn client_options() -> ClientOptions {
+    ClientOptions::new().with_allow_http(true)
+}
+
+/// An S3 client for `bucket`: explicit options first, then the environment (`AWS_*`), then
+/// the profile's files, then the container and instance credentials object_store finds.
+fn s3_builder(bucket: &str, options: &Options) -> Result<AmazonS3Builder, InputError> {
+    let mut builder = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .with_retry(retry())
+        .with_client_options(client_options());
+    let unset = |b: &AmazonS3Builder, key| b.get_config_value(&key).is_none();
+    let profile = Profile::read(options.profile.clone());
+    let explicit = [
+        (AmazonS3ConfigKey::AccessKeyId, &options.access_key_id),
+        (
+            AmazonS3ConfigKey::SecretAccessKey,
+            &options.secret_access_key,
+        ),
+        (AmazonS3ConfigKey::Token, &options.session_token),
+        (AmazonS3ConfigKey::Region, &options.region),
+        (AmazonS3ConfigKey::Endpoint, &options.endpoint_url),
+    ];
+    for (key, value) in explicit {
+        if let Some(value) = value {
+            builder = builder.with_config(key, value);
+        }
+    }
+    // The profile's keys only where neither the options nor the environment gave any: a
+    // key ID from one source and a secret from another would sign nothing valid.
+    if unset(&builder, AmazonS3ConfigKey::AccessKeyId)
+        && let (Some(id), Some(secret)) = (
+            profile.get("aws_access_key_id"),
+            profile.get("aws_secret_access_key"),
+        )
+    {
+        builder = builder
+            .with_access_key_id(id)
+            .with_secret_access_key(secret);
+        if let Some(token) = profile.get("aws_session_token") {
+            builder = builder.with_token(token);
+        }
+    }
+    for (key, name) in [
+        (AmazonS3ConfigKey::Region, "region"),
+        (AmazonS3ConfigKey::Endpoint, "endpoint_url"),
+    ] {
+        if unset(&builder, key)
+            && let Some(value) = profile.get(name)
+        {
+            builder = builder.with_config(key, value);
+        }
+    }
+    if options.no_sign_request {
+        builder = builder.with_skip_signature(true);
+    }
+    let endpoint = builder.get_config_value(&AmazonS3ConfigKey::Endpoint);
+    if endpoint.is_none() && unset(&builder, AmazonS3ConfigKey::Region) {
+        // A bucket answers only in its own region: ask which (one unsigned HEAD), as the
+        // AWS CLI follows the redirect.
+        let region = runtime().block_on(object_store::aws::resolve_bucket_region(
+            bucket,
+            &client_options(),
+        ));
+        builder = builder.with_region(region.unwrap_or_else(|_| "us-east-1".into()));
+    }
+    let virtual_hosted = match options.addressing {
+        Addressing::Path => false,
+        Addressing::Virtual => true,
+        Addressing::Auto => endpoint.is_none() && !bucket.contains('.'),
+    };
+    if virtual_hosted {
+        builder = builder.with_virtual_hosted_style_request(true);
+        // object_store takes a virtual-hosted endpoint with the bucket in it already.
+        if let Some(endpoint) = endpoint
+            && let Some((scheme, host)) = endpoint.split_once("://")
+        {
+            builder = builder.with_endpoint(format!("{scheme}://{bucket}.{host}"));
+        }
+    }
+    Ok(builder)
+}
+
+/// The settings of one profile of `~/.aws/credentials` and `~/.aws/config` (or the files
+/// `AWS_SHARED_CREDENTIALS_FILE` and `AWS_CONFIG_FILE` name): `profile`, else
+/// `AWS_PROFILE`, else `default`. Static keys, region and endpoint only: SSO and
+/// `credential_process` profiles are not read.
+struct Profile(HashMap<String, String>);
+
+impl Profile {
+    fn read(profile: Option<String>) -> Profile {
+        let env = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        let name = profile
+            .or_else(|| env("AWS_PROFILE").map(|v| v.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "default".into());
+        let home = env("HOME").map(std::path::PathBuf::from);
+        let file = |var, default: &str| {
+            env(var)
+                .map(Into::into)
+                .or_else(|| home.as_ref().map(|h| h.join(default)))
+        };
+        let mut settings = HashMap::new();
+        // The config file names its sections `[profile NAME]`, but `[default]`.
+        let config_section = match name.as_str() {
+            "default" => "default".to_string(),
+            other => format!("profile {other}"),
+        };
+        let sources = [
+            (
+                file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials"),
+                name.clone(),
+            ),
+            (file("AWS_CONFIG_FILE", ".aws/config"), config_section),
+        ];
+        for (path, section) in sources {
+            let Some(text) = path.and_then(|p| std::fs::read_to_string(p).ok()) else {
+                continue;
+            };
+            for (key, value) in ini_section(&text, &section) {
+                settings.entry(key).or_insert(value);
+            }
+        }
+        Profile(settings)
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+}
+
+/// The `key = value` lines of `[section]` in an INI file as the AWS CLI writes them.
+fn ini_section(text: &str, section: &str) -> Vec<(String, String)> {
+    let mut inside = false;
+    let mut found = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = name.trim() == section;
+        } else if inside && let Some((key, value)) = line.split_once('=') {
+            found.push((key.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+    }
+    found
+}
+
+/// The object's key in its store.
+fn key_of(url: &Url) -> Key {
+    match &url.place {
+        // A key as S3 spells it; object_store would re-encode characters it deems unsafe
+        // if it were built from parts.
+        Place::S3 { key, .. } => Key::parse(key).unwrap_or_else(|_| Key::from(key.as_str())),
+        Place::Http { path, .. } => Key::from_url_path(path.trim_start_matches('/'))
+            .unwrap_or_else(|_| Key::from(path.as_str())),
+    }
+}
+
+/// The keys below the prefix `url`, without the "folders" (keys ending with `/`).
+pub(super) fn list(url: &Url) -> Result<Vec<String>, InputError> {
+    let Place::S3 { key: prefix, .. } = &url.place else {
+        return Err(InputError::Remote("cannot list an HTTP server".into()));
+    };
+    let pool = pool(&url.options);
+    let store = pool.store(url)?;
+    let prefix = (!prefix.is_empty()).then(|| Key::from(prefix.as_str()));
+    let listed = runtime().block_on(store.list(prefix.as_ref()).try_collect::<Vec<_>>());
+    let mut keys: Vec<String> = listed
+        .map_err(|e| fault(e, "bucket"))?
+        .into_iter()
+        .map(|meta| meta.location.to_string())
+        .filter(|key| !key.ends_with('/'))
+        .collect();
+    keys.sort();
+    Ok(keys)
+}
+
+/// A store's error as the one-line cause after `mtsum: URL: `; `what` names what was
+/// missing on a 404 (`object`, `bucket`).
+fn fault(e: object_store::Error, what: &str) -> InputError {
+    use object_store::Error as E;
+    match e {
+        E::Precondition { .. } => InputError::Changed,
+        E::NotFound { ref source, .. } => {
+            let text = source.to_string();
+            if text.contains("NoSuchBucket") {
+                InputError::Remote("no such bucket (404)".into())
+            } else {
+                InputError::Remote(format!("no such {what} (404)"))
+            }
+        }
+        E::PermissionDenied { ref source, .. } => {
+            let text = source.to_string();
+            let cause = [
+                "InvalidAccessKeyId",
+                "SignatureDoesNotMatch",
+                "ExpiredToken",
+            ]
+            .into_iter()
+            .find(|code| text.contains(code));
+            match cause {
+                Some(code) => InputError::Remote(format!("credentials refused ({code}, 403)")),
+                None => InputError::Remote(
+                    "access denied (403): check the credentials and the bucket's policy".into(),
+                ),
+            }
+        }
+        E::Unauthenticated { .. } => InputError::Remote("credentials refused (401)".into()),
+        other => InputError::Remote(short(&other)),
+    }
+}
+
+/// The innermost cause of an error, without object_store's request dumps: "connection
+/// refused", "server returned 503 Service Unavailable", ...
+fn short(e: &dyn std::error::Error) -> String {
+    let mut causes = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(s) = source {
+        causes.push(s.to_string());
+        source = s.source();
+    }
+    let status = causes.iter().find_map(|c| {
+        let at = c.find("status code")?;
+        let rest = c[at + "status code".len()..].trim_start_matches([':', ' ']);
+        Some(
+            rest.split([',', ':'])
+                .next()
+                .unwrap_or(rest)
+                .trim()
+                .to_string(),
+        )
+    });
+    let innermost = causes.pop().unwrap_or_default();
+    let innermost = innermost.lines().next().unwrap_or_default();
+    match status {
+        Some(status) => format!("the server answered {status}"),
+        // As coreutils prints an OS error: without Rust's " (os error N)".
+        None => match innermost.find(" (os error ") {
+            Some(at) => innermost[..at].to_string(),
+            None => innermost.to_string(),
+        },
+    }
+}
+
+/// A remote object opened for positioned reads.
+pub(crate) struct Object {
+    shared: Arc<Shared>,
+}
+
+/// What an object's readers and its fetches share.
+struct Shared {
+    pool: Arc<Pool>,
+    store: Arc<dyn ObjectStore>,
+    key: Key,
+    len: u64,
+    /// The version every range GET asks for: the ETag, or the modification time of a
+    /// server that gives none.
+    etag: Option<String>,
+    modified: Option<object_store::ObjectMeta>,
+    ranges: Mutex<Ranges>,
+    arrived: Condvar,
+}
+
+/// The ranges of an object, by index (`offset / RANGE_SIZE`).
+#[derive(Default)]
+struct Ranges {
+    slots: HashMap<u64, Slot>,
+    /// Ranges every byte of which was delivered: not fetched ahead again.
+    done: HashSet<u64>,
+}
+
+struct Slot {
+    state: State,
+    /// Whether it was fetched ahead and so counts against the pool's cap.
+    held: bool,
+    /// Bytes of it delivered so far.
+    delivered: u64,
+}
+
+enum State {
+    Pending,
+    Ready(bytes::Bytes),
+    Failed(Fault),
+}
+
+/// Why a range could not be had, kept for every reader that waits for it.
+#[derive(Clone)]
+enum Fault {
+    Changed,
+    Remote(String),
+}
+
+impl From<Fault> for InputError {
+    fn from(f: Fault) -> InputError {
+        match f {
+            Fault::Changed => InputError::Changed,
+            Fault::Remote(cause) => InputError::Remote(cause),
+        }
+    }
+}
+
+impl From<InputError> for Fault {
+    fn from(e: InputError) -> Fault {
+        match e {
+            InputError::Changed => Fault::Changed,
+            other => Fault::Remote(other.to_string()),
+        }
+    }
+}
+
+impl Object {
+    /// Sizes the object at `url` with one `HEAD`, and takes its version.
+    pub(crate) fn open(url: &Url) -> Result<Object, InputError> {
+        let pool = pool(&url.options);
+        let store = pool.store(url)?;
+        let key = key_of(url);
+        let meta = runtime()
+            .block_on(store.head(&key))
+            .map_err(|e| fault(e, "object"))?;
+        let etag = meta.e_tag.clone();
+        // A last modification time of 0 is object_store's word for "none sent".
+        let modified =
+            (etag.is_none() && meta.last_modified.timestamp() != 0).then(|| meta.clone());
+        Ok(Object {
+            shared: Arc::new(Shared {
+                pool,
+                store,
+                key,
+                len: meta.size,
+                etag,
+                modified,
+                ranges: Mutex::new(Ranges::default()),
+                arrived: Condvar::new(),
+            }),
+        })
+    }
+
+    /// The object's size.
+    pub(crate) fn len(&self) -> u64 {
+        self.shared.len
+    }
+
+    /// Fills `slices` with the `need` bytes from `offset`, as `preadv` would: waits for the
+    /// ranges that hold them, and starts fetching the ranges after them.
+    pub(crate) fn read_at(
+        &self,
+        slices: &mut [IoSliceMut<'_>],
+        need: usize,
+        offset: u64,
+    ) -> Result<(), InputError> {
+        let shared = &self.shared;
+        if offset + need as u64 > shared.len {
+            return Err(InputError::Changed);
+        }
+        let mut out = Cursor {
+            slices,
+            slice: 0,
+            at: 0,
+        };
+        let (mut pos, end) = (offset, offset + need as u64);
+        let mut ranges = shared.ranges.lock().unwrap_or_else(|e| e.into_inner());
+        while pos < end {
+            let index = pos / RANGE_SIZE;
+            shared.demand(&mut ranges, index);
+            shared.read_ahead(&mut ranges, index);
+            let bytes = loop {
+                match &ranges.slots.get(&index).expect("demanded").state {
+                    State::Ready(bytes) => break bytes.clone(),
+                    State::Failed(fault) => return Err(fault.clone().into()),
+                    State::Pending => {
+                        ranges = shared
+                            .arrived
+                            .wait(ranges)
+                            .unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+            };
+            let from = (pos - index * RANGE_SIZE) as usize;
+            let take = ((end - pos) as usize).min(bytes.len() - from);
+            out.write(&bytes[from..from + take]);
+            pos += take as u64;
+            shared.delivered(&mut ranges, index, take as u64, bytes.len() as u64);
+        }
+        Ok(())
+    }
+}
+
+/// Where the next bytes go in a list of buffers.
+struct Cursor<'a, 'b> {
+    slices: &'a mut [IoSliceMut<'b>],
+    slice: usize,
+    at: usize,
+}
+
+impl Cursor<'_, '_> {
+    fn write(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let slice = &mut self.slices[self.slice];
+            let n = bytes.len().min(slice.len() - self.at);
+            slice[self.at..self.at + n].copy_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            self.at += n;
+            if self.at == slice.len() {
+                self.slice += 1;
+                self.at = 0;
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn range_count(&self) -> u64 {
+        self.len.div_ceil(RANGE_SIZE)
+    }
+
+    /// Starts fetching range `index` unless it is under way or here.
+    fn demand(self: &Arc<Self>, ranges: &mut Ranges, index: u64) {
+        if !ranges.slots.contains_key(&index) {
+            self.fetch(ranges, index, false);
+        }
+    }
+
+    /// Starts fetching the ranges after `index` that are neither here, under way nor
+    /// delivered, while the pool has places for them.
+    fn read_ahead(self: &Arc<Self>, ranges: &mut Ranges, index: u64) {
+        let ahead = self.pool.options.connections.get() as u64;
+        let last = self.range_count().min(index + 1 + ahead);
+        for next in index + 1..last {
+            if ranges.slots.contains_key(&next) || ranges.done.contains(&next) {
+                continue;
+            }
+            if !self.pool.try_hold() {
+                break;
+            }
+            self.fetch(ranges, next, true);
+        }
+    }
+
+    fn fetch(self: &Arc<Self>, ranges: &mut Ranges, index: u64, held: bool) {
+        ranges.slots.insert(
+            index,
+            Slot {
+                state: State::Pending,
+                held,
+                delivered: 0,
+            },
+        );
+        let shared = self.clone();
+        runtime().spawn(async move {
+            let state = match shared.get(index).await {
+                Ok(bytes) => State::Ready(bytes),
+                Err(e) => State::Failed(e.into()),
+            };
+            let mut ranges = shared.ranges.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(slot) = ranges.slots.get_mut(&index) {
+                slot.state = state;
+            }
+            shared.arrived.notify_all();
+        });
+    }
+
+    /// One range GET, guarded by the version the `HEAD` saw.
+    async fn get(&self, index: u64) -> Result<bytes::Bytes, InputError> {
+        let start = index * RANGE_SIZE;
+        let end = (start + RANGE_SIZE).min(self.len);
+        let _turn = self.pool.gets.acquire().await.expect("never closed");
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(start..end)),
+            if_match: self.etag.clone(),
+            if_unmodified_since: self.modified.as_ref().map(|m| m.last_modified),
+            ..GetOptions::default()
+        };
+        let got = self
+            .store
+            .get_opts(&self.key, options)
+            .await
+            .map_err(|e| fault(e, "object"))?;
+        // A server that ignores If-Match still tells which version it sent.
+        if self.etag.is_some() && got.meta.e_tag.is_some() && got.meta.e_tag != self.etag {
+            return Err(InputError::Changed);
+        }
+        let bytes = got.bytes().await.map_err(|e| fault(e, "object"))?;
+        if bytes.len() as u64 != end - start {
+            return Err(InputError::Changed);
+        }
+        Ok(bytes)
+    }
+
+    /// Records that `n` more bytes of range `index` (of `len` bytes) were delivered, and
+    /// drops it once all were.
+    fn delivered(&self, ranges: &mut Ranges, index: u64, n: u64, len: u64) {
+        let slot = ranges.slots.get_mut(&index).expect("read");
+        slot.delivered += n;
+        if slot.delivered >= len {
+            let slot = ranges.slots.remove(&index).expect("read");
+            if slot.held {
+                self.pool.release(1);
+            }
+            ranges.done.insert(index);
+        }
+    }
+}
+
+/// Ranges fetched ahead that no reader took (the object failed, or the engine stopped)
+/// give their places back.
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let ranges = self.ranges.get_mut().unwrap_or_else(|e| e.into_inner());
+        let held = ranges.slots.values().filter(|s| s.held).count();
+        self.pool.release(held);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_is_read_from_its_section_only() {
+        let text = "[default]\naws_access_key_id = A\n\n[profile other]\n# note\nregion = eu-west-1\naws_access_key_id=B\n";
+        assert_eq!(
+            ini_section(text, "default"),
+            [("aws_access_key_id".into(), "A".into())]
+        );
+        assert_eq!(
+            ini_section(text, "profile other"),
+            [
+                ("region".to_string(), "eu-west-1".to_string()),
+                ("aws_access_key_id".into(), "B".into())
+            ]
+        );
+        assert!(ini_section(text, "missing").is_empty());
+    }
+
+    #[test]
+    fn causes_are_cut_to_the_status() {
+        #[derive(Debug)]
+        struct E(&'static str);
+        impl fmt::Display for E {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {}
+        use std::fmt;
+        let e = E(
+            "Error performing GET http://x in 1s - Server returned non-success status code 503 Service Unavailable, body: x",
+        );
+        assert_eq!(short(&e), "the server answered 503 Service Unavailable");
+        let e = E("Server returned non-2xx status code: 503 Service Unavailable: ");
+        assert_eq!(short(&e), "the server answered 503 Service Unavailable");
+        let e = E("Connection refused (os error 111)");
+        assert_eq!(short(&e), "Connection refused");
+    }
+}

@@ -1,0 +1,302 @@
+//! `http://` operands against a real HTTP server on loopback (tests/common/http_server.rs):
+//! an object has the digest a local copy of its bytes has, in every layout, whatever the
+//! number of connections; faults are retried or reported on one line, never turned into a
+//! digest of other bytes. (`s3://` operands are tested against an S3 API server in
+//! python/tests/test_s3.py.)
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::http_server::{Fault, HttpServer, Served};
+use common::{MTSUM, pattern, tempdir, write_file};
+
+/// The bytes of one range GET (`mtsum::source::remote::RANGE_SIZE`).
+const RANGE: usize = 8 << 20;
+
+/// Each layout with the algorithms it is tested with.
+const LAYOUTS: &[(&str, &[&str])] = &[
+    ("mtsum", &["sha256", "blake3"]),
+    ("plain", &["sha256", "md5", "crc32c"]),
+    ("merkle", &["sha256", "xxh3"]),
+    ("rfc6962", &["sha256"]),
+    ("s3", &["md5", "sha256"]),
+    ("glacier", &["sha256"]),
+    ("dropbox", &["sha256"]),
+    ("btv2", &["sha256"]),
+];
+
+fn mtsum(args: &[&str]) -> Output {
+    Command::new(MTSUM).args(args).output().expect("run mtsum")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The digests of a run's sum lines, in order.
+fn digests(out: &Output) -> Vec<String> {
+    let text = stdout(out);
+    text.lines()
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Serves `data` at `/NAME` and writes it to DIR/NAME.
+fn serve_and_write(server: &HttpServer, dir: &Path, name: &str, data: Vec<u8>) -> (String, String) {
+    let file = write_file(dir, name, &data);
+    server.put(&format!("/{name}"), Served::with_etag(data, 1));
+    (
+        server.url(&format!("/{name}")),
+        file.to_string_lossy().into_owned(),
+    )
+}
+
+#[test]
+fn an_object_has_the_digest_of_its_bytes_in_a_file_in_every_layout() {
+    let server = HttpServer::start();
+    let dir = tempdir();
+    let sizes = [0, 1, 4095, RANGE - 1, RANGE, RANGE + 1, 3 * RANGE + 12_345];
+    let (mut urls, mut files) = (Vec::new(), Vec::new());
+    for (i, size) in sizes.iter().enumerate() {
+        let (url, file) = serve_and_write(
+            &server,
+            dir.path(),
+            &format!("o{size}"),
+            pattern(*size, i as u64),
+        );
+        urls.push(url);
+        files.push(file);
+    }
+    for (layout, algorithms) in LAYOUTS {
+        for algorithm in *algorithms {
+            let args = ["-t", layout, "-a", algorithm];
+            let local = mtsum(
+                &[
+                    &args[..],
+                    &files.iter().map(String::as_str).collect::<Vec<_>>(),
+                ]
+                .concat(),
+            );
+            let remote = mtsum(
+                &[
+                    &args[..],
+                    &urls.iter().map(String::as_str).collect::<Vec<_>>(),
+                ]
+                .concat(),
+            );
+            // BitTorrent v2 has no root for an empty file: both fail on it alike.
+            assert_eq!(
+                local.status.code(),
+                remote.status.code(),
+                "{layout} {algorithm}: {}",
+                stderr(&remote)
+            );
+            assert_eq!(
+                digests(&local),
+                digests(&remote),
+                "-t {layout} -a {algorithm}"
+            );
+        }
+    }
+}
+
+#[test]
+fn sum_lines_name_the_url_and_check_reads_them_back() {
+    let server = HttpServer::start();
+    let dir = tempdir();
+    let (url, _) = serve_and_write(&server, dir.path(), "a", pattern(100_000, 7));
+    let out = mtsum(&[&url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = stdout(&out);
+    assert!(line.ends_with(&format!("  {url}\n")), "{line}");
+    let sums = write_file(dir.path(), "sums", line.as_bytes());
+    let check = mtsum(&["-c", sums.to_str().unwrap()]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    assert_eq!(stdout(&check), format!("{url}: OK\n"));
+}
+
+#[test]
+fn the_digest_does_not_depend_on_the_number_of_connections() {
+    let server = HttpServer::start();
+    let dir = tempdir();
+    let (url, file) = serve_and_write(&server, dir.path(), "big", pattern(5 * RANGE + 3, 9));
+    let local = digests(&mtsum(&["-a", "sha256", "-t", "plain", &file]));
+    for connections in ["1", "2", "4", "16"] {
+        for layout in ["plain", "mtsum"] {
+            let local = digests(&mtsum(&["-t", layout, &file]));
+            let out = mtsum(&["-t", layout, "--connections", connections, &url]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            assert_eq!(
+                digests(&out),
+                local,
+                "--connections {connections} -t {layout}"
+            );
+        }
+    }
+    assert_eq!(local.len(), 1);
+}
+
+#[test]
+fn unavailable_answers_and_cut_connections_are_retried() {
+    let server = HttpServer::start();
+    let dir = tempdir();
+    let (url, file) = serve_and_write(&server, dir.path(), "a", pattern(2 * RANGE + 5, 3));
+    let local = digests(&mtsum(&[&file]));
+    server.inject(
+        "/a",
+        [
+            Fault::Unavailable,
+            Fault::CutMidRange,
+            Fault::Unavailable,
+            Fault::CutMidRange,
+        ],
+    );
+    let out = mtsum(&["--connections", "1", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(digests(&out), local);
+    assert!(
+        server.range_gets() >= 3 + 4,
+        "{} range GETs",
+        server.range_gets()
+    );
+}
+
+#[test]
+fn a_range_that_keeps_failing_fails_its_object_only() {
+    let server = HttpServer::start();
+    let dir = tempdir();
+    let (bad, _) = serve_and_write(&server, dir.path(), "bad", pattern(1000, 1));
+    let (good, file) = serve_and_write(&server, dir.path(), "good", pattern(1000, 2));
+    // More 503s than retries, for the first object's one range.
+    server.inject("/bad", vec![Fault::Unavailable; 20]);
+    let out = mtsum(&["-p", "1", "--connections", "1", &bad, &good]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("mtsum: {bad}: ")), "{err}");
+    assert!(err.contains("503"), "{err}");
+    assert_eq!(digests(&out), digests(&mtsum(&[&file])));
+    assert!(
+        stdout(&out).ends_with(&format!("  {good}\n")),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn an_object_replaced_between_two_range_gets_changed_while_being_read() {
+    let server = HttpServer::start();
+    let dir = tempdir();
+    let (url, _) = serve_and_write(&server, dir.path(), "a", pattern(4 * RANGE, 1));
+    let (other, _) = serve_and_write(&server, dir.path(), "b", pattern(10, 2));
+    let new = Served::with_etag(pattern(4 * RANGE, 2), 2);
+    server.inject("/a", [Fault::Pass, Fault::Replace(new)]);
+    let out = mtsum(&["--connections", "1", &url, &other]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("mtsum: {url}: changed while being read\n")
+    );
+    assert_eq!(
+        stdout(&out).lines().count(),
+        1,
+        "only the other object's line"
+    );
+}
+
+#[test]
+fn a_server_that_ignores_if_match_is_caught_by_the_etag_it_sends() {
+    let server = HttpServer::start();
+    server.ignore_conditions();
+    let dir = tempdir();
+    let (url, _) = serve_and_write(&server, dir.path(), "a", pattern(3 * RANGE, 1));
+    let new = Served::with_etag(pattern(3 * RANGE, 2), 2);
+    server.inject("/a", [Fault::Pass, Fault::Replace(new)]);
+    let out = mtsum(&["--connections", "1", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("mtsum: {url}: changed while being read\n")
+    );
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn without_an_etag_the_modification_time_guards_the_ranges() {
+    let server = HttpServer::start();
+    let data = pattern(2 * RANGE + 1, 5);
+    let dir = tempdir();
+    let file = write_file(dir.path(), "a", &data);
+    server.put(
+        "/a",
+        Served::with_date(data, "Mon, 02 Mar 2026 10:00:00 GMT"),
+    );
+    let url = server.url("/a");
+    let out = mtsum(&[&url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(digests(&out), digests(&mtsum(&[file.to_str().unwrap()])));
+    let new = Served::with_date(pattern(2 * RANGE + 1, 6), "Tue, 03 Mar 2026 10:00:00 GMT");
+    server.inject("/a", [Fault::Pass, Fault::Replace(new)]);
+    let out = mtsum(&["--connections", "1", &url]);
+    assert_eq!(
+        stderr(&out),
+        format!("mtsum: {url}: changed while being read\n")
+    );
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn a_missing_object_is_one_line_and_exit_1() {
+    let server = HttpServer::start();
+    let url = server.url("/nothing");
+    let out = mtsum(&[&url]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("mtsum: {url}: no such object (404)\n")
+    );
+}
+
+#[test]
+fn a_server_that_is_not_there_is_one_line_and_exit_1() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/x");
+    let out = mtsum(&[&url]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("mtsum: {url}: ")), "{err}");
+}
+
+#[test]
+fn a_malformed_url_or_connection_count_is_a_usage_error() {
+    for args in [
+        &["s3:///key"][..],
+        &["https:///path"],
+        &["--connections", "0", "s3://b/k"],
+    ] {
+        let out = mtsum(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_prefix_without_recursion_is_refused_as_a_directory_is() {
+    let out = mtsum(&["--endpoint-url", "http://127.0.0.1:9", "s3://bucket/dir/"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "mtsum: s3://bucket/dir/: a prefix, not an object; hash the objects below it with -r\n"
+    );
+}
