@@ -999,6 +999,16 @@ impl SizedFile {
         }
     }
 
+    /// For a remote object, its version ([`remote::version_of`]): what another process
+    /// opens it at with [`remote::Url::expecting`]. `None` for a file.
+    pub fn remote_version(&self) -> Option<u64> {
+        match &self.file {
+            Backing::File(_) => None,
+            #[cfg(feature = "remote")]
+            Backing::Remote(object) => Some(object.version()),
+        }
+    }
+
     /// Switches to `wanted`, or to its fallback when the file refuses it. A `shared` open
     /// file (standard input, handed over by another process, which may read it too) refuses
     /// `O_DIRECT`: the flag is the open file's, and would change that process's reads too.

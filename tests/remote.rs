@@ -300,3 +300,23 @@ fn a_prefix_without_recursion_is_refused_as_a_directory_is() {
         "mtsum: s3://bucket/dir/: a prefix, not an object; hash the objects below it with -r\n"
     );
 }
+
+#[test]
+fn an_object_opened_at_a_version_it_no_longer_has_changed_while_being_read() {
+    use mtsum::source::remote::Url;
+    use mtsum::source::{Input, InputError, Target};
+    let server = HttpServer::start();
+    server.put("/a", Served::with_etag(pattern(100, 1), 1));
+    let url = Url::parse(&server.url("/a")).unwrap();
+    let Ok(Input::Sized(object)) = Input::open(&Target::Url(url.clone())) else {
+        panic!("an object opens as a sized input");
+    };
+    let version = object
+        .remote_version()
+        .expect("a remote object has a version");
+    let same = Input::open(&Target::Url(url.clone().expecting(version)));
+    assert!(matches!(same, Ok(Input::Sized(_))));
+    server.put("/a", Served::with_etag(pattern(100, 2), 2));
+    let replaced = Input::open(&Target::Url(url.expecting(version)));
+    assert!(matches!(replaced, Err(InputError::Changed)));
+}

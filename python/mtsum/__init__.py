@@ -18,7 +18,17 @@ rfc6962, and the values storage systems report: s3, glacier, dropbox, btv2; all 
 bytes as an int, or ``"4K"``, ``"1M"``). Digests are returned as the CLI prints them:
 lowercase hex, or as the storage system shows them (base64 for S3's checksums, ``-N`` after
 a multipart value); :meth:`Hasher.value` gives the same, :meth:`Hasher.hexdigest` always hex.
-A path is a str, bytes (a name that is not UTF-8) or a path-like object of either.
+A path is a str, bytes (a name that is not UTF-8) or a path-like object of either; a str
+``s3://BUCKET/KEY`` or ``http(s)://HOST/PATH`` names a remote object, read by concurrent range
+GETs (see ``storage_options`` below).
+
+Remote objects are reached as the CLI reaches them (``AWS_*`` variables, ``~/.aws`` profiles,
+``AWS_ENDPOINT_URL``), or with ``storage_options``, a dict of s3fs's keys: ``key``, ``secret``,
+``token``, ``anon`` (unsigned requests, for public buckets), ``endpoint_url``, ``region``,
+``profile``, ``client_kwargs`` (``endpoint_url``, ``region_name``), and mtsum's own
+``connections`` (range GETs at once, default 16) and ``addressing_style`` (``"path"`` or
+``"virtual"``). A store's refusal is an ``OSError`` with the CLI's line:
+``OSError("s3://b/k: no such object (404)")``.
 
 Errors are exceptions whose message is the CLI's error line without ``mtsum:``:
 ``FileNotFoundError("missing.bin: No such file or directory")``, ``PermissionError``,
@@ -35,7 +45,7 @@ BrokenPipeError). A read that waits on a silent FIFO ends only when its writer w
 from __future__ import annotations
 
 import os
-from typing import Iterable, NamedTuple, Optional, Union
+from typing import Any, Iterable, NamedTuple, Optional, Union
 
 from . import _mtsum
 from ._mtsum import ALGORITHMS, LAYOUTS, Hasher
@@ -56,6 +66,7 @@ __version__ = "0.1.0"
 
 StrPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 LeafSize = Union[int, str, None]
+StorageOptions = Optional[dict[str, Any]]
 
 _PATH_TYPES = (str, bytes, os.PathLike)
 
@@ -74,6 +85,7 @@ def file_digest(
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     threads: Optional[int] = None,
+    storage_options: StorageOptions = None,
 ) -> str:
     """The digest of one file, as ``mtsum -a ALGORITHM -t LAYOUT -l LEAF_SIZE PATH`` prints it.
 
@@ -84,8 +96,10 @@ def file_digest(
     ``OSError("NAME: changed while being read")``.
 
     Ctrl-C raises KeyboardInterrupt at once and stops the read (see the module's help).
+    An ``s3://`` or ``http(s)://`` URL is hashed from the store, reached with
+    ``storage_options`` (see the module's help).
     """
-    return _mtsum.file_digest(path, algorithm, layout, leaf_size, threads)
+    return _mtsum.file_digest(path, algorithm, layout, leaf_size, threads, storage_options)
 
 
 class FileSum(NamedTuple):
@@ -111,6 +125,7 @@ def sum_files(
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     threads: Optional[int] = None,
+    storage_options: StorageOptions = None,
 ) -> dict[Union[str, bytes], FileSum]:
     """The digest of every file, hashed in parallel on one pool of ``threads`` workers.
 
@@ -123,7 +138,7 @@ def sum_files(
     stops the hash of every file (see the module's help).
     """
     keys = _paths(paths)
-    results = _mtsum.sum_files(keys, algorithm, layout, leaf_size, threads)
+    results = _mtsum.sum_files(keys, algorithm, layout, leaf_size, threads, storage_options)
     return {key: FileSum(*result) for key, result in zip(keys, results)}
 
 
@@ -154,6 +169,8 @@ def hash_range(
     leaf_size: LeafSize = None,
     size: Optional[int] = None,
     threads: Optional[int] = None,
+    storage_options: StorageOptions = None,
+    version: Optional[int] = None,
 ) -> str:
     """Hashes bytes ``start`` to ``end`` of a file, a range of :func:`plan`, into a *partial*.
 
@@ -167,9 +184,15 @@ def hash_range(
     ``rfc6962`` the few largest aligned subtrees the range holds, for ``mtsum`` one per leaf). Pass ``size``, the size the plan was made
     for, to fail with ``OSError("NAME: changed while being read")`` when the file has another
     one. ``threads`` (default: every core) hash the range's jobs side by side. Ctrl-C raises
-    KeyboardInterrupt at once and stops the read (see the module's help).
+    KeyboardInterrupt at once and stops the read (see the module's help). For a remote object,
+    ``version`` (the second value of ``mtsum._mtsum._stat(url)``, taken when the ranges were
+    planned) holds every range to that version of the object: one replaced since fails with
+    ``OSError("URL: changed while being read")``, so ranges read by many workers never mix
+    two versions.
     """
-    return _mtsum.hash_range(path, start, end, algorithm, layout, leaf_size, size, threads)
+    return _mtsum.hash_range(
+        path, start, end, algorithm, layout, leaf_size, size, threads, storage_options, version
+    )
 
 
 def combine(partials: Iterable[str]) -> str:

@@ -1,12 +1,13 @@
 """Type stubs of the Rust extension; the documented API is in ``mtsum/__init__.py``."""
 
 import os
-from typing import Iterable, Optional, Union, final
+from typing import Any, Iterable, Optional, Union, final
 
 from typing_extensions import Buffer
 
 _Path = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
 _Leaf = Union[int, str, None]
+_Options = Optional[dict[str, Any]]
 
 # The library's lists of names, as -a and -t take them.
 ALGORITHMS: list[str]
@@ -18,6 +19,7 @@ def file_digest(
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
     threads: Optional[int] = None,
+    storage_options: _Options = None,
 ) -> str: ...
 def sum_files(
     paths: Iterable[_Path],
@@ -25,6 +27,7 @@ def sum_files(
     layout: str = "mtsum",
     leaf_size: _Leaf = None,
     threads: Optional[int] = None,
+    storage_options: _Options = None,
 ) -> list[tuple[Optional[int], Optional[str], Optional[str]]]: ...
 def plan(
     size: int,
@@ -42,9 +45,12 @@ def hash_range(
     leaf_size: _Leaf = None,
     size: Optional[int] = None,
     threads: Optional[int] = None,
+    storage_options: _Options = None,
+    version: Optional[int] = None,
 ) -> str: ...
 def combine(partials: Iterable[str]) -> str: ...
-def _stat(path: _Path) -> tuple[int, int]: ...
+def _stat(path: _Path, storage_options: _Options = None) -> tuple[int, int]: ...
+def _list(url: str, storage_options: _Options = None) -> list[str]: ...
 def _message(path: _Path, cause: str) -> str: ...
 
 # Built by __new__ and not subclassable at run time (a PyO3 class).

@@ -31,7 +31,7 @@ import os
 from typing import Any, Iterable, Optional, Tuple, Union
 
 import mtsum
-from mtsum import LeafSize, StrPath, _mtsum
+from mtsum import LeafSize, StorageOptions, StrPath, _mtsum
 
 try:
     import distributed
@@ -79,11 +79,19 @@ def _hash_part(
     algorithm: Optional[str],
     layout: str,
     leaf_size: LeafSize,
+    storage_options: StorageOptions = None,
 ) -> tuple[Optional[str], Optional[str]]:
     """A task: the partial of one range, or ``(None, message)``. ``mtime_ns`` is the file's
     modification time when it was planned: a file modified since fails, and the task's key
-    differs from one of the file before."""
+    differs from one of the file before. For a remote object it is the object's version,
+    which each of its range GETs then asks for: the worker reads its ranges from the store."""
     try:
+        if _is_url(path):
+            partial = mtsum.hash_range(
+                path, start, end, algorithm, layout, leaf_size, size=size, threads=1,
+                storage_options=storage_options, version=mtime_ns,
+            )
+            return partial, None
         if tuple(_mtsum._stat(path)) != (size, mtime_ns):
             raise OSError(_mtsum._message(path, "changed while being read"))
         # One thread per task: the worker's threads run tasks side by side.
@@ -99,6 +107,16 @@ def _raise(message: str) -> None:
     raise OSError(message)
 
 
+def _is_url(path: Union[str, bytes]) -> bool:
+    """Whether ``path`` names a remote object (``s3://``, ``http://``, ``https://``)."""
+    return isinstance(path, str) and path.lower().startswith(("s3://", "http://", "https://"))
+
+
+def _absolute(path: Union[str, bytes]) -> Union[str, bytes]:
+    """A local path made absolute (the workers may run elsewhere); a URL as it is."""
+    return path if _is_url(path) else os.path.abspath(path)
+
+
 def file_digest(
     path: StrPath,
     client: Optional[distributed.Client] = None,
@@ -106,9 +124,15 @@ def file_digest(
     algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
+    storage_options: StorageOptions = None,
 ) -> str:
     """The digest of one file hashed in ranges on the cluster's workers: the same digest as
     :func:`mtsum.file_digest` and the CLI.
+
+    ``path`` may be an ``s3://`` or ``http(s)://`` URL: each worker then reads its own ranges
+    from the store by range GETs, every one of the version the client saw (an object replaced
+    meanwhile fails as "changed while being read"), reached with ``storage_options`` (see
+    :mod:`mtsum`) or the workers' own AWS settings.
 
     ``parts``: how many ranges at most (default: one per :data:`PART_BYTES`, at least one per
     worker thread). Raises what :func:`mtsum.file_digest` raises (FileNotFoundError, ...), and
@@ -116,14 +140,15 @@ def file_digest(
     as OSError with its message. A plain digest other than BLAKE3 cannot be split: one task.
     """
     client = _client(client)
-    path = os.path.abspath(os.fspath(path))
-    size, mtime_ns = _mtsum._stat(path)
+    path = _absolute(os.fspath(path))
+    size, mtime_ns = _mtsum._stat(path, storage_options)
     if parts is None:
         parts = max(_threads(client), math.ceil(size / PART_BYTES))
     ranges = mtsum.plan(size, parts, algorithm, layout, leaf_size)
     futures = [
         client.submit(
-            _hash_part, path, start, end, size, mtime_ns, algorithm, layout, leaf_size
+            _hash_part, path, start, end, size, mtime_ns, algorithm, layout, leaf_size,
+            storage_options,
         )
         for start, end in ranges
     ]
@@ -135,19 +160,33 @@ def file_digest(
 
 
 def _sum_batch(
-    paths: list[Union[str, bytes]], algorithm: Optional[str], layout: str, leaf_size: LeafSize
+    paths: list[Union[str, bytes]],
+    algorithm: Optional[str],
+    layout: str,
+    leaf_size: LeafSize,
+    storage_options: StorageOptions = None,
 ) -> list[mtsum.FileSum]:
     """A task: ``(size, digest, error)`` of each of a few small files."""
-    return list(mtsum.sum_files(paths, algorithm, layout, leaf_size, threads=1).values())
+    sums = mtsum.sum_files(paths, algorithm, layout, leaf_size, 1, storage_options)
+    return list(sums.values())
 
 
-def _expand(paths_or_glob: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
+def _expand(
+    paths_or_glob: Union[StrPath, Iterable[StrPath]], storage_options: StorageOptions
+) -> list[Union[str, bytes]]:
     """The paths: one path that exists (``run[1].nc`` is a file, not a pattern) or has no
     glob characters is itself; another is a glob pattern, whose matches that are not
     directories come in byte order of their names (``**`` matches any depth); an iterable
-    gives its paths in their order."""
+    gives its paths in their order. An ``s3://BUCKET/PREFIX/`` URL (ending with ``/``) is
+    the objects below it, by key; any other URL is itself."""
     if isinstance(paths_or_glob, mtsum._PATH_TYPES):
         pattern = os.fspath(paths_or_glob)
+        if _is_url(pattern):
+            if pattern.lower().startswith("s3://") and (
+                pattern.endswith("/") or "/" not in pattern[5:]
+            ):
+                return _mtsum._list(pattern, storage_options)
+            return [pattern]
         if os.path.lexists(pattern) or not _glob.has_magic(pattern):
             return [pattern]
         matches = _glob.glob(pattern, recursive=True)
@@ -161,6 +200,7 @@ def sum_files(
     algorithm: Optional[str] = None,
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
+    storage_options: StorageOptions = None,
 ) -> "pandas.DataFrame":
     """The digest of every file, hashed on the cluster's workers.
 
@@ -176,9 +216,13 @@ def sum_files(
     int), ``digest`` (hex) and ``error`` (the message :func:`mtsum.file_digest` would raise);
     a file hashed has no ``error``, one that failed no ``size`` and ``digest`` (missing values
     are NA: ``frame.error.isna()``). One bad file never raises.
+
+    ``s3://BUCKET/PREFIX/`` hashes the objects below the prefix (listed by the client), and
+    URLs may stand among the paths: the workers read them from the store, reached with
+    ``storage_options`` (see :func:`file_digest`); a prefix that cannot be listed raises.
     """
     client = _client(client)
-    paths = [os.path.abspath(p) for p in _expand(paths_or_glob)]
+    paths = [_absolute(p) for p in _expand(paths_or_glob, storage_options)]
     # Validates the parameters once, before anything is submitted.
     mtsum.plan(0, 1, algorithm, layout, leaf_size)
 
@@ -192,13 +236,15 @@ def sum_files(
         nonlocal batch, batch_bytes
         if batch:
             names = [paths[i] for i in batch]
-            future = client.submit(_sum_batch, names, algorithm, layout, leaf_size)
+            future = client.submit(
+                _sum_batch, names, algorithm, layout, leaf_size, storage_options
+            )
             batches.append((batch, future))
         batch, batch_bytes = [], 0
 
     for i, path in enumerate(paths):
         try:
-            size, mtime_ns = _mtsum._stat(path)
+            size, mtime_ns = _mtsum._stat(path, storage_options)
         except OSError:
             size, mtime_ns = 0, None  # the batch reports the error with its message
         ranges = (
@@ -209,7 +255,8 @@ def sum_files(
         if len(ranges) > 1:
             futures = [
                 client.submit(
-                    _hash_part, path, s, e, size, mtime_ns, algorithm, layout, leaf_size
+                    _hash_part, path, s, e, size, mtime_ns, algorithm, layout, leaf_size,
+                    storage_options,
                 )
                 for s, e in ranges
             ]

@@ -9,6 +9,7 @@
 mod buffer;
 mod errors;
 mod hasher;
+mod storage;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -169,7 +170,7 @@ fn thread_count(threads: Option<&Bound<'_, PyAny>>) -> PyResult<NonZeroUsize> {
 
 /// The root digest of one file, as `mtsum` prints it (hex).
 #[pyfunction]
-#[pyo3(signature = (path, algorithm=None, layout="mtsum", leaf_size=None, threads=None))]
+#[pyo3(signature = (path, algorithm=None, layout="mtsum", leaf_size=None, threads=None, storage_options=None))]
 fn file_digest(
     py: Python<'_>,
     #[pyo3(from_py_with = path)] path: PathBuf,
@@ -177,11 +178,12 @@ fn file_digest(
     layout: &str,
     leaf_size: Option<&Bound<'_, PyAny>>,
     threads: Option<&Bound<'_, PyAny>>,
+    storage_options: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
     let request = Request::new(layout, algorithm);
-    let target = Target::Path(path.clone());
+    let target = storage::target(&path, &storage::options(storage_options)?)?;
     match interruptible(py, engine, move |engine| engine.hash(&request, target))? {
         Ok(digest) => Ok(digest.root.to_string()),
         Err(e) => Err(input_error(py, &path, &e)),
@@ -240,7 +242,7 @@ type FileRow = (Option<u64>, Option<String>, Option<String>);
 /// Many files on one pool of workers: for each path in order, `(size, digest, None)` or
 /// `(None, None, message)`, the message that `file_digest` would raise for that path.
 #[pyfunction]
-#[pyo3(signature = (paths, algorithm=None, layout="mtsum", leaf_size=None, threads=None))]
+#[pyo3(signature = (paths, algorithm=None, layout="mtsum", leaf_size=None, threads=None, storage_options=None))]
 fn sum_files(
     py: Python<'_>,
     #[pyo3(from_py_with = paths)] paths: Vec<PathBuf>,
@@ -248,25 +250,34 @@ fn sum_files(
     layout: &str,
     leaf_size: Option<&Bound<'_, PyAny>>,
     threads: Option<&Bound<'_, PyAny>>,
+    storage_options: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<FileRow>> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
     let request = Request::new(layout, algorithm);
-    let targets = paths.into_iter().map(Target::Path);
+    let options = storage::options(storage_options)?;
+    let targets: Vec<Target> = paths
+        .iter()
+        .map(|path| storage::target(path, &options))
+        .collect::<PyResult<_>>()?;
     interruptible(py, engine, move |engine| {
         let mut out = Vec::new();
         engine.hash_all(&request, targets, |target, result| {
             out.push(match result {
                 Ok(d) => (Some(d.size), Some(d.root.to_string()), None),
-                Err(e) => (None, None, Some(errors::message(target_path(&target), &e))),
+                Err(e) => (None, None, Some(errors::message(&target_path(&target), &e))),
             })
         });
         out
     })
 }
 
-fn target_path(target: &Target) -> &std::path::Path {
-    target.path().unwrap_or(std::path::Path::new("-"))
+/// The name of `target` as a path, for messages: a URL's text, `-` for standard input.
+fn target_path(target: &Target) -> PathBuf {
+    match target.path() {
+        Some(path) => path.to_path_buf(),
+        None => PathBuf::from(target.display_name().into_owned()),
+    }
 }
 
 /// At most `parts` byte ranges `(start, end)` that cover a file of `size` bytes.
@@ -301,7 +312,7 @@ fn plan(
 
 /// The partial line of bytes `start..end` of the file at `path`.
 #[pyfunction]
-#[pyo3(signature = (path, start, end, algorithm=None, layout="mtsum", leaf_size=None, size=None, threads=None))]
+#[pyo3(signature = (path, start, end, algorithm=None, layout="mtsum", leaf_size=None, size=None, threads=None, storage_options=None, version=None))]
 #[allow(clippy::too_many_arguments)] // Python keywords, as in `mtsum.plan`
 fn hash_range(
     py: Python<'_>,
@@ -313,12 +324,20 @@ fn hash_range(
     leaf_size: Option<&Bound<'_, PyAny>>,
     size: Option<&Bound<'_, PyAny>>,
     threads: Option<&Bound<'_, PyAny>>,
+    storage_options: Option<&Bound<'_, PyAny>>,
+    version: Option<u64>,
 ) -> PyResult<String> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let (start, end) = (unsigned("start", start)?, unsigned("end", end)?);
     let size = unsigned_opt("size", size)?;
     let engine = Engine::new(thread_count(threads)?);
-    let target = Target::Path(path.clone());
+    let target = match (
+        storage::target(&path, &storage::options(storage_options)?)?,
+        version,
+    ) {
+        (Target::Url(url), Some(version)) => Target::Url(url.expecting(version)),
+        (target, _) => target,
+    };
     let result = interruptible(py, engine, move |engine| {
         let size = match size {
             Some(size) => size,
@@ -343,12 +362,22 @@ fn hash_range(
 }
 
 /// `(size, mtime_ns)` of the file at `path`, or the exception hashing it would raise: what
-/// `mtsum.dask` plans with.
+/// `mtsum.dask` plans with. For a remote object, its version in place of the time, which
+/// `hash_range(version=...)` holds every worker to.
 #[pyfunction]
-fn _stat(py: Python<'_>, #[pyo3(from_py_with = path)] path: PathBuf) -> PyResult<(u64, i128)> {
+#[pyo3(signature = (path, storage_options=None))]
+fn _stat(
+    py: Python<'_>,
+    #[pyo3(from_py_with = path)] path: PathBuf,
+    storage_options: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(u64, i128)> {
     use std::os::unix::fs::MetadataExt;
-    let target = Target::Path(path.clone());
+    let target = storage::target(&path, &storage::options(storage_options)?)?;
     let opened = py.detach(|| match Input::open(&target)? {
+        Input::Sized(file) if target.path().is_none() => {
+            let version = file.remote_version().unwrap_or(0);
+            Ok(Some((file.len(), i128::from(version))))
+        }
         Input::Sized(file) => {
             let meta = std::fs::metadata(&path)?;
             let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
@@ -549,6 +578,7 @@ fn _mtsum(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(combine, m)?)?;
     m.add_function(wrap_pyfunction!(_stat, m)?)?;
     m.add_function(wrap_pyfunction!(_message, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::_list, m)?)?;
     m.add_class::<Hasher>()?;
     m.add("ALGORITHMS", Algorithm::ALL.map(Algorithm::name).to_vec())?;
     // The library's own lists, so that a layout or algorithm added there is listed here.

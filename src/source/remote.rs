@@ -131,6 +131,8 @@ pub struct Url {
     text: String,
     place: Place,
     options: Arc<Options>,
+    /// The version the object must have ([`version_of`]), if the caller planned with one.
+    expect: Option<u64>,
 }
 
 /// Where a [`Url`] points.
@@ -188,6 +190,7 @@ impl Url {
             text: text.into(),
             place,
             options,
+            expect: None,
         })
     }
 
@@ -220,8 +223,26 @@ impl Url {
                 key: key.into(),
             },
             options: self.options.clone(),
+            expect: None,
         }
     }
+
+    /// The same URL, to be opened only at `version` (as [`version_of`] gives it, from an
+    /// earlier open): an object replaced since is "changed while being read". What lets
+    /// the ranges of one object be read by many processes (Dask workers) from one version.
+    pub fn expecting(mut self, version: u64) -> Url {
+        self.expect = Some(version);
+        self
+    }
+}
+
+/// A number for an object's version (its ETag, or the modification time of a server that
+/// sends none): FNV-1a, stable across processes and machines, so that a planner can hand it
+/// to the workers.
+pub fn version_of(validator: &str) -> u64 {
+    validator.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 impl fmt::Display for Url {

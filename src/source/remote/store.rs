@@ -306,38 +306,52 @@ pub(super) fn list(url: &Url) -> Result<Vec<String>, InputError> {
 }
 
 /// A store's error as the one-line cause after `mtsum: URL: `; `what` names what was
-/// missing on a 404 (`object`, `bucket`).
+/// missing on a 404 (`object`, `bucket`). S3's error code, where the answer had a body,
+/// tells a missing bucket from a missing object and bad credentials from a denial.
 fn fault(e: object_store::Error, what: &str) -> InputError {
     use object_store::Error as E;
-    match e {
-        E::Precondition { .. } => InputError::Changed,
-        E::NotFound { ref source, .. } => {
-            let text = source.to_string();
-            if text.contains("NoSuchBucket") {
-                InputError::Remote("no such bucket (404)".into())
-            } else {
-                InputError::Remote(format!("no such {what} (404)"))
-            }
-        }
-        E::PermissionDenied { ref source, .. } => {
-            let text = source.to_string();
-            let cause = [
-                "InvalidAccessKeyId",
-                "SignatureDoesNotMatch",
-                "ExpiredToken",
-            ]
-            .into_iter()
-            .find(|code| text.contains(code));
-            match cause {
-                Some(code) => InputError::Remote(format!("credentials refused ({code}, 403)")),
-                None => InputError::Remote(
-                    "access denied (403): check the credentials and the bucket's policy".into(),
-                ),
-            }
-        }
-        E::Unauthenticated { .. } => InputError::Remote("credentials refused (401)".into()),
-        other => InputError::Remote(short(&other)),
+    let text = chain(&e);
+    let status = |n: &str| text.contains(&format!("status code: {n}"));
+    let cause = match (&e, s3_code(&text)) {
+        (E::Precondition { .. }, _) => return InputError::Changed,
+        (_, Some("NoSuchBucket")) => "no such bucket (404)".to_string(),
+        (_, Some("AccessDenied")) => ACCESS_DENIED.to_string(),
+        (_, Some(code)) => format!("credentials refused ({code}, 403)"),
+        (E::NotFound { .. }, None) => format!("no such {what} (404)"),
+        (E::PermissionDenied { .. }, None) => ACCESS_DENIED.to_string(),
+        (E::Unauthenticated { .. }, None) => "credentials refused (401)".into(),
+        (_, None) if status("404") => format!("no such {what} (404)"),
+        (_, None) if status("403") => ACCESS_DENIED.to_string(),
+        (_, None) => short(&e),
+    };
+    InputError::Remote(cause)
+}
+
+const ACCESS_DENIED: &str = "access denied (403): check the credentials and the bucket's policy";
+
+/// The S3 error code that an answer's body named, of those that say why.
+fn s3_code(text: &str) -> Option<&'static str> {
+    [
+        "NoSuchBucket",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "AccessDenied",
+    ]
+    .into_iter()
+    .find(|code| text.contains(code))
+}
+
+/// An error and its sources, as one text.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text += ": ";
+        text += &s.to_string();
+        source = s.source();
     }
+    text
 }
 
 /// The innermost cause of an error, without object_store's request dumps: "connection
@@ -374,6 +388,7 @@ fn short(e: &dyn std::error::Error) -> String {
 
 /// A remote object opened for positioned reads.
 pub(crate) struct Object {
+    version: u64,
     shared: Arc<Shared>,
 }
 
@@ -444,14 +459,37 @@ impl Object {
         let pool = pool(&url.options);
         let store = pool.store(url)?;
         let key = key_of(url);
-        let meta = runtime()
-            .block_on(store.head(&key))
-            .map_err(|e| fault(e, "object"))?;
+        let meta = runtime().block_on(store.head(&key)).map_err(|e| {
+            use object_store::Error as E;
+            if !matches!(e, E::NotFound { .. } | E::PermissionDenied { .. }) {
+                return fault(e, "object");
+            }
+            // The answer to a HEAD has no body, so no S3 error code: a listing of the key,
+            // whose answer has one, tells a missing bucket or bad credentials apart.
+            let probe = match &url.place {
+                Place::S3 { .. } => runtime().block_on(store.list_with_delimiter(Some(&key))),
+                Place::Http { .. } => return fault(e, "object"),
+            };
+            match probe {
+                Err(listing) if s3_code(&chain(&listing)).is_some() => fault(listing, "object"),
+                _ => fault(e, "object"),
+            }
+        })?;
         let etag = meta.e_tag.clone();
         // A last modification time of 0 is object_store's word for "none sent".
         let modified =
             (etag.is_none() && meta.last_modified.timestamp() != 0).then(|| meta.clone());
+        let validator = match (&etag, &modified) {
+            (Some(etag), _) => etag.clone(),
+            (None, Some(m)) => m.last_modified.to_rfc2822(),
+            (None, None) => String::new(),
+        };
+        let version = super::version_of(&validator);
+        if url.expect.is_some_and(|expected| expected != version) {
+            return Err(InputError::Changed);
+        }
         Ok(Object {
+            version,
             shared: Arc::new(Shared {
                 pool,
                 store,
@@ -468,6 +506,11 @@ impl Object {
     /// The object's size.
     pub(crate) fn len(&self) -> u64 {
         self.shared.len
+    }
+
+    /// Its version, as [`super::version_of`] gives it.
+    pub(crate) fn version(&self) -> u64 {
+        self.version
     }
 
     /// Fills `slices` with the `need` bytes from `offset`, as `preadv` would: waits for the
