@@ -37,6 +37,11 @@ LAYOUTS = [
 ]
 BUCKET = "data"
 
+# Where the credential chain would ask an instance's metadata service when a test gives no
+# keys: a closed port on loopback instead of the link-local address of EC2's.
+NO_METADATA = "http://127.0.0.1:9"
+os.environ["AWS_METADATA_ENDPOINT"] = NO_METADATA
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -44,28 +49,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_moto(log_dir: Path, **env: str) -> tuple[subprocess.Popen, str]:
+    """moto's server on a free port of 127.0.0.1, and its endpoint, once it accepts."""
+    port = free_port()
+    log = open(log_dir / "log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env=dict(os.environ, **env), stdout=log, stderr=subprocess.STDOUT,
+    )
+    log.close()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("moto did not start")
+            time.sleep(0.1)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """moto on 127.0.0.1 with authentication on after the first five requests, which make
     the user `writer` (every right) and the user `nobody` (none), each with a key."""
-    port = free_port()
-    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="5")
-    log = open(tmp_path_factory.mktemp("moto") / "log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
+    proc, endpoint = start_moto(tmp_path_factory.mktemp("moto"), INITIAL_NO_AUTH_ACTION_COUNT="5")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto did not start")
-                time.sleep(0.1)
         iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
                            aws_access_key_id="x", aws_secret_access_key="x")
         keys = {}
@@ -81,7 +91,6 @@ def server(tmp_path_factory):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +126,8 @@ def writer_env(server, **extra) -> dict[str, str]:
     endpoint, keys = server
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_ACCESS_KEY_ID=keys["writer"][0], AWS_SECRET_ACCESS_KEY=keys["writer"][1],
-               AWS_ENDPOINT_URL=endpoint, AWS_REGION="us-east-1", **extra)
+               AWS_ENDPOINT_URL=endpoint, AWS_REGION="us-east-1",
+               AWS_METADATA_ENDPOINT=NO_METADATA, **extra)
     return env
 
 
@@ -200,7 +210,7 @@ def test_credentials_and_endpoint_come_from_a_profile(mtsum_bin, server, objects
         f"[profile test]\nregion = us-east-1\nendpoint_url = {endpoint}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "credentials"),
-               AWS_CONFIG_FILE=str(tmp_path / "config"))
+               AWS_CONFIG_FILE=str(tmp_path / "config"), AWS_METADATA_ENDPOINT=NO_METADATA)
     p, url = objects[1]
     want = digests(run(mtsum_bin, str(p)))
     assert digests(run(mtsum_bin, url, env=dict(env, AWS_PROFILE="test"))) == want
@@ -290,3 +300,31 @@ def test_dask_workers_read_their_own_ranges_from_the_store(server, s3, objects, 
         assert list(frame.path) == [u for _, u in objects]
         assert list(frame.digest) == [mtsum.file_digest(p) for p, _ in objects]
         assert frame.error.isna().all()
+
+
+def test_no_sign_request_reads_a_public_bucket_without_credentials(mtsum_bin, tmp_path):
+    # A server without authentication (any key signs), an object anyone may read, and no keys
+    # anywhere for mtsum: signed requests find no credentials; unsigned ones read the object.
+    proc, endpoint = start_moto(tmp_path)
+    try:
+        owner = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                             aws_access_key_id="any", aws_secret_access_key="any")
+        owner.create_bucket(Bucket="public")
+        owner.put_object(Bucket="public", Key="k", Body=b"hello", ACL="public-read")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env.update(AWS_METADATA_ENDPOINT=NO_METADATA, AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+                   AWS_CONFIG_FILE=os.devnull)
+        url = "s3://public/k"
+        out = run(mtsum_bin, "--endpoint-url", endpoint, "--no-sign-request", url, env=env)
+        assert out.returncode == 0, out.stderr
+        local = tmp_path / "k"
+        local.write_bytes(b"hello")
+        assert digests(out) == digests(run(mtsum_bin, str(local)))
+        signed = run(mtsum_bin, "--endpoint-url", endpoint, url, env=env)
+        assert signed.returncode == 1
+        assert signed.stderr.startswith(f"mtsum: {url}: "), signed.stderr
+        assert mtsum.file_digest(url, storage_options={"anon": True, "endpoint_url": endpoint}) \
+            == mtsum.file_digest(local)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
