@@ -99,6 +99,15 @@ pub use store::{
 };
 pub use verdict::{Action, FileError, Resolution, Status, Verdict};
 
+/// Decisions reported at most in one batch ([`Event::Committed`]): the store commits them in
+/// one transaction, and their lines can be written at once, instead of a commit and a write
+/// per file.
+pub const BATCH_FILES: usize = 512;
+
+/// The longest a decision waits for its batch: what a `kill -9` may lose of an audit's
+/// progress (never a decision that was reported).
+pub const BATCH_TIME: Duration = Duration::from_secs(1);
+
 /// What to do with the files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -265,15 +274,17 @@ impl Flow for ControlFlow<()> {
 }
 
 /// Audits the files at and (with recursion) below `targets` as `options` say, calling `on`
-/// with each verdict in walk order, then each argument's `missing` records. Per-file trouble is
-/// a verdict and the audit goes on; an [`AuditError`] stops it (verdicts already reported
-/// stand, a manifest is left as it was).
+/// with each verdict in walk order, then each argument's `missing` records. Verdicts come in
+/// batches, each once the store has recorded it, followed by [`Event::Committed`]. Per-file
+/// trouble is a verdict and the audit goes on; an [`AuditError`] stops it (verdicts already
+/// reported stand, a manifest is left as it was).
 ///
 /// When `on` answers [`ControlFlow::Break`], no further file is handed to the readers and
 /// none is decided or recorded (files already being read are read to their end, and
 /// dropped); what was recorded until then stays, a manifest included, and the summary counts
 /// only that. (Files are decided, and recorded, as soon as they are read; those read ahead of
-/// their turn in walk order stay recorded though `on` does not hear of them.)
+/// their turn in walk order, and the rest of the batch `on` stopped in, stay recorded though
+/// `on` does not hear of them.)
 pub fn audit<F: Flow>(
     targets: &[Target],
     options: &Options,

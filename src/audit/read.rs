@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Select, Sender, bounded, unbounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Select, Sender, bounded, unbounded};
 
 use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot, Root};
@@ -423,7 +423,14 @@ pub trait Outcomes<T> {
     fn decide(&mut self, context: T, result: Option<Result<Hashed, InputError>>) -> Self::Decided;
     /// Called once per piece of work, in the order of the work.
     fn report(&mut self, decided: Self::Decided);
+    /// Called after each decision and every [`IDLE_TICK`] or so while the readers are busy,
+    /// also when nothing is reported (a large file, a rotational disk's window read out of
+    /// the order of the work): what was decided until then need not wait for a report.
+    fn idle(&mut self) {}
 }
+
+/// How often [`Outcomes::idle`] is called while nothing else happens.
+pub const IDLE_TICK: Duration = Duration::from_millis(200);
 
 /// A piece of work before and after its decision.
 enum Slot<T, D> {
@@ -458,6 +465,8 @@ impl<T, O: Outcomes<T>> Reorder<'_, T, O> {
             self.waiting.insert(index, Slot::Decided(decided));
         }
         self.flush();
+        // Decided out of the order of the work, it may have nothing to report for long.
+        self.outcomes.idle();
     }
 
     fn flush(&mut self) {
@@ -487,7 +496,10 @@ fn hand_out<T, O: Outcomes<T>>(
     let send = select.send(jobs);
     select.recv(done);
     loop {
-        let operation = select.select();
+        let Ok(operation) = select.select_timeout(IDLE_TICK) else {
+            out.outcomes.idle();
+            continue;
+        };
         if operation.index() == send {
             return operation.send(jobs, job).expect("readers run");
         }
@@ -579,8 +591,12 @@ where
         }
         send_window(&mut window, &mut out);
         drop(job_tx);
-        for (index, result) in done_rx.iter() {
-            out.done(index, result);
+        loop {
+            match done_rx.recv_timeout(IDLE_TICK) {
+                Ok((index, result)) => out.done(index, result),
+                Err(RecvTimeoutError::Timeout) => out.outcomes.idle(),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
         }
     });
 }

@@ -31,6 +31,10 @@ pub enum Event<'a> {
         size: u64,
         why: Postponed,
     },
+    /// The end of a batch: the decisions reported so far are recorded (a `kill -9` does not
+    /// lose them). A caller that gathers its lines writes them now, and may stop the audit
+    /// if that fails: the next batch is decided and recorded only if it goes on.
+    Committed,
 }
 
 /// Why a file was left unread ([`Event::Postponed`]).

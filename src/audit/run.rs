@@ -27,7 +27,7 @@ use super::repair;
 use super::report::{Event, Postponed, Summary};
 use super::store::{Change, Prior, Record, RecordStore, StoreError};
 use super::verdict::{Action, FileError, Status, Verdict, decide, judge};
-use super::{AuditError, Operation, Options};
+use super::{AuditError, BATCH_FILES, BATCH_TIME, Operation, Options};
 
 /// State shared by the planner and the sink, which run in turn on one thread.
 struct Shared {
@@ -75,10 +75,13 @@ pub(super) fn run(
         on,
         summary: Summary::default(),
         shared: &shared,
+        held: Vec::new(),
+        released: Instant::now(),
     };
     let mut io = options.io.clone();
     io.readers = io.readers.or_else(|| default_readers(targets));
     read::in_order(&io, &mut planner, &mut sink);
+    sink.release();
     let mut summary = sink.summary;
     let mut shared = shared.into_inner();
     if let Some(e) = shared.fatal {
@@ -488,12 +491,17 @@ struct Planned {
 }
 
 /// Receives the readers' results as they come, classifies and acts on the store; reports in
-/// walk order.
+/// walk order, in batches ([`BATCH_FILES`], [`BATCH_TIME`]), each once the store committed
+/// the changes of every decision in it.
 struct Sink<'a> {
     options: &'a Options,
     on: &'a mut dyn FnMut(Event) -> ControlFlow<()>,
     summary: Summary,
     shared: &'a RefCell<Shared>,
+    /// Decisions whose turn has come, waiting for the store to commit them.
+    held: Vec<Decided>,
+    /// When the last batch was released.
+    released: Instant,
 }
 
 /// A decision of the sink, waiting for its turn to be reported.
@@ -512,6 +520,8 @@ enum Decided {
         size: u64,
         why: Postponed,
     },
+    /// The end of a batch ([`Event::Committed`]).
+    Committed,
     /// Nothing to report: a record that is not ours to forget, or work the caller stopped.
     Nothing,
 }
@@ -583,12 +593,51 @@ impl read::Outcomes<Item> for Sink<'_> {
         Decided::Verdict(Box::new(verdict))
     }
 
-    /// Tells the caller, who may stop the audit.
+    /// Holds the decision for the next batch, and releases the batch when it is full or
+    /// old enough.
     fn report(&mut self, decided: Decided) {
+        if self.shared.borrow().stops() {
+            return;
+        }
+        self.held.push(decided);
+        if self.held.len() >= BATCH_FILES || self.released.elapsed() >= BATCH_TIME {
+            self.release();
+        }
+    }
+
+    fn idle(&mut self) {
+        if self.released.elapsed() >= BATCH_TIME {
+            self.release();
+        }
+    }
+}
+
+impl Sink<'_> {
+    /// Commits the store's changes, then tells the caller of the decisions held, and that
+    /// they are recorded ([`Event::Committed`]); the caller may stop the audit. Nothing is
+    /// told of decisions the store could not commit: the audit stops with its error.
+    fn release(&mut self) {
+        self.released = Instant::now();
+        if self.shared.borrow().stops() {
+            return;
+        }
+        let committed = self.shared.borrow_mut().store.commit();
+        if let Err(e) = committed {
+            self.shared.borrow_mut().fatal.get_or_insert(e);
+            return;
+        }
+        for decided in std::mem::take(&mut self.held) {
+            self.tell(&decided);
+        }
+        self.tell(&Decided::Committed);
+    }
+
+    /// Tells the caller, who may stop the audit.
+    fn tell(&mut self, decided: &Decided) {
         if self.shared.borrow().stopped {
             return;
         }
-        let event = match &decided {
+        let event = match decided {
             Decided::Verdict(verdict) => Event::Verdict(verdict),
             Decided::Forgotten { path, error } => Event::Forgotten {
                 path,
@@ -603,15 +652,14 @@ impl read::Outcomes<Item> for Sink<'_> {
                 size: *size,
                 why: *why,
             },
+            Decided::Committed => Event::Committed,
             Decided::Nothing => return,
         };
         if (self.on)(event).is_break() {
             self.shared.borrow_mut().stopped = true;
         }
     }
-}
 
-impl Sink<'_> {
     /// The verdict on a file that was read.
     fn file(
         &mut self,

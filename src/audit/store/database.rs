@@ -4,12 +4,15 @@
 //!
 //! # Durability
 //!
-//! Every change is committed as soon as the audit decides it (a `kill -9` loses nothing
-//! decided), in write-ahead-log mode with `synchronous=NORMAL` (a commit appends to the log
-//! without waiting for the disk); at least every [`SYNC_INTERVAL`] while changes keep coming,
-//! and at the end, a commit waits for the disk (`synchronous=FULL`), so a power cut loses at
-//! most the changes of those last seconds. SQLite's log makes every commit all or nothing: no
-//! crash leaves a record half written.
+//! Changes are committed in batches, a transaction for some hundred files or a second of the
+//! audit ([`RecordStore::commit`], called by the run before it reports the decisions of a
+//! batch): a commit per file cost a dozen page writes to the log, and the log's checkpoints,
+//! for every file of a verify that changed nothing. So a `kill -9` loses at most the last
+//! second's decisions, none that was reported. Commits go to the write-ahead log with
+//! `synchronous=NORMAL` (appended without waiting for the disk); the first commit a
+//! [`SYNC_INTERVAL`] after the last that did, and the end, wait for the disk
+//! (`synchronous=FULL`), so a power cut loses at most the changes of those last seconds.
+//! SQLite's log makes every commit all or nothing: no crash leaves a record half written.
 //!
 //! # One audit at a time
 //!
@@ -168,6 +171,13 @@ pub struct DatabaseStore {
     /// Records already reported unseen.
     reported: HashSet<Vec<u8>>,
     last_sync: Instant,
+    /// Whether a transaction is open: changes since the last [`RecordStore::commit`].
+    in_transaction: bool,
+    /// Whether its commit waits for the disk.
+    syncing: bool,
+    /// Whether the database may hold repair marks (it had some when opened, or this audit
+    /// made one): only then does a change look for one to delete.
+    may_have_marks: bool,
     /// The columns a record is read with ([`RECORD_COLUMNS`] and whether a repair is in
     /// progress, which a database of version 1 read as it is cannot say: none is).
     columns: String,
@@ -194,6 +204,12 @@ impl DatabaseStore {
             )
             .map_err(|e| fail(e.into()))?;
         let repairing = if marks > 0 { REPAIRING } else { "0" };
+        let may_have_marks = marks > 0
+            && conn
+                .query_row("SELECT EXISTS (SELECT 1 FROM repairs)", [], |r| {
+                    r.get::<_, bool>(0)
+                })
+                .map_err(|e| fail(e.into()))?;
         Ok(DatabaseStore {
             path: path.to_path_buf(),
             conn,
@@ -203,6 +219,9 @@ impl DatabaseStore {
             seen: HashMap::new(),
             reported: HashSet::new(),
             last_sync: Instant::now(),
+            in_transaction: false,
+            syncing: false,
+            may_have_marks,
             columns: format!("{RECORD_COLUMNS}, {repairing}"),
             _read_lock: read_lock,
         })
@@ -236,20 +255,36 @@ impl DatabaseStore {
     }
 
     fn apply(&mut self, name: &[u8], change: Change) -> Result<(), DatabaseError> {
-        let sync = self.last_sync.elapsed() >= SYNC_INTERVAL;
-        if sync {
-            self.conn.pragma_update(None, "synchronous", "FULL")?;
+        if !self.in_transaction {
+            // SQLite takes the level of safety only outside a transaction: this one's commit
+            // waits for the disk if the last that did is long enough ago.
+            self.syncing = self.last_sync.elapsed() >= SYNC_INTERVAL;
+            if self.syncing {
+                self.conn.pragma_update(None, "synchronous", "FULL")?;
+            }
+            self.conn.execute_batch("BEGIN")?;
+            self.in_transaction = true;
         }
         self.write(name, change)?;
         // After the change (see the module documentation): a crash between the two leaves
         // a mark that names another stamp than the record's, or no record.
         let ends_repair = !matches!(change, Change::Checked { status, .. } if status != Status::Ok);
-        if ends_repair {
+        if ends_repair && self.may_have_marks {
             self.conn
                 .prepare_cached("DELETE FROM repairs WHERE path = ?1")?
                 .execute([name])?;
         }
-        self.synced(sync)
+        Ok(())
+    }
+
+    /// Commits the open transaction.
+    fn commit_batch(&mut self) -> Result<(), DatabaseError> {
+        if !self.in_transaction {
+            return Ok(());
+        }
+        self.conn.execute_batch("COMMIT")?;
+        self.in_transaction = false;
+        self.synced(self.syncing)
     }
 
     /// Writes `change` to the records.
@@ -318,6 +353,9 @@ impl DatabaseStore {
             // A reader repairs nothing (a dry run stops before writing).
             return Err(DatabaseError::ReadOnly(String::new()));
         }
+        // The decisions before it first, then the mark in a commit of its own.
+        self.commit_batch()?;
+        self.may_have_marks = true;
         self.conn.pragma_update(None, "synchronous", "FULL")?;
         self.conn
             .prepare_cached(
@@ -750,10 +788,15 @@ impl RecordStore for DatabaseStore {
             .map_err(|e| StoreError::Fatal(self.error(e)))
     }
 
+    fn commit(&mut self) -> Result<(), AuditError> {
+        self.commit_batch().map_err(|e| self.error(e))
+    }
+
     fn finish(&mut self) -> Result<bool, AuditError> {
         if self.writable {
-            // The last changes wait for the disk, and the log is folded back into the
-            // database so that it stays small.
+            // The last changes wait for the disk (a checkpoint syncs the log first), and the
+            // log is folded back into the database so that it stays small.
+            self.commit_batch().map_err(|e| self.error(e))?;
             self.conn
                 .pragma_update(None, "synchronous", "FULL")
                 .and_then(|()| self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);"))

@@ -384,8 +384,15 @@ pub trait RecordStore {
     }
 
     /// Carries out `change` on the entry of `path`. It may be held back until
-    /// [`finish`](Self::finish).
+    /// [`commit`](Self::commit) or [`finish`](Self::finish).
     fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError>;
+
+    /// Commits the changes set so far where the store gathers them in transactions (the
+    /// database): from here on a `kill -9` does not lose them. The audit commits before it
+    /// reports the decisions of a batch, so that whatever it printed is recorded.
+    fn commit(&mut self) -> Result<(), AuditError> {
+        Ok(())
+    }
 
     /// Makes every change durable; `Ok(true)` when the store's file was rewritten.
     fn finish(&mut self) -> Result<bool, AuditError>;

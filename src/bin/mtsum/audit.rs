@@ -37,9 +37,8 @@ pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
     let (_, printer) = session::start(common, || {
         totals(walk(common.targets.iter().cloned(), options.recursion))
     });
-    // A line reports a decision already recorded: it must be written, or fail and stop the
-    // audit, before the next file is decided.
-    let printer = printer.flushing_each_result();
+    // Lines are gathered as in hash mode and written once their batch is recorded
+    // (`Event::Committed`): a write fails, and stops the audit, before the next batch.
     let mut options = options.clone();
     options.io.progress = Some(printer.progress_counter());
     let options = &options;
@@ -222,6 +221,7 @@ impl Events<'_> {
                     printer.print(&line(forgotten, name, Terminator::Newline));
                 }
             }
+            Event::Committed => return printer.write_gathered(),
             Event::Skipped { path, reason } => return printer.skipped(path, &reason),
             Event::Postponed { size, .. } => return printer.not_read(size),
         }

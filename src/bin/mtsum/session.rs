@@ -100,12 +100,6 @@ pub struct Printer {
 }
 
 impl Printer {
-    /// Writes every result as it is printed, wherever stdout goes.
-    pub fn flushing_each_result(mut self) -> Printer {
-        self.line_by_line = true;
-        self
-    }
-
     /// Bytes read so far, counted by whoever reads them (the audit's own readers).
     pub fn progress_counter(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
         self.progress.counter()
