@@ -16,12 +16,16 @@ use std::fmt;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, RwLock};
 
-use super::InputError;
+use super::error::InputError;
 
 #[cfg(feature = "remote")]
 mod store;
 #[cfg(feature = "remote")]
 pub(crate) use store::Object;
+
+/// Without the `remote` feature no object opens: an `Object` has no value.
+#[cfg(not(feature = "remote"))]
+pub(crate) enum Object {}
 
 /// The bytes of one range GET: what the engine's readers wait for and what read-ahead
 /// fetches. 8 MiB, the part size of the AWS CLI: large enough that a GET's latency is
@@ -252,7 +256,7 @@ impl fmt::Display for Url {
 }
 
 /// Opens the object at `url` for positioned reads: one `HEAD` for its size and version.
-pub(super) fn open(url: &Url) -> Result<super::Input, InputError> {
+pub(super) fn open(url: &Url) -> Result<Object, InputError> {
     if url.is_prefix() {
         return Err(InputError::Remote(
             "a prefix, not an object; hash the objects below it with -r".into(),
@@ -260,7 +264,7 @@ pub(super) fn open(url: &Url) -> Result<super::Input, InputError> {
     }
     #[cfg(feature = "remote")]
     {
-        store::Object::open(url).map(|object| super::Input::Sized(super::SizedFile::remote(object)))
+        store::Object::open(url)
     }
     #[cfg(not(feature = "remote"))]
     Err(unsupported())
