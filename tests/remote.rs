@@ -320,3 +320,23 @@ fn an_object_opened_at_a_version_it_no_longer_has_changed_while_being_read() {
     let replaced = Input::open(&Target::Url(url.expecting(version)));
     assert!(matches!(replaced, Err(InputError::Changed)));
 }
+
+#[test]
+fn positioned_reads_of_an_object_give_its_bytes_even_when_read_twice() {
+    use mtsum::source::remote::Url;
+    use mtsum::source::{Input, Target};
+    let server = HttpServer::start();
+    let data = pattern(2 * RANGE + 100, 4);
+    server.put("/a", Served::with_etag(data.clone(), 1));
+    let url = Url::parse(&server.url("/a")).unwrap();
+    let Ok(Input::Sized(object)) = Input::open(&Target::Url(url)) else {
+        panic!("an object opens as a sized input");
+    };
+    assert_eq!(object.len(), data.len() as u64);
+    // Across a range boundary, then the same bytes again, then the whole object.
+    for (at, len) in [(RANGE - 10, 20), (RANGE - 10, 20), (0, data.len())] {
+        let mut buf = vec![0; len];
+        object.read_exact_at(&mut buf, at as u64).unwrap();
+        assert!(buf == data[at..at + len], "{len} bytes at {at}");
+    }
+}

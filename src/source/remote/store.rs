@@ -9,7 +9,7 @@
 //! `connections` per [`Options`], so memory stays bounded whatever the number of objects.
 
 use std::collections::{HashMap, HashSet};
-use std::io::IoSliceMut;
+use std::io::{ErrorKind, IoSliceMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
@@ -312,19 +312,29 @@ fn fault(e: object_store::Error, what: &str) -> InputError {
     use object_store::Error as E;
     let text = chain(&e);
     let status = |n: &str| text.contains(&format!("status code: {n}"));
-    let cause = match (&e, s3_code(&text)) {
+    let missing = || (ErrorKind::NotFound, format!("no such {what} (404)"));
+    let denied = || (ErrorKind::PermissionDenied, ACCESS_DENIED.to_string());
+    let (kind, cause) = match (&e, s3_code(&text)) {
         (E::Precondition { .. }, _) => return InputError::Changed,
-        (_, Some("NoSuchBucket")) => "no such bucket (404)".to_string(),
-        (_, Some("AccessDenied")) => ACCESS_DENIED.to_string(),
-        (_, Some(code)) => format!("credentials refused ({code}, 403)"),
-        (E::NotFound { .. }, None) => format!("no such {what} (404)"),
-        (E::PermissionDenied { .. }, None) => ACCESS_DENIED.to_string(),
-        (E::Unauthenticated { .. }, None) => "credentials refused (401)".into(),
-        (_, None) if status("404") => format!("no such {what} (404)"),
-        (_, None) if status("403") => ACCESS_DENIED.to_string(),
-        (_, None) => short(&e),
+        (_, Some("NoSuchBucket")) => (ErrorKind::NotFound, "no such bucket (404)".to_string()),
+        (_, Some("AccessDenied")) => denied(),
+        (_, Some(code)) => (
+            ErrorKind::PermissionDenied,
+            format!("credentials refused ({code}, 403)"),
+        ),
+        (E::NotFound { .. }, None) => missing(),
+        (E::PermissionDenied { .. }, None) => denied(),
+        (E::Unauthenticated { .. }, None) => (
+            ErrorKind::PermissionDenied,
+            "credentials refused (401)".into(),
+        ),
+        (_, None) if status("404") => missing(),
+        (_, None) if status("403") => denied(),
+        (_, None) => return InputError::Remote(short(&e)),
     };
-    InputError::Remote(cause)
+    // As an I/O error of that kind, so that callers tell a missing object from a refusal
+    // as they tell a missing file (Python: FileNotFoundError, PermissionError).
+    InputError::Io(std::io::Error::new(kind, cause))
 }
 
 const ACCESS_DENIED: &str = "access denied (403): check the credentials and the bucket's policy";
@@ -531,28 +541,32 @@ impl Object {
             at: 0,
         };
         let (mut pos, end) = (offset, offset + need as u64);
-        let mut ranges = shared.ranges.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = || shared.ranges.lock().unwrap_or_else(|e| e.into_inner());
         while pos < end {
             let index = pos / RANGE_SIZE;
-            shared.demand(&mut ranges, index);
-            shared.read_ahead(&mut ranges, index);
-            let bytes = loop {
-                match &ranges.slots.get(&index).expect("demanded").state {
-                    State::Ready(bytes) => break bytes.clone(),
-                    State::Failed(fault) => return Err(fault.clone().into()),
-                    State::Pending => {
-                        ranges = shared
-                            .arrived
-                            .wait(ranges)
-                            .unwrap_or_else(|e| e.into_inner());
+            let bytes = {
+                let mut ranges = lock();
+                shared.demand(&mut ranges, index);
+                shared.read_ahead(&mut ranges, index);
+                loop {
+                    match &ranges.slots.get(&index).expect("demanded").state {
+                        State::Ready(bytes) => break bytes.clone(),
+                        State::Failed(fault) => return Err(fault.clone().into()),
+                        State::Pending => {
+                            ranges = shared
+                                .arrived
+                                .wait(ranges)
+                                .unwrap_or_else(|e| e.into_inner());
+                        }
                     }
                 }
             };
+            // Copied without the lock: the other readers and the fetches go on meanwhile.
             let from = (pos - index * RANGE_SIZE) as usize;
             let take = ((end - pos) as usize).min(bytes.len() - from);
             out.write(&bytes[from..from + take]);
             pos += take as u64;
-            shared.delivered(&mut ranges, index, take as u64, bytes.len() as u64);
+            shared.delivered(&mut lock(), index, take as u64, bytes.len() as u64);
         }
         Ok(())
     }
@@ -662,7 +676,15 @@ impl Shared {
     /// Records that `n` more bytes of range `index` (of `len` bytes) were delivered, and
     /// drops it once all were.
     fn delivered(&self, ranges: &mut Ranges, index: u64, n: u64, len: u64) {
-        let slot = ranges.slots.get_mut(&index).expect("read");
+        // Gone, or fetched anew, if bytes of it were read twice (a caller that reads a range
+        // again) and the count reached its length early: it is fetched again if needed. A
+        // range under way is never dropped, as a reader waits for it.
+        let Some(slot) = ranges.slots.get_mut(&index) else {
+            return;
+        };
+        if !matches!(slot.state, State::Ready(_)) {
+            return;
+        }
         slot.delivered += n;
         if slot.delivered >= len {
             let slot = ranges.slots.remove(&index).expect("read");
