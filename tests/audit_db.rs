@@ -1153,21 +1153,28 @@ fn max_age_works_with_extended_attributes_too() {
 fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk() {
     let dir = tempdir();
     fs::create_dir_all(dir.path().join("t")).unwrap();
-    fs::write(dir.path().join("t/big"), pattern(4 << 20, 3)).unwrap();
+    // A file for each reader to be busy with: a reader with nothing to read ends.
+    let cores = thread::available_parallelism().unwrap().get();
+    for i in 0..cores {
+        fs::write(dir.path().join(format!("t/big{i}")), pattern(4 << 20, 3)).unwrap();
+    }
     // Recorded first: the runs below only verify, one digest per file, so no thread but the
     // readers reads.
     audit(dir.path(), &["-r", "t"]);
-    // One reader where the tree lies on a spinning disk, one per core elsewhere.
-    let dev = std::os::unix::fs::MetadataExt::dev(&fs::metadata(dir.path()).unwrap());
-    let readers = match mtsum::audit::plan::is_rotational(dev) {
-        true => 1,
-        false => thread::available_parallelism().unwrap().get(),
-    };
-    for (flag, class) in [(None, 3), (Some("best-effort:2"), 2)] {
+    // One reader per core for files in memory, as these just written are, whatever the disk
+    // says it is (a virtual disk may say it spins); one on a spinning disk.
+    for (flag, class, spins, readers) in [
+        (None, 3, None, cores),
+        (Some("best-effort:2"), 2, None, cores),
+        (None, 3, Some("1"), 1),
+    ] {
         let mut cmd = StdCommand::new(MTSUM);
         cmd.args(["--audit", "--db", "db", "--limit-rate", "1M", "-r", "t"]);
         if let Some(flag) = flag {
             cmd.args(["--io-priority", flag]);
+        }
+        if let Some(spins) = spins {
+            cmd.env("MTSUM_ROTATIONAL", spins);
         }
         let mut child = cmd
             .current_dir(dir.path())

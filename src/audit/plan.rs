@@ -93,6 +93,77 @@ pub fn is_rotational(dev: u64) -> bool {
         })
 }
 
+/// Whether [`ROTATIONAL_VAR`] decides, rather than sysfs: then it decides alone.
+pub fn rotational_forced() -> bool {
+    matches!(
+        std::env::var_os(ROTATIONAL_VAR)
+            .as_deref()
+            .and_then(|v| v.to_str()),
+        Some("0" | "1")
+    )
+}
+
+/// How many files a residency sample looks at ([`resident_share`]), and how much of each:
+/// a glance of a millisecond or two, before anything is read.
+pub const RESIDENCY_SAMPLE_FILES: usize = 256;
+const RESIDENCY_SAMPLE_BYTES: u64 = 64 << 20;
+
+/// The share of the resident pages at or above which files count as in memory: their reads
+/// cost the disk nothing, and one reader per core is what they want, whatever the disk is.
+pub const MOSTLY_RESIDENT: f64 = 0.9;
+
+/// The share of the pages of `files` (the first 64 MiB of each) that are in the page cache,
+/// as `fincore` counts them (`mincore` of a mapping, which reads nothing); `None` where no
+/// page could be looked at (empty or unreadable files). A virtual disk says it is rotational
+/// whatever lies behind it, and a tree audited again soon is in memory: then the plan of a
+/// spinning disk (one reader, physical order) would only cost the parallelism.
+pub fn resident_share<'a>(files: impl IntoIterator<Item = &'a Path>) -> Option<f64> {
+    let (mut resident, mut total) = (0u64, 0u64);
+    for path in files {
+        if let Ok((r, t)) = resident_pages(path) {
+            resident += r;
+            total += t;
+        }
+    }
+    (total > 0).then(|| resident as f64 / total as f64)
+}
+
+/// The resident pages of the first [`RESIDENCY_SAMPLE_BYTES`] of `path`, and the pages.
+fn resident_pages(path: &Path) -> std::io::Result<(u64, u64)> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len().min(RESIDENCY_SAMPLE_BYTES) as usize;
+    if len == 0 {
+        return Ok((0, 0));
+    }
+    // SAFETY: sysconf takes an integer and touches no memory.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let mut vector = vec![0u8; len.div_ceil(page)];
+    // SAFETY: a fresh read-only shared mapping of `len` bytes of an open file, never
+    // dereferenced: mincore only reports which of its pages are resident, into `vector`,
+    // one byte per page, which has room for every page; it is unmapped before returning.
+    unsafe {
+        let map = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        );
+        if map == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let r = libc::mincore(map, len, vector.as_mut_ptr());
+        let error = std::io::Error::last_os_error();
+        libc::munmap(map, len);
+        if r != 0 {
+            return Err(error);
+        }
+    }
+    let resident = vector.iter().filter(|&&b| b & 1 == 1).count();
+    Ok((resident as u64, vector.len() as u64))
+}
+
 /// The physical offset of the first extent of `path` (`FS_IOC_FIEMAP`), if the file system
 /// reports one.
 pub fn physical_offset(path: &Path) -> Option<u64> {
@@ -211,6 +282,25 @@ impl IoPriority {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_just_written_is_resident_and_an_empty_one_tells_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (full, empty) = (dir.path().join("full"), dir.path().join("empty"));
+        std::fs::write(&full, vec![7u8; 1 << 20]).unwrap();
+        std::fs::write(&empty, b"").unwrap();
+        let share = resident_share([full.as_path()]).unwrap();
+        assert!(share >= MOSTLY_RESIDENT, "{share}");
+        assert_eq!(resident_share([empty.as_path()]), None);
+        assert_eq!(resident_share([dir.path().join("gone").as_path()]), None);
+        // Dropped from the page cache (where the file system can: not tmpfs), it is not.
+        let file = File::open(&full).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: fadvise takes an open descriptor and integers, and touches no memory.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let dropped = resident_share([full.as_path()]).unwrap();
+        assert!(dropped < MOSTLY_RESIDENT || dropped == 1.0, "{dropped}");
+    }
 
     fn at(dev: u64, rotational: bool, physical: Option<u64>, ino: u64) -> Place {
         Place {

@@ -69,6 +69,7 @@ pub(super) fn run(
         now: SystemTime::now(),
         deadline: options.time_budget.map(|budget| started + budget),
         ordered: None,
+        spinning: spinning(targets, options.recursion),
     };
     let mut sink = Sink {
         options,
@@ -79,7 +80,11 @@ pub(super) fn run(
         released: Instant::now(),
     };
     let mut io = options.io.clone();
-    io.readers = io.readers.or_else(|| default_readers(targets));
+    // One reader when the files lie on a spinning disk (seeks between readers would cost
+    // more than they gain), else one per core.
+    if planner.spinning {
+        io.readers = io.readers.or(Some(std::num::NonZeroUsize::MIN));
+    }
     read::in_order(&io, &mut planner, &mut sink);
     sink.release();
     let mut summary = sink.summary;
@@ -92,15 +97,28 @@ pub(super) fn run(
     Ok(summary)
 }
 
-/// One reader when an argument lies on a rotational disk (seeks between readers would cost
-/// more than they gain), else `None`: one per core.
-fn default_readers(targets: &[Target]) -> Option<std::num::NonZeroUsize> {
+/// Whether the reads must spare a spinning disk: an argument lies on a rotational one, and
+/// its files are not in memory. A disk that only says it spins (a virtual one) while the
+/// files are in the page cache costs nothing to read in parallel: a sample of the first files
+/// of the walk decides ([`plan::resident_share`]), unless [`plan::ROTATIONAL_VAR`] says.
+fn spinning(targets: &[Target], recursion: crate::walk::Recursion) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let spins = targets.iter().any(|t| {
+    let claims = targets.iter().any(|t| {
         t.path()
             .is_some_and(|p| fs::metadata(p).is_ok_and(|m| plan::is_rotational(m.dev())))
     });
-    spins.then_some(std::num::NonZeroUsize::MIN)
+    if !claims || plan::rotational_forced() {
+        return claims;
+    }
+    let sample: Vec<PathBuf> = walk(targets.iter().cloned(), recursion)
+        .filter_map(|w| match w {
+            Walked::Input(Target::Path(p) | Target::File(p)) => Some(p),
+            _ => None,
+        })
+        .take(plan::RESIDENCY_SAMPLE_FILES)
+        .collect();
+    plan::resident_share(sample.iter().map(PathBuf::as_path))
+        .is_none_or(|share| share < plan::MOSTLY_RESIDENT)
 }
 
 /// What travels through the readers with each file.
@@ -164,6 +182,9 @@ struct Planner<'a> {
     /// With a time budget, all the work, planned before anything is read, in the order it
     /// is handed out.
     ordered: Option<VecDeque<Work<Item>>>,
+    /// Whether the reads spare a spinning disk ([`spinning`]): then they go in physical
+    /// order.
+    spinning: bool,
 }
 
 impl Iterator for Planner<'_> {
@@ -437,8 +458,8 @@ impl Planner<'_> {
                 // With a time budget the order is the verification times'; a window in
                 // physical order would also hand out files past the deadline.
                 place: match self.deadline {
-                    None => Some(plan::place(&path, &meta)),
-                    Some(_) => None,
+                    None if self.spinning => Some(plan::place(&path, &meta)),
+                    _ => None,
                 },
                 path,
                 want,

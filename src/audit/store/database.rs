@@ -175,6 +175,10 @@ pub struct DatabaseStore {
     in_transaction: bool,
     /// Whether its commit waits for the disk.
     syncing: bool,
+    /// When it began: the time its changes give the files they verify or check. One time for
+    /// a batch (at most a second), so that files verified together keep the order of the
+    /// walk among the least recently verified (`--time-budget`) whichever reader was first.
+    batch_time: i64,
     /// Whether the database may hold repair marks (it had some when opened, or this audit
     /// made one): only then does a change look for one to delete.
     may_have_marks: bool,
@@ -221,6 +225,7 @@ impl DatabaseStore {
             last_sync: Instant::now(),
             in_transaction: false,
             syncing: false,
+            batch_time: 0,
             may_have_marks,
             columns: format!("{RECORD_COLUMNS}, {repairing}"),
             _read_lock: read_lock,
@@ -264,6 +269,7 @@ impl DatabaseStore {
             }
             self.conn.execute_batch("BEGIN")?;
             self.in_transaction = true;
+            self.batch_time = nanos(SystemTime::now());
         }
         self.write(name, change)?;
         // After the change (see the module documentation): a crash between the two leaves
@@ -289,7 +295,7 @@ impl DatabaseStore {
 
     /// Writes `change` to the records.
     fn write(&mut self, name: &[u8], change: Change) -> Result<(), DatabaseError> {
-        let now = nanos(SystemTime::now());
+        let now = self.batch_time;
         let (record, status, outboard) = match change {
             Change::Set {
                 record,
