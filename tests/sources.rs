@@ -283,28 +283,10 @@ fn direct_reads_say_why_when_the_file_system_refuses_them() {
     );
 }
 
-/// Pages of `path` in the page cache (mincore over a mapping of the whole file).
+/// Pages of `path` in the page cache.
 fn cached_pages(path: &Path) -> usize {
-    let file = File::open(path).unwrap();
-    let len = file.metadata().unwrap().len() as usize;
-    // SAFETY: a private read-only mapping that we only pass to mincore and unmap; no byte of it
-    // is read.
-    unsafe {
-        let map = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        );
-        assert_ne!(map, libc::MAP_FAILED);
-        let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
-        let mut vec = vec![0u8; len.div_ceil(page)];
-        assert_eq!(libc::mincore(map, len, vec.as_mut_ptr()), 0);
-        libc::munmap(map, len);
-        vec.iter().filter(|&&v| v & 1 != 0).count()
-    }
+    let (resident, _) = mtsum::audit::plan::resident_pages(path, u64::MAX).unwrap();
+    resident as usize
 }
 
 /// Writes the file out and drops it from the page cache.

@@ -120,7 +120,7 @@ pub const MOSTLY_RESIDENT: f64 = 0.9;
 pub fn resident_share<'a>(files: impl IntoIterator<Item = &'a Path>) -> Option<f64> {
     let (mut resident, mut total) = (0u64, 0u64);
     for path in files {
-        if let Ok((r, t)) = resident_pages(path) {
+        if let Ok((r, t)) = resident_pages(path, RESIDENCY_SAMPLE_BYTES) {
             resident += r;
             total += t;
         }
@@ -128,10 +128,11 @@ pub fn resident_share<'a>(files: impl IntoIterator<Item = &'a Path>) -> Option<f
     (total > 0).then(|| resident as f64 / total as f64)
 }
 
-/// The resident pages of the first [`RESIDENCY_SAMPLE_BYTES`] of `path`, and the pages.
-fn resident_pages(path: &Path) -> std::io::Result<(u64, u64)> {
+/// The pages of the first `limit` bytes of `path` that are in the page cache, and the pages.
+pub fn resident_pages(path: &Path, limit: u64) -> std::io::Result<(u64, u64)> {
     let file = File::open(path)?;
-    let len = file.metadata()?.len().min(RESIDENCY_SAMPLE_BYTES) as usize;
+    let len = usize::try_from(file.metadata()?.len().min(limit))
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EFBIG))?;
     if len == 0 {
         return Ok((0, 0));
     }
