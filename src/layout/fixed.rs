@@ -308,7 +308,7 @@ impl Stack {
                     if self.entries.is_empty() {
                         return Some(digest);
                     }
-                    let pad = padded::zero_subtree(shape, alg, slots);
+                    let pad = padded::zero_subtree(alg, slots, |l, r| shape.node(alg, l, r));
                     self.push(shape, alg, 2 * slots, shape.node(alg, &digest, &pad));
                 }
                 None
