@@ -26,8 +26,7 @@ use crate::source::{InputError, Mtime, Stamp};
 use super::AuditError;
 use super::outboard::{self, Outboard};
 use super::read::{self, Io, Want};
-use super::store::{Change, Prior, Record, RecordStore, Store, StoreError};
-use super::verdict::Status;
+use super::store::{Change, Prior, Record, RecordStore, Status, Store, StoreError};
 
 /// Why a file was not repaired. The message is the part after `mtsum: FILE: `.
 #[derive(Debug, thiserror::Error)]

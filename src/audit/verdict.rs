@@ -26,6 +26,7 @@ use crate::layout::{Layout, NoRoot, Root};
 use crate::source::{InputError, Mtime, Stamp};
 
 use super::Operation;
+pub use super::store::Status;
 use super::store::{Prior, Record};
 
 /// How close two modification times must be to count as the same (`--mtime-resolution`).
@@ -104,60 +105,6 @@ impl fmt::Display for Resolution {
             1 => write!(f, "{name}"),
             count => write!(f, "{count}{name}"),
         }
-    }
-}
-
-/// The class of a file (see the [module documentation](self)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Status {
-    Ok,
-    Corrupt,
-    /// Found corrupt, and its damaged ranges put back from a copy (`--repair-from`): it
-    /// checks out again. Damage was found, and nothing is wrong any more.
-    Repaired,
-    Modified,
-    New,
-    Missing,
-    Changed,
-    Unreadable,
-}
-
-impl Status {
-    /// Every status, in the order summaries list them.
-    pub const ALL: [Status; 8] = [
-        Status::Ok,
-        Status::Corrupt,
-        Status::Repaired,
-        Status::Modified,
-        Status::New,
-        Status::Missing,
-        Status::Changed,
-        Status::Unreadable,
-    ];
-
-    /// The word printed for it: `ok`, `corrupt`, …
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Corrupt => "corrupt",
-            Status::Repaired => "repaired",
-            Status::Modified => "modified",
-            Status::New => "new",
-            Status::Missing => "missing",
-            Status::Changed => "changed",
-            Status::Unreadable => "unreadable",
-        }
-    }
-
-    /// Whether this calls for attention (exit status 1): data lost or not verifiable.
-    pub fn is_problem(self) -> bool {
-        matches!(self, Status::Corrupt | Status::Unreadable)
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -85,10 +85,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
+use super::Status;
 use crate::algorithm::Algorithm;
 use crate::audit::AuditError;
 use crate::audit::outboard::Outboard;
-use crate::audit::verdict::Status;
 use crate::layout::{Layout, LeafSize};
 use crate::source::{Mtime, Stamp};
 

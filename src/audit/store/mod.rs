@@ -12,6 +12,7 @@ pub mod database;
 pub mod manifest;
 pub mod xattr;
 
+use std::fmt;
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,7 +24,6 @@ use crate::sumfile;
 
 use super::AuditError;
 use super::outboard::Outboard;
-use super::verdict::Status;
 
 /// What an audit remembers about one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +156,62 @@ impl Prior {
     /// another program's: what forgetting a file removes.
     pub fn is_ours(&self) -> bool {
         matches!(self, Prior::Record(_) | Prior::Unusable(_))
+    }
+}
+
+/// The class of a file, as an audit sorts it (see the
+/// [verdict module](crate::audit::verdict)): kept here, beside the records, because the
+/// stores keep it too (the last status of each file) and the verdict and the repair read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    Ok,
+    Corrupt,
+    /// Found corrupt, and its damaged ranges put back from a copy (`--repair-from`): it
+    /// checks out again. Damage was found, and nothing is wrong any more.
+    Repaired,
+    Modified,
+    New,
+    Missing,
+    Changed,
+    Unreadable,
+}
+
+impl Status {
+    /// Every status, in the order summaries list them.
+    pub const ALL: [Status; 8] = [
+        Status::Ok,
+        Status::Corrupt,
+        Status::Repaired,
+        Status::Modified,
+        Status::New,
+        Status::Missing,
+        Status::Changed,
+        Status::Unreadable,
+    ];
+
+    /// The word printed for it: `ok`, `corrupt`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Corrupt => "corrupt",
+            Status::Repaired => "repaired",
+            Status::Modified => "modified",
+            Status::New => "new",
+            Status::Missing => "missing",
+            Status::Changed => "changed",
+            Status::Unreadable => "unreadable",
+        }
+    }
+
+    /// Whether this calls for attention (exit status 1): data lost or not verifiable.
+    pub fn is_problem(self) -> bool {
+        matches!(self, Status::Corrupt | Status::Unreadable)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

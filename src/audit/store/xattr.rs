@@ -57,9 +57,9 @@ use crate::algorithm::{Algorithm, Digest};
 use crate::layout::{Layout, LeafSize, PartSize};
 use crate::source::{InputError, Mtime, Stamp};
 
+use super::Status;
 use super::{Change, Entry, Prior, Record, RecordStore, StoreError};
 use crate::audit::AuditError;
-use crate::audit::verdict::Status;
 
 /// The attribute holding mtsum's record.
 pub const ATTR: &str = "user.mtsum";
