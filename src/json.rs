@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::algorithm::Algorithm;
 use crate::audit::{Action, Prior, Status, Summary, Verdict};
-use crate::check::LineVerdict;
+use crate::check::verdict::LineVerdict;
 use crate::engine::FileDigest;
 use crate::layout::Layout;
 
