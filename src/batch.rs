@@ -11,7 +11,7 @@
 //! reading it in place behind the prefix (`batch::xxh3`).
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::lanes::Isa;
+use crate::lanes::{Isa, Vector};
 
 mod xxh3;
 
@@ -48,6 +48,12 @@ pub fn hash_each_into(
     out: &mut Vec<Digest>,
 ) {
     hash_each_within(Isa::cap(), alg, prefix, data, len, out);
+}
+
+/// The widest vector instructions [`hash_each_into`] hashes BLAKE3 leaves with on this CPU,
+/// within [`Isa::cap`]: what `mtsum --version` reports for BLAKE3.
+pub fn blake3_vector() -> Vector {
+    blake3_many::Kernels::within(Isa::cap()).vector()
 }
 
 /// [`hash_each_into`] on the SIMD instructions allowed by `cap`: the tests run every one this
@@ -178,8 +184,7 @@ mod blake3_many {
             }
         }
 
-        /// The instruction set of the kernels: for tests.
-        #[cfg(test)]
+        /// The instruction set of the kernels.
         pub(super) fn vector(self) -> Vector {
             self.tails
         }

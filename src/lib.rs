@@ -42,4 +42,8 @@ pub mod sumfile;
 pub mod walk;
 
 pub use algorithm::{Algorithm, Digest};
+
+/// The crate's version, which the `mtsum` command and the Python package (`mtsum.__version__`)
+/// report: one number for the library, the command and the wheel.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use layout::{Layout, LeafSize};

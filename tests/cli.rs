@@ -1593,15 +1593,6 @@ fn help_prints_usage_and_exits_0() {
 }
 
 #[test]
-fn version_flags_print_the_version_and_exit_0() {
-    let dir = tempdir();
-    let expected = format!("mtsum {}\n", env!("CARGO_PKG_VERSION"));
-    for flag in ["--version", "-V", "-v"] {
-        run(dir.path(), [flag]).assert(0, &expected, "");
-    }
-}
-
-#[test]
 fn help_and_version_on_a_failing_standard_output_are_a_write_error_with_status_1() {
     // As `sha256sum --help > /dev/full`: the text did not get there.
     let dir = tempdir();

@@ -62,7 +62,8 @@ __all__ = [
     "sum_files",
 ]
 
-__version__ = "0.1.0"
+# The Rust library's version, which the CLI's --version prints too.
+__version__: str = _mtsum.__version__
 
 StrPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 LeafSize = Union[int, str, None]

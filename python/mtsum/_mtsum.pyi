@@ -12,6 +12,7 @@ _Options = Optional[dict[str, Any]]
 # The library's lists of names, as -a and -t take them.
 ALGORITHMS: list[str]
 LAYOUTS: list[str]
+__version__: str
 
 def file_digest(
     path: _Path,

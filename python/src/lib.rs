@@ -583,5 +583,6 @@ fn _mtsum(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ALGORITHMS", Algorithm::ALL.map(Algorithm::name).to_vec())?;
     // The library's own lists, so that a layout or algorithm added there is listed here.
     m.add("LAYOUTS", mtsum::layout::NAMES.to_vec())?;
+    m.add("__version__", mtsum::VERSION)?;
     Ok(())
 }

@@ -24,6 +24,17 @@ pub enum Vector {
     Avx512,
 }
 
+impl fmt::Display for Vector {
+    /// `portable`, `avx2`, `avx512`: the names [`SIMD_VAR`](super::SIMD_VAR) caps them with.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Vector::None => "portable",
+            Vector::Avx2 => "avx2",
+            Vector::Avx512 => "avx512",
+        })
+    }
+}
+
 /// A set of instruction sets: those a kernel needs, or those a cap allows. The vector width
 /// and SHA-NI are apart because CPUs have every combination of them (Intel Haswell: AVX2
 /// alone; AMD Zen 2: AVX2 and SHA-NI; Intel Skylake-SP: AVX-512 alone; AMD Zen 4: both).

@@ -27,8 +27,13 @@ use mtsum::{Algorithm, Layout, LeafSize};
 
 /// Why the command line gives the modes nothing to do.
 pub enum EarlyExit {
-    /// `--help` or `--version`: this text goes to stdout, with status 0 if it gets there.
+    /// `--help`: this text goes to stdout, with status 0 if it gets there.
     Show(String),
+    /// `--version`, whose line names the kernels this CPU runs: the library, not the parser,
+    /// knows them.
+    Version,
+    /// `--generate KIND`: the man page or a shell completion, made from this parser.
+    Generate(GenerateKind),
     /// A wrong command line: the message, one line, as `mtsum: cause (try 'mtsum --help')`
     /// or `mtsum: cause`, with status 2.
     Usage(String),
@@ -37,6 +42,9 @@ pub enum EarlyExit {
 /// Parses the command line.
 pub fn parse() -> Result<Config, EarlyExit> {
     let args = Args::try_parse().map_err(clap_early_exit)?;
+    if let Some(kind) = args.generate {
+        return Err(EarlyExit::Generate(kind));
+    }
     // The library falls back to the portable kernels on a cap it cannot read; the command
     // says so instead, before any work.
     mtsum::lanes::Isa::cap_from_env().map_err(|e| EarlyExit::Usage(e.to_string()))?;
@@ -48,8 +56,10 @@ pub fn parse() -> Result<Config, EarlyExit> {
 /// error is its one-line cause, with a pointer to `--help`.
 fn clap_early_exit(e: clap::Error) -> EarlyExit {
     use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        return EarlyExit::Show(e.to_string());
+    match e.kind() {
+        ErrorKind::DisplayHelp => return EarlyExit::Show(e.to_string()),
+        ErrorKind::DisplayVersion => return EarlyExit::Version,
+        _ => {}
     }
     let text = e.to_string();
     let mut lines = text.lines();
@@ -350,9 +360,28 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "algorithm", "tree", "leaf_size", "part_size"])]
     combine: bool,
 
-    /// Print version information.
+    /// Print the version and the SIMD kernels this CPU runs (within MTSUM_SIMD).
     #[arg(short = 'V', long = "version", visible_short_alias = 'v', action = clap::ArgAction::Version)]
     version: (),
+
+    /// Print the man page or a shell completion, made from these options, and exit.
+    #[arg(long, value_name = "KIND", exclusive = true)]
+    generate: Option<GenerateKind>,
+}
+
+/// What `--generate` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GenerateKind {
+    /// The man page, in roff (`man -l -` shows it).
+    Man,
+    /// The bash completion, for bash-completion's completions/mtsum.
+    CompleteBash,
+    /// The zsh completion, as _mtsum in a directory of $fpath.
+    CompleteZsh,
+    /// The fish completion, for vendor_completions.d/mtsum.fish.
+    CompleteFish,
+    /// The PowerShell completion, to dot-source from $PROFILE.
+    CompletePowershell,
 }
 
 fn parse_layout_name(s: &str) -> Result<String, LayoutError> {

@@ -2,13 +2,15 @@
 //! what happened to an exit code. Nothing here knows how hashing works.
 //!
 //! The modules depend one way, so that a mode can be read (and a flag added) without the
-//! others: `main` → the mode runners (`hash`, `check`, `audit`, `ranges`) → `session` (start-up,
-//! printing, exit status) and `progress` → `args` (the command line, validated into common
-//! and per-mode settings) → the library.
+//! others: `main` → the mode runners (`hash`, `check`, `audit`, `ranges`) and `generate`
+//! (`--version`, the man page, the completions) → `session` (start-up, printing, exit
+//! status) and `progress` → `args` (the command line, validated into common and per-mode
+//! settings) → the library.
 
 mod args;
 mod audit;
 mod check;
+mod generate;
 mod hash;
 mod progress;
 mod ranges;
@@ -30,6 +32,12 @@ fn main() -> ExitCode {
     let config = match args::parse() {
         Ok(config) => config,
         Err(EarlyExit::Show(text)) => return ExitCode::from(session::print_text(&text) as u8),
+        Err(EarlyExit::Version) => {
+            return ExitCode::from(session::print_text(&generate::version()) as u8);
+        }
+        Err(EarlyExit::Generate(kind)) => {
+            return ExitCode::from(session::print_text(&generate::render(kind)) as u8);
+        }
         Err(EarlyExit::Usage(message)) => {
             session::tell(format!("mtsum: {message}\n"));
             return ExitCode::from(Status::Usage as u8);

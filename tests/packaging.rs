@@ -1,0 +1,234 @@
+//! What a package ships besides the binary, as a user meets it: `mtsum --version` (the
+//! version and the kernels, for bug reports), the man page and the shell completions of
+//! `mtsum --generate`, which must offer the flags `--help` lists, and the bash completion
+//! working in a real bash.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{MTSUM, skip};
+
+/// `mtsum ARGS` with `env` added to the environment; the variables the kernels are chosen
+/// under are removed first, so that the machine's settings do not leak in.
+fn mtsum(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(MTSUM);
+    cmd.args(args)
+        .env_remove("MTSUM_SIMD")
+        .env_remove("MTSUM_FORCE_PORTABLE");
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("mtsum starts")
+}
+
+/// The standard output of a run that must succeed with nothing on stderr.
+fn stdout_of(args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = mtsum(args, env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        (out.status.code(), &*stderr),
+        (Some(0), ""),
+        "mtsum {args:?}"
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The kernel `--version` names for `family`: `ni-x2` of `sha256: ni-x2`.
+fn version_kernel(version: &str, family: &str) -> String {
+    let inside = version
+        .split_once(" (")
+        .and_then(|(_, rest)| rest.strip_suffix(")\n"))
+        .unwrap_or_else(|| panic!("no kernels in {version:?}"));
+    let entry = inside
+        .split("; ")
+        .find_map(|entry| entry.strip_prefix(&format!("{family}: ")));
+    entry
+        .unwrap_or_else(|| panic!("no {family} in {version:?}"))
+        .to_string()
+}
+
+#[test]
+fn version_flags_print_the_version_then_the_kernels_of_each_family() {
+    let expected_start = format!("mtsum {} (", env!("CARGO_PKG_VERSION"));
+    for flag in ["--version", "-V", "-v"] {
+        let version = stdout_of(&[flag], &[]);
+        assert!(version.starts_with(&expected_start), "{version:?}");
+        for family in ["md5", "sha1", "sha256", "sha512", "blake3"] {
+            assert!(!version_kernel(&version, family).is_empty(), "{family}");
+        }
+    }
+}
+
+#[test]
+fn version_names_the_kernel_that_verbose_hashing_uses() {
+    // The same kernel under its full name: `Multi-buffer kernel: sha256-ni-x2`.
+    let dir = common::tempdir();
+    let file = common::write_file(dir.path(), "f", b"abc");
+    let file = file.to_str().expect("a UTF-8 temporary path");
+    let version = stdout_of(&["--version"], &[]);
+    for family in ["md5", "sha1", "sha256", "sha512"] {
+        let out = mtsum(&["--verbose", "-a", family, file], &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let verbose = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("Multi-buffer kernel: "))
+            .unwrap_or_else(|| panic!("no kernel line in {stderr:?}"));
+        let named = match version_kernel(&version, family) {
+            portable if portable == "portable" => "none".to_string(),
+            kernel => format!("{family}-{kernel}"),
+        };
+        assert_eq!(named, verbose, "{family}");
+    }
+}
+
+#[test]
+fn version_under_a_portable_cap_names_no_simd_kernel() {
+    for env in [("MTSUM_SIMD", "portable"), ("MTSUM_FORCE_PORTABLE", "1")] {
+        let version = stdout_of(&["--version"], &[env]);
+        for family in ["md5", "sha1", "sha256", "sha512", "blake3"] {
+            assert_eq!(version_kernel(&version, family), "portable", "{env:?}");
+        }
+    }
+}
+
+/// Every long flag `--help` lists: `--audit`, `--part-size`, ...
+fn long_flags() -> Vec<String> {
+    let help = stdout_of(&["--help"], &[]);
+    let mut flags: Vec<String> = help
+        .lines()
+        .map(str::trim_start)
+        .filter_map(|l| {
+            let at = l.find("--")?;
+            // The option's own line starts with it (`-c, --check`, `--audit`).
+            (at <= 4).then(|| {
+                let flag = &l[at..];
+                flag.split([' ', ',', '='])
+                    .next()
+                    .unwrap_or(flag)
+                    .to_string()
+            })
+        })
+        .collect();
+    flags.dedup();
+    assert!(flags.len() > 40, "too few flags in --help: {flags:?}");
+    flags
+}
+
+#[test]
+fn the_man_page_has_the_sections_a_user_looks_for_and_every_flag() {
+    let page = stdout_of(&["--generate", "man"], &[]);
+    assert!(
+        page.starts_with(".ie") || page.starts_with(".TH"),
+        "not roff"
+    );
+    assert!(page.contains(&format!("mtsum {}", env!("CARGO_PKG_VERSION"))));
+    for section in [
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "OPTIONS",
+        "MODES",
+        "LAYOUTS",
+        "\"EXIT STATUS\"",
+        "ENVIRONMENT",
+        "FILES",
+        "EXAMPLES",
+    ] {
+        assert!(page.contains(&format!("\n.SH {section}\n")), "{section}");
+    }
+    for variable in [
+        "MTSUM_SIMD",
+        "MTSUM_FORCE_PORTABLE",
+        "MTSUM_ROTATIONAL",
+        "AWS_PROFILE",
+    ] {
+        assert!(page.contains(&format!("\\fB{variable}\\fR")), "{variable}");
+    }
+    for flag in long_flags() {
+        // roff escapes each hyphen: `\-\-part\-size`.
+        let roff = flag.replace('-', "\\-");
+        assert!(page.contains(&roff), "{flag} is not in the man page");
+    }
+}
+
+#[test]
+fn every_completion_offers_every_flag_of_help() {
+    let flags = long_flags();
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let script = stdout_of(&["--generate", &format!("complete-{shell}")], &[]);
+        for flag in &flags {
+            // fish lists long options without their dashes: `-l part-size`.
+            let found = match shell {
+                "fish" => script.contains(&format!("-l {}", &flag[2..])),
+                _ => script.contains(flag.as_str()),
+            };
+            assert!(found, "{flag} is not in the {shell} completion");
+        }
+    }
+}
+
+#[test]
+fn generate_takes_no_other_argument_and_refuses_an_unknown_kind() {
+    for args in [
+        &["--generate", "man", "file"][..],
+        &["--generate", "man", "-r"],
+        &["--generate", "complete-tcsh"],
+    ] {
+        let out = mtsum(args, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+    }
+}
+
+#[test]
+fn the_bash_completion_registers_for_mtsum_and_completes_a_flag_prefix() {
+    if Command::new("bash").arg("-c").arg("true").output().is_err() {
+        return skip("bash_completion", "bash is not installed");
+    }
+    let script = stdout_of(&["--generate", "complete-bash"], &[]);
+    // What bash does on `mtsum --aud<TAB>`: the registered function, called with the words.
+    let session = format!(
+        "{script}\n\
+         complete -p mtsum\n\
+         COMP_WORDS=(mtsum --aud); COMP_CWORD=1; COMP_LINE='mtsum --aud'; COMP_POINT=11\n\
+         _mtsum mtsum --aud mtsum\n\
+         printf 'reply: %s\\n' \"${{COMPREPLY[@]}}\"\n\
+         COMP_WORDS=(mtsum --generate ''); COMP_CWORD=2\n\
+         _mtsum mtsum '' --generate\n\
+         printf 'kind: %s\\n' \"${{COMPREPLY[@]}}\"\n"
+    );
+    let out = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &session])
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("complete ") && lines[0].ends_with(" mtsum"),
+        "{stdout}"
+    );
+    assert!(lines[0].contains("-F _mtsum"), "{stdout}");
+    let replies: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("reply: "))
+        .collect();
+    assert_eq!(replies, ["--audit"], "{stdout}");
+    let kinds: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("kind: "))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "man",
+            "complete-bash",
+            "complete-zsh",
+            "complete-fish",
+            "complete-powershell"
+        ],
+        "{stdout}"
+    );
+}
