@@ -728,6 +728,35 @@ mod tests {
     }
 
     #[test]
+    fn virtual_hosted_addressing_puts_the_bucket_before_the_endpoints_host() {
+        let options = Options {
+            endpoint_url: Some("http://127.0.0.1:9000".into()),
+            addressing: Addressing::Virtual,
+            region: Some("us-east-1".into()),
+            ..Options::default()
+        };
+        let setting = |b: &AmazonS3Builder, key| b.get_config_value(&key);
+        let virtual_hosted = s3_builder("bkt", &options).unwrap();
+        assert_eq!(
+            setting(&virtual_hosted, AmazonS3ConfigKey::Endpoint).as_deref(),
+            Some("http://bkt.127.0.0.1:9000")
+        );
+        let key = AmazonS3ConfigKey::VirtualHostedStyleRequest;
+        assert_eq!(setting(&virtual_hosted, key).as_deref(), Some("true"));
+        // With an endpoint of its own, a store is addressed path-style unless told.
+        let auto = Options {
+            addressing: Addressing::Auto,
+            ..options
+        };
+        let path_style = s3_builder("bkt", &auto).unwrap();
+        assert_eq!(
+            setting(&path_style, AmazonS3ConfigKey::Endpoint).as_deref(),
+            Some("http://127.0.0.1:9000")
+        );
+        assert_eq!(setting(&path_style, key).as_deref(), Some("false"));
+    }
+
+    #[test]
     fn causes_are_cut_to_the_status() {
         #[derive(Debug)]
         struct E(&'static str);
