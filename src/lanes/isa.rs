@@ -1,5 +1,5 @@
 //! Instruction sets: what a SIMD kernel is compiled for, and the cap that
-//! [`SIMD_VAR`](super::SIMD_VAR) puts on the kernels [`Kernel::multi_buffer`](super::Kernel)
+//! [`SIMD_VAR`](SIMD_VAR) puts on the kernels [`Kernel::multi_buffer`](super::Kernel)
 //! may choose.
 //!
 //! The cap exists because most machines that run mtsum have AVX2 but not AVX-512, and the
@@ -11,6 +11,17 @@ use std::ffi::OsStr;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
+
+/// The environment variable that caps the instruction sets of the multi-buffer kernels and
+/// of [`crate::batch`]'s BLAKE3 and XXH3 ([`Isa::cap`]): `portable`, `avx2`, `avx512` (the widest vector instructions
+/// allowed; SHA-NI where the CPU has it) or `avx2-nosha`, `avx512-nosha` (no SHA-NI). Unset,
+/// every kernel the CPU runs may be chosen. It runs the AVX2 kernels on a CPU with AVX-512,
+/// to measure what most machines get. The digests never depend on it.
+pub const SIMD_VAR: &str = "MTSUM_SIMD";
+
+/// The environment variable that leaves every algorithm without a multi-buffer kernel
+/// (any value but empty or `0`): the same as [`SIMD_VAR`]` = portable`, which it overrides.
+pub const FORCE_PORTABLE_VAR: &str = "MTSUM_FORCE_PORTABLE";
 
 /// The widest vector registers a kernel uses, in the order of their width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,16 +95,16 @@ impl Isa {
         *CAP.get_or_init(|| Isa::cap_from_env().unwrap_or(Isa::PORTABLE))
     }
 
-    /// The cap the environment sets: [`SIMD_VAR`](super::SIMD_VAR) (no cap when unset or
+    /// The cap the environment sets: [`SIMD_VAR`](SIMD_VAR) (no cap when unset or
     /// empty), narrowed to [`Isa::PORTABLE`] by
-    /// [`FORCE_PORTABLE_VAR`](super::FORCE_PORTABLE_VAR) (any value but empty or `0`).
+    /// [`FORCE_PORTABLE_VAR`](FORCE_PORTABLE_VAR) (any value but empty or `0`).
     ///
     /// # Errors
     /// The message for a value of `MTSUM_SIMD` that is not one of [`Isa`]'s names.
     pub fn cap_from_env() -> Result<Isa, IsaError> {
         Isa::cap_from(
-            std::env::var_os(super::SIMD_VAR).as_deref(),
-            std::env::var_os(super::FORCE_PORTABLE_VAR).as_deref(),
+            std::env::var_os(SIMD_VAR).as_deref(),
+            std::env::var_os(FORCE_PORTABLE_VAR).as_deref(),
         )
     }
 
@@ -116,7 +127,7 @@ impl Isa {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "{var}: unknown instruction sets '{0}' (expected portable, avx2, avx512, or avx2-nosha, avx512-nosha)",
-    var = super::SIMD_VAR
+    var = SIMD_VAR
 )]
 pub struct IsaError(String);
 

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use super::MAX_LANES;
 use super::family::{Family, StatesMut};
 use super::isa::Isa;
+use super::simd::half_width_512;
 #[cfg(target_arch = "x86_64")]
 use super::{
     md5_avx2, md5_avx512, sha1_avx2, sha1_ni, sha256_avx2, sha256_avx512, sha256_ni, sha512_avx2,
@@ -187,41 +188,6 @@ impl Chosen {
     }
 }
 
-/// Whether this CPU has AVX-512 and runs its 512-bit instructions as two halves on 256-bit
-/// units ([`zen4`]). Looked up once: the MD5 kernel asks on every call.
-pub(super) fn half_width_512() -> bool {
-    static HALF: OnceLock<bool> = OnceLock::new();
-    *HALF.get_or_init(half_width_512_uncached)
-}
-
-fn half_width_512_uncached() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::__cpuid;
-        #[allow(unused_unsafe, reason = "newer toolchains declare `__cpuid` safe")]
-        // SAFETY: every x86-64 CPU has CPUID, and leaves 0 and 1 always exist.
-        let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1).eax) };
-        let vendor = [vendor.ebx, vendor.edx, vendor.ecx];
-        zen4(vendor, signature) && std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
-/// Whether CPUID's vendor (leaf 0: EBX, EDX, ECX) and signature (leaf 1: EAX) are AMD's
-/// family 0x19: Zen 3, which has no AVX-512, or Zen 4, which runs it on 256-bit units. Zen 5
-/// (family 0x1A) and Intel's cores with AVX-512 have 512-bit units.
-fn zen4(vendor: [u32; 3], signature: u32) -> bool {
-    let amd = vendor == [0x6874_7541, 0x6974_6e65, 0x444d_4163]; // "AuthenticAMD"
-    let base = (signature >> 8) & 0xF;
-    let family = if base == 0xF {
-        base + ((signature >> 20) & 0xFF)
-    } else {
-        base
-    };
-    amd && family == 0x19
-}
-
 /// When a kernel hands its busy lanes to a narrower one ([`Spec::fewer`]).
 #[derive(Clone, Copy)]
 struct Fewer {
@@ -268,31 +234,6 @@ macro_rules! run {
 /// For the tests' rows of kernel widths that only the benchmarks run.
 #[cfg(all(test, target_arch = "x86_64"))]
 pub(super) use run;
-
-/// The public entry `$name` to the kernel `compress` of the module it is written in, for the
-/// benchmarks outside the crate, which cannot call it; it checks the CPU with the module's
-/// `supported` first.
-#[cfg(target_arch = "x86_64")]
-macro_rules! bench_entry {
-    ($name:ident, $state:ty) => {
-        /// Benchmark access to [`compress`], which is private to the crate.
-        ///
-        /// # Panics
-        /// If the CPU lacks the kernel's instructions ([`supported`]), or as [`compress`] does.
-        #[doc(hidden)]
-        pub fn $name<const N: usize>(states: &mut [$state; N], data: &[&[u8]; N], blocks: usize) {
-            assert!(
-                supported(),
-                "the CPU lacks the instructions of {}",
-                stringify!($name)
-            );
-            // SAFETY: the CPU runs the kernel, checked just above.
-            unsafe { compress(states, data, blocks) }
-        }
-    };
-}
-#[cfg(target_arch = "x86_64")]
-pub(super) use bench_entry;
 
 /// Every SIMD kernel; for each algorithm, the one [`Kernel::multi_buffer`] prefers first.
 #[cfg(target_arch = "x86_64")]
@@ -547,33 +488,6 @@ pub(super) const SIMD: &[Spec] = &[
 ];
 #[cfg(not(target_arch = "x86_64"))]
 pub(super) const SIMD: &[Spec] = &[];
-
-/// The start of every lane's data, once checked that each lane has `blocks` blocks of `block`
-/// bytes: the check that makes a kernel's reads through the pointers sound, which every kernel
-/// makes before it reads.
-///
-/// # Panics
-/// If a lane has less data.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(super) fn checked_pointers<const N: usize>(
-    data: &[&[u8]; N],
-    blocks: usize,
-    block: usize,
-) -> [*const u8; N] {
-    check_lengths(data, blocks, block);
-    std::array::from_fn(|i| data[i].as_ptr())
-}
-
-/// Panics unless every lane of `data` has `blocks` blocks of `block` bytes. Not generic over
-/// the number of lanes, so that one copy serves every kernel.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn check_lengths(data: &[&[u8]], blocks: usize, block: usize) {
-    let len = blocks.checked_mul(block).expect("block count overflows");
-    assert!(
-        data.iter().all(|d| d.len() >= len),
-        "every message needs {blocks} blocks"
-    );
-}
 
 /// The lanes' data as the array a kernel of `N` lanes takes.
 ///
@@ -921,19 +835,6 @@ mod tests {
 
     /// The family is read from CPUID's signature as AMD and Intel define it (the extended
     /// family added to a base family of 0xF).
-    #[test]
-    fn zen4_is_amd_family_0x19_only() {
-        let amd = [0x6874_7541, 0x6974_6e65, 0x444d_4163];
-        let intel = [0x756e_6547, 0x4965_6e69, 0x6c65_746e]; // "GenuineIntel"
-        assert!(zen4(amd, 0x00A1_0F11), "EPYC 9004 (Genoa)");
-        assert!(!zen4(amd, 0x00B0_0F21), "EPYC 9005 (Turin, Zen 5)");
-        assert!(!zen4(amd, 0x0083_0F10), "EPYC 7002 (Rome, Zen 2)");
-        assert!(!zen4(intel, 0x0008_06F8), "Xeon 4th gen (Sapphire Rapids)");
-        assert!(
-            !zen4(intel, 0x00A1_0F11),
-            "another vendor with the same signature"
-        );
-    }
 
     #[test]
     fn the_portable_cap_leaves_no_multi_buffer_kernel() {

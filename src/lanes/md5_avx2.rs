@@ -13,9 +13,9 @@
 
 use std::arch::x86_64::*;
 
-use super::kernel::checked_pointers;
+use super::simd::checked_pointers;
 
-super::kernel::bench_entry!(bench_compress_md5_avx2, [u32; 4]);
+super::simd::bench_entry!(bench_compress_md5_avx2, [u32; 4]);
 
 /// Whether the CPU runs the kernel.
 pub(super) fn supported() -> bool {

@@ -29,7 +29,7 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::kernel::{checked_pointers, half_width_512};
+use super::simd::{checked_pointers, half_width_512};
 
 /// Lanes per 512-bit register.
 const WIDTH: usize = 16;
@@ -360,7 +360,7 @@ pub(super) fn transpose(r: [__m512i; 16]) -> [__m512i; 16] {
     })
 }
 
-super::kernel::bench_entry!(bench_compress_md5_avx512, [u32; 4]);
+super::simd::bench_entry!(bench_compress_md5_avx512, [u32; 4]);
 
 #[cfg(test)]
 mod tests {

@@ -66,35 +66,25 @@ mod sha256_ni;
 mod sha512_avx2;
 #[cfg(target_arch = "x86_64")]
 mod sha512_avx512;
+mod simd;
 
 /// The kernels themselves, for their benchmarks only.
 #[cfg(target_arch = "x86_64")]
 #[doc(hidden)]
-pub use self::{
+pub use {
     md5_avx2::bench_compress_md5_avx2, md5_avx512::bench_compress_md5_avx512,
     sha1_avx2::bench_compress_sha1_avx2, sha1_ni::bench_compress_sha1,
     sha256_avx2::bench_compress_sha256_avx2, sha256_ni::bench_compress_sha256,
     sha512_avx2::bench_compress_sha512, sha512_avx512::bench_compress_sha512_avx512,
 };
 
-pub use isa::{Isa, IsaError, Vector};
+pub use isa::{FORCE_PORTABLE_VAR, Isa, IsaError, SIMD_VAR, Vector};
 use kernel::FullLanes;
 pub use kernel::Kernel;
 
 use crate::algorithm::{Algorithm, Digest};
 use family::{Family, Md5, Sha1, Sha256, Sha512, with_family};
 use manager::Manager;
-
-/// The environment variable that caps the instruction sets of the multi-buffer kernels and
-/// of [`crate::batch`]'s BLAKE3 and XXH3 ([`Isa::cap`]): `portable`, `avx2`, `avx512` (the widest vector instructions
-/// allowed; SHA-NI where the CPU has it) or `avx2-nosha`, `avx512-nosha` (no SHA-NI). Unset,
-/// every kernel the CPU runs may be chosen. It runs the AVX2 kernels on a CPU with AVX-512,
-/// to measure what most machines get. The digests never depend on it.
-pub const SIMD_VAR: &str = "MTSUM_SIMD";
-
-/// The environment variable that leaves every algorithm without a multi-buffer kernel
-/// (any value but empty or `0`): the same as [`SIMD_VAR`]` = portable`, which it overrides.
-pub const FORCE_PORTABLE_VAR: &str = "MTSUM_FORCE_PORTABLE";
 
 /// The most lanes of any kernel: the size of the per-step arrays of a lane set.
 pub const MAX_LANES: usize = 32;

@@ -40,7 +40,7 @@ pub(super) unsafe fn compress<const N: usize>(
     unsafe { compress_lanes(states, &ptrs, blocks) }
 }
 
-super::kernel::bench_entry!(bench_compress_sha1_avx2, [u32; 5]);
+super::simd::bench_entry!(bench_compress_sha1_avx2, [u32; 5]);
 
 /// `x` rotated left by the literal `s`: two shifts and an or.
 macro_rules! rotl {

@@ -19,7 +19,7 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::kernel::checked_pointers;
+use super::simd::checked_pointers;
 
 /// Whether this CPU runs [`compress`]: the instructions of the SHA-256 kernel's.
 pub(super) use super::sha256_ni::supported;
@@ -192,4 +192,4 @@ fn schedule<const N: usize>(w: &mut [[__m128i; N]; 4], j: usize) {
     });
 }
 
-super::kernel::bench_entry!(bench_compress_sha1, [u32; 5]);
+super::simd::bench_entry!(bench_compress_sha1, [u32; 5]);

@@ -19,11 +19,11 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::kernel::checked_pointers;
+use super::simd::checked_pointers;
 
 use super::md5_avx2::transpose;
 use super::sha256_ni::K;
-use super::sha512_avx2::xor_shifts;
+use super::simd::xor_shifts;
 
 /// Messages per call: one per 32-bit lane of a 256-bit register.
 pub(super) const LANES: usize = 8;
@@ -71,7 +71,7 @@ pub(super) fn message_pointers<const N: usize>(
     from_fn(|i| ptrs[i])
 }
 
-super::kernel::bench_entry!(bench_compress_sha256_avx2, [u32; 8]);
+super::simd::bench_entry!(bench_compress_sha256_avx2, [u32; 8]);
 
 /// The 16 message words of the block at byte `offset` of the eight messages, transposed (word
 /// `t` of every message in `w[t]`) and in host order: two 32-byte loads per message, a byte

@@ -15,11 +15,11 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::kernel::checked_pointers;
 use super::md5_avx512::transpose;
 use super::sha256_avx2::rounds;
 use super::sha256_ni::K;
 use super::sha512_avx512::{CH, MAJ, XOR3};
+use super::simd::checked_pointers;
 
 /// Lanes per 512-bit register, and messages per call.
 const WIDTH: usize = 16;

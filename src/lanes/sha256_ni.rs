@@ -19,7 +19,7 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::kernel::checked_pointers;
+use super::simd::checked_pointers;
 
 /// The 64 round constants of FIPS 180-4 (4.2.2), four per group of four rounds (the AVX2
 /// kernel takes them one by one).
@@ -201,4 +201,4 @@ fn schedule<const N: usize>(w: &mut [[__m128i; N]; 4], j: usize) {
     });
 }
 
-super::kernel::bench_entry!(bench_compress_sha256, [u32; 8]);
+super::simd::bench_entry!(bench_compress_sha256, [u32; 8]);

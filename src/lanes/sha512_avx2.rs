@@ -21,7 +21,7 @@
 
 use std::arch::x86_64::*;
 
-use super::kernel::checked_pointers;
+use super::simd::{checked_pointers, xor_shifts};
 
 /// Lanes (messages) per 256-bit register.
 pub(super) const WIDTH: usize = 4;
@@ -114,7 +114,7 @@ pub(super) fn message_pointers<const N: usize>(data: &[&[u8]; N], blocks: usize)
     checked_pointers(data, blocks, BLOCK)
 }
 
-super::kernel::bench_entry!(bench_compress_sha512, [u64; 8]);
+super::simd::bench_entry!(bench_compress_sha512, [u64; 8]);
 
 /// SHA-512's round constants (FIPS 180-4, 4.2.3).
 pub(super) const K: [u64; 80] = [
@@ -199,37 +199,6 @@ pub(super) const K: [u64; 80] = [
     0x5fcb6fab3ad6faec,
     0x6c44198c4a475817,
 ];
-
-/// The right shifts and left shifts of `x` by the literal pairs given, all xored: a rotation
-/// right by `s` is `x >> s ^ x << (64 - s)` (the two halves never overlap, so xor is or), and
-/// xoring every shift at once rather than rotation by rotation lets the compiler build a
-/// balanced tree. Shifts 64-bit lanes; `xor_shifts!(u32: x; …)` shifts 32-bit lanes (the
-/// SHA-256 kernel of eight lanes).
-macro_rules! xor_shifts {
-    (u32: $x:expr; $($dir:ident $s:literal),+) => {
-        xor_shifts!(@tree $(xor_shifts!(@one32 $x, $dir $s)),+)
-    };
-    ($x:expr; $($dir:ident $s:literal),+) => {
-        xor_shifts!(@tree $(xor_shifts!(@one $x, $dir $s)),+)
-    };
-    (@one $x:expr, r $s:literal) => { _mm256_srli_epi64::<$s>($x) };
-    (@one $x:expr, l $s:literal) => { _mm256_slli_epi64::<$s>($x) };
-    (@one32 $x:expr, r $s:literal) => { _mm256_srli_epi32::<$s>($x) };
-    (@one32 $x:expr, l $s:literal) => { _mm256_slli_epi32::<$s>($x) };
-    (@tree $a:expr) => { $a };
-    (@tree $a:expr, $b:expr) => { _mm256_xor_si256($a, $b) };
-    (@tree $a:expr, $b:expr, $c:expr) => { _mm256_xor_si256(_mm256_xor_si256($a, $b), $c) };
-    (@tree $a:expr, $b:expr, $c:expr, $d:expr) => {
-        _mm256_xor_si256(_mm256_xor_si256($a, $b), _mm256_xor_si256($c, $d))
-    };
-    (@tree $a:expr, $b:expr, $c:expr, $d:expr, $e:expr) => {
-        _mm256_xor_si256(xor_shifts!(@tree $a, $b, $c, $d), $e)
-    };
-    (@tree $a:expr, $b:expr, $c:expr, $d:expr, $e:expr, $f:expr) => {
-        _mm256_xor_si256(xor_shifts!(@tree $a, $b, $c, $d), _mm256_xor_si256($e, $f))
-    };
-}
-pub(super) use xor_shifts;
 
 /// Σ0 (FIPS 180-4, 4.1.3): rotr 28 ^ rotr 34 ^ rotr 39.
 #[inline]

@@ -19,10 +19,10 @@
 
 use std::arch::x86_64::*;
 
-use super::kernel::checked_pointers;
 use super::sha512_avx2::{
     BLOCK, K, WIDTH, by_groups, load_block, load_states, rounds, store_states,
 };
+use super::simd::checked_pointers;
 
 /// Whether this CPU runs the kernel: AVX-512F (the foundation every AVX-512 instruction
 /// needs) and AVX-512VL (its instructions on 256-bit registers).
@@ -56,7 +56,7 @@ pub(super) unsafe fn compress<const N: usize>(
     }
 }
 
-super::kernel::bench_entry!(bench_compress_sha512_avx512, [u64; 8]);
+super::simd::bench_entry!(bench_compress_sha512_avx512, [u64; 8]);
 
 // `vpternlogq`'s immediate is the truth table of the function it computes: bit `4x + 2y + z`
 // of it is the result for input bits x, y, z. Evaluating the function on x = 0xf0, y = 0xcc,
