@@ -37,6 +37,11 @@ fi
 as_root dpkg -i "$deb"
 man -w mtsum
 /usr/bin/mtsum --version
+# zsh and fish find these by their paths; each must offer --audit (fish writes `-l audit`).
+for check in "--audit /usr/share/zsh/vendor-completions/_mtsum" \
+             "-l audit /usr/share/fish/vendor_completions.d/mtsum.fish"; do
+    grep -q -- "${check% *}" "${check##* }" || { echo "package-check: no ${check% *} in ${check##* }" >&2; exit 1; }
+done
 # What bash does on `mtsum --aud<TAB>`, with the completion the package installed.
 completion=/usr/share/bash-completion/completions/mtsum
 reply=$(bash --norc --noprofile -c '
