@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod audit;
+pub mod cli;
 pub mod http_server;
 
 use std::ffi::OsString;
