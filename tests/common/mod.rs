@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod audit;
+pub mod check;
 pub mod cli;
 pub mod http_server;
 
