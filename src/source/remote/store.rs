@@ -330,6 +330,15 @@ fn fault(e: object_store::Error, what: &str) -> InputError {
         ),
         (_, None) if status("404") => missing(),
         (_, None) if status("403") => denied(),
+        // The last source of credentials, an instance's metadata service, did not answer:
+        // there were none anywhere.
+        (_, None) if text.contains("/latest/api/token") || text.contains("/latest/meta-data") => (
+            ErrorKind::PermissionDenied,
+            format!(
+                "no credentials (none in AWS_* variables or ~/.aws, and no instance role: {}); --no-sign-request reads public buckets",
+                short(&e)
+            ),
+        ),
         (_, None) => return InputError::Remote(short(&e)),
     };
     // As an I/O error of that kind, so that callers tell a missing object from a refusal
