@@ -29,7 +29,7 @@ venv=$(mktemp -d "${TMPDIR:-/tmp}/mtsum-wheel.XXXXXX")
 trap 'rm -rf "$venv"' EXIT
 "$python" -m venv "$venv"
 # The environment of a user without Rust: only the venv on PATH, the wheel from the file.
-clean=(env -i HOME="$HOME" PATH="$venv/bin" LANG=C.UTF-8)
+clean=(env -i HOME="${HOME:-$venv}" PATH="$venv/bin" LANG=C.UTF-8)
 if "${clean[@]}" sh -c 'command -v cargo || command -v rustc || command -v cc' 2>/dev/null; then
     echo "wheel.sh: a compiler is on the clean PATH" >&2
     exit 1
