@@ -225,17 +225,23 @@ impl RateLimiter {
     }
 }
 
+/// Chunks shorter than this feed several sinks one after the other on the reader's thread:
+/// a thread per sink costs tens of microseconds to start, as much as hashing 64 KiB, and the
+/// first record of a tree of small files (a record's digest and its leaves from each file)
+/// started one for every file.
+const SIDE_BY_SIDE_MIN: usize = 256 << 10;
+
 /// Feeds `bytes` to every sink: several digests of one read (a record's and its leaves, a
-/// migration's) are hashed side by side on as many cores, so that one reader on a spinning
-/// disk still keeps the cores busy. A thread per sink and chunk costs some microseconds
-/// against the milliseconds of hashing a chunk; where the system refuses a thread, the sink
-/// is fed here instead.
+/// migration's) of a large chunk are hashed side by side on as many cores, so that one
+/// reader on a spinning disk still keeps the cores busy. A thread per sink and chunk costs
+/// some microseconds against the milliseconds of hashing a chunk; where the system refuses a
+/// thread, the sink is fed here instead.
 fn update_all(sinks: &mut [Sequential], bytes: &[u8]) {
     let Some((first, rest)) = sinks.split_first_mut() else {
         return;
     };
-    if rest.is_empty() {
-        return first.update(bytes);
+    if rest.is_empty() || bytes.len() < SIDE_BY_SIDE_MIN {
+        return sinks.iter_mut().for_each(|sink| sink.update(bytes));
     }
     let others: Vec<Mutex<&mut Sequential>> = rest.iter_mut().map(Mutex::new).collect();
     let lock = |m: &Mutex<&mut Sequential>| {
