@@ -4,20 +4,30 @@
 //! - [`algorithm`]: the hash functions and the [`Digest`] value;
 //! - [`layout`]: how a stream is cut into leaves and folded into a root;
 //! - [`reference`](mod@reference): every layout by its definition, the oracle of the tests;
-//! - [`source`]: where bytes come from (files, block devices, pipes) and how they are read;
+//! - [`source`]: where bytes come from (files, block devices, pipes, `s3://` and `http(s)://`
+//!   objects) and how they are read, one file per role under `source/` (its module doc is
+//!   the map); it also holds [`InputError`](source::InputError) and the layouts'
+//!   [`NoRoot`](layout::NoRoot), so that reading needs nothing of the layouts;
+//! - `size` (private; [`LeafSize`] is re-exported): sizes as users write them (`4K`, `1M`),
+//!   below both the layouts and the sources;
 //! - [`walk`]: the command line's paths expanded into inputs (`-r`, symbolic links);
 //! - [`sumfile`]: the checksum line formats written and checked (`--tag`, `-z`, `-c`);
 //! - [`json`]: `--json`, one object per input for scripts;
-//! - [`check`]: `-c`, verifying the files listed in sum files;
+//! - [`check`]: `-c`, verifying the files listed in sum files; the verdict on one line
+//!   ([`check::verdict`]) is a module of its own, which [`json`] renders;
 //! - [`audit`]: `--audit`, records of each file's digest, size and mtime (extended attributes,
 //!   a manifest or a database) and audits that tell corruption from modification, locate the
 //!   damage and repair it from a copy;
 //! - [`lanes`]: multi-buffer hashing (MD5, SHA-1, SHA-2), many messages at once on one core
-//!   (SIMD lanes);
+//!   (SIMD lanes): one file per kernel, the table of kernels above them, and the helpers
+//!   they share below them;
 //! - [`range`]: one file hashed in ranges anywhere (partials) and combined into its root;
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
 //! - [`report`]: what is printed besides checksum lines (timings, error lines).
+//!
+//! No file imports one that imports it back: a type lives in the lowest module that all its
+//! users share.
 //!
 //! ```
 //! use mtsum::{Algorithm, Layout, reference};
@@ -37,6 +47,7 @@ pub mod layout;
 pub mod range;
 pub mod reference;
 pub mod report;
+mod size;
 pub mod source;
 pub mod sumfile;
 pub mod walk;

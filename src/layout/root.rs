@@ -11,7 +11,6 @@ use std::fmt;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
-use super::LeafSize;
 use crate::algorithm::Digest;
 
 /// How a digest is spelled.
@@ -158,24 +157,6 @@ impl fmt::Display for Root {
             None => Ok(()),
         }
     }
-}
-
-/// Why a stream has no root.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum NoRoot {
-    /// BitTorrent v2 gives an empty file no pieces root (BEP 52); inventing one would print a
-    /// value no torrent holds.
-    #[error("an empty file has no {0} pieces root (BEP 52)")]
-    EmptyFile(&'static str),
-    /// S3 refuses an upload of more than 10 000 parts, so no such value exists.
-    #[error(
-        "{parts} parts of {part_size}, more than S3's 10000; use --part-size {suggestion} (what the AWS CLI would choose)"
-    )]
-    TooManyParts {
-        parts: u64,
-        part_size: LeafSize,
-        suggestion: LeafSize,
-    },
 }
 
 #[cfg(test)]

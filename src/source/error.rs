@@ -3,6 +3,8 @@
 
 use std::io;
 
+use crate::size::LeafSize;
+
 /// Why one input could not be hashed. The message is the part after `mtsum: NAME: `.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
@@ -42,7 +44,7 @@ pub enum InputError {
     /// The layout has no root for this input (an empty file in BitTorrent v2, more than
     /// 10 000 parts for S3).
     #[error("{0}")]
-    NoRoot(#[from] crate::layout::NoRoot),
+    NoRoot(#[from] NoRoot),
     /// `-g` on a tree too large to draw.
     #[error(
         "the tree has {leaves} leaves, more than the {max} a graph can show; use a larger --leaf-size"
@@ -79,6 +81,26 @@ pub fn os_message(e: &io::Error) -> String {
 /// streams it holds reach it, so it never holds more than twice that beyond its buffer pool
 /// (the audit: one per reader).
 pub const MAX_HELD_STREAM: u64 = 64 << 20;
+
+/// Why a stream has no root: a layout gives none to this input. It lives beside
+/// [`InputError`], which carries it, so that reading needs nothing of the layouts that
+/// raise it (`mtsum::layout::NoRoot` names it too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoRoot {
+    /// BitTorrent v2 gives an empty file no pieces root (BEP 52); inventing one would print a
+    /// value no torrent holds.
+    #[error("an empty file has no {0} pieces root (BEP 52)")]
+    EmptyFile(&'static str),
+    /// S3 refuses an upload of more than 10 000 parts, so no such value exists.
+    #[error(
+        "{parts} parts of {part_size}, more than S3's 10000; use --part-size {suggestion} (what the AWS CLI would choose)"
+    )]
+    TooManyParts {
+        parts: u64,
+        part_size: LeafSize,
+        suggestion: LeafSize,
+    },
+}
 
 #[cfg(test)]
 mod tests {

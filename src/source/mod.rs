@@ -60,7 +60,7 @@ mod stream;
 mod target;
 
 pub use buffer::{Buffer, Chunk, Pieces};
-pub use error::{InputError, MAX_HELD_STREAM, os_message};
+pub use error::{InputError, MAX_HELD_STREAM, NoRoot, os_message};
 pub use file::{Input, SizedFile, open_path};
 pub(crate) use filesystems::FileSystems;
 pub use mode::{Fallback, ReadMode};
