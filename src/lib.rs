@@ -24,7 +24,8 @@
 //! - [`range`]: one file hashed in ranges anywhere (partials) and combined into its root;
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
-//! - [`report`]: what is printed besides checksum lines (timings, error lines).
+//! - [`report`]: what is printed besides checksum lines (timings, error lines);
+//! - [`dialect`]: errors that suggest a setting, named as the command line or Python names it.
 //!
 //! No file imports one that imports it back: a type lives in the lowest module that all its
 //! users share.
@@ -39,6 +40,7 @@ pub mod algorithm;
 pub mod audit;
 pub mod batch;
 pub mod check;
+pub mod dialect;
 pub mod engine;
 pub mod graph;
 pub mod json;

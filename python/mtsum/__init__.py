@@ -18,23 +18,35 @@ rfc6962, and the values storage systems report: s3, glacier, dropbox, btv2; all 
 bytes as an int, or ``"4K"``, ``"1M"``). Digests are returned as the CLI prints them:
 lowercase hex, or as the storage system shows them (base64 for S3's checksums, ``-N`` after
 a multipart value); :meth:`Hasher.value` gives the same, :meth:`Hasher.hexdigest` always hex.
-A path is a str, bytes (a name that is not UTF-8) or a path-like object of either; a str
-``s3://BUCKET/KEY`` or ``http(s)://HOST/PATH`` names a remote object, read by concurrent range
-GETs (see ``storage_options`` below).
+A str ``s3://BUCKET/KEY`` or ``http(s)://HOST/PATH`` names a remote object, read by
+concurrent range GETs (see ``storage_options`` below).
 
 Remote objects are reached as the CLI reaches them (``AWS_*`` variables, ``~/.aws`` profiles,
 ``AWS_ENDPOINT_URL``), or with ``storage_options``, a dict of s3fs's keys: ``key``, ``secret``,
 ``token``, ``anon`` (unsigned requests, for public buckets), ``endpoint_url``, ``region``,
 ``profile``, ``client_kwargs`` (``endpoint_url``, ``region_name``), and mtsum's own
 ``connections`` (range GETs at once, default 16) and ``addressing_style`` (``"path"`` or
-``"virtual"``). A store's refusal is an ``OSError`` with the CLI's line:
-``OSError("s3://b/k: no such object (404)")``.
+``"virtual"``). A store's refusal is an ``OSError`` naming the URL: a missing object a
+``FileNotFoundError``, a refused one a ``PermissionError``.
 
-Errors are exceptions whose message is the CLI's error line without ``mtsum:``:
-``FileNotFoundError("missing.bin: No such file or directory")``, ``PermissionError``,
-``IsADirectoryError``, ``OSError`` (``errno`` set where the system gave one), and
-``ValueError`` for bad parameters or a file the layout has no digest for (an empty file with
-btv2, more than 10 000 parts with s3). Every call that reads files releases the GIL.
+Paths: a path is a str, bytes (a name that is not UTF-8) or a path-like object of either; a
+NUL in it is ``ValueError: embedded null byte``, as for ``open()``. Relative paths are relative
+to the current directory (the client's, for :mod:`mtsum.dask`), and results name every file
+as it was given, or as a glob pattern or a walk found it, never made absolute:
+:func:`sum_files` and :func:`mtsum.dask.sum_files` report the same names for the same
+arguments, so their results join on the path. Both take a list of paths, one path, or a glob
+pattern, and walk directories with ``recursive=True`` as ``mtsum -r`` does; the rules (a
+pattern that matches nothing, a missing path with glob characters, directories, FIFOs and
+devices) are in ``help(mtsum._operands)`` and the README.
+
+Errors: an input that cannot be hashed raises what ``open()`` raises for the same cause, with
+``errno``, ``strerror`` and ``filename`` set: ``FileNotFoundError(2, 'No such file or
+directory', 'missing.bin')``, ``PermissionError``, ``IsADirectoryError``. A cause without an
+errno (``changed while being read``) is an ``OSError`` with ``strerror`` and ``filename`` too,
+whose message is the command's line ``missing.bin: cause``. Bad parameters raise
+``ValueError``, naming settings by their keywords (``leaf_size=``, ``layout="plain"``), as
+does a file the layout has no digest for (an empty file with btv2, more than 10 000 parts with
+s3; it has ``filename`` and ``strerror`` too). Every call that reads files releases the GIL.
 
 Ctrl-C during :func:`file_digest`, :func:`sum_files` or :func:`hash_range` raises
 KeyboardInterrupt at once (in the main thread, as for any signal) and stops the hash: the
@@ -47,7 +59,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, NamedTuple, Optional, Union
 
-from . import _mtsum
+from . import _mtsum, _operands
 from ._mtsum import ALGORITHMS, LAYOUTS, Hasher
 
 __all__ = [
@@ -69,16 +81,6 @@ StrPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 LeafSize = Union[int, str, None]
 StorageOptions = Optional[dict[str, Any]]
 
-_PATH_TYPES = (str, bytes, os.PathLike)
-
-
-def _paths(paths: Union[StrPath, Iterable[StrPath]]) -> list[Union[str, bytes]]:
-    """The paths as ``os.fspath`` gives them, each once, in order; a single path is the list
-    of that one path (an iterable of its characters would be one-letter paths)."""
-    if isinstance(paths, _PATH_TYPES):
-        paths = [paths]
-    return list(dict.fromkeys(os.fspath(p) for p in paths))
-
 
 def file_digest(
     path: StrPath,
@@ -91,7 +93,8 @@ def file_digest(
     """The digest of one file, as ``mtsum -a ALGORITHM -t LAYOUT -l LEAF_SIZE PATH`` prints it.
 
     The library's engine hashes it on ``threads`` workers (default: every available core). A
-    FIFO or character device is read as a stream (the "mtsum" layout, whose tree needs the
+    relative path is relative to the current directory. A FIFO or character device is read
+    as a stream, as the command reads it (waiting for a writer) (the "mtsum" layout, whose tree needs the
     length up front, holds at most 64 MiB of it: ``io.UnsupportedOperation`` beyond). A file
     whose size or modification time changes while it is read raises
     ``OSError("NAME: changed while being read")``.
@@ -104,20 +107,31 @@ def file_digest(
 
 
 class FileSum(NamedTuple):
-    """The result of one file of :func:`sum_files`: its size and digest, or the error."""
+    """The result of one file of :func:`sum_files`: its length and digest, or the error.
 
-    size: Optional[int]
-    """Bytes hashed, or None if the file could not be hashed."""
+    The fields are the columns of :func:`mtsum.dask.sum_files`'s DataFrame: ``bytes`` (not
+    ``size``, which a DataFrame has as an attribute of its own), ``digest`` and ``error``.
+    """
+
+    bytes: Optional[int]
     digest: Optional[str]
-    """The digest in lowercase hex, or None if the file could not be hashed."""
     error: Optional[str]
-    """None, or the message :func:`file_digest` would raise for it:
-    ``"missing.bin: No such file or directory"``."""
 
     @property
     def ok(self) -> bool:
         """Whether the file was hashed."""
         return self.error is None
+
+
+FileSum.bytes.__doc__ = "The number of bytes hashed, or None if the file could not be hashed."
+FileSum.digest.__doc__ = (
+    "The digest as the command prints it (lowercase hex, or base64 for S3's checksums), or "
+    "None if the file could not be hashed."
+)
+FileSum.error.__doc__ = (
+    "None, or the command's error line without 'mtsum: ': 'missing.bin: No such file or "
+    "directory'."
+)
 
 
 def sum_files(
@@ -127,20 +141,48 @@ def sum_files(
     leaf_size: LeafSize = None,
     threads: Optional[int] = None,
     storage_options: StorageOptions = None,
+    *,
+    recursive: bool = False,
+    follow_symlinks: bool = False,
+    allow_empty: bool = False,
 ) -> dict[Union[str, bytes], FileSum]:
     """The digest of every file, hashed in parallel on one pool of ``threads`` workers.
 
-    Returns a dict from each path (as ``os.fspath`` gives it; a path given twice is hashed
-    once) to its :class:`FileSum`, in the order of ``paths``. A single path (str, bytes or
-    path-like) is that one file, as in :func:`mtsum.dask.sum_files`. One bad file never raises: its
-    FileSum has ``error`` set and the others are hashed. Directories are not walked (their
-    error is ``"NAME: Is a directory"``); pass the files, e.g. from ``glob``. Bad parameters
-    raise ValueError before anything is read. Ctrl-C raises KeyboardInterrupt at once and
-    stops the hash of every file (see the module's help).
+    ``paths``: a list of paths (never patterns), one path, or a glob pattern such as
+    ``"data/**/*.nc"`` that is not an existing path; the same rules as
+    :func:`mtsum.dask.sum_files`. A pattern whose fixed directories do not exist, or that
+    matches no file, raises FileNotFoundError, unless ``allow_empty=True`` for the latter.
+    With ``recursive=True`` a directory stands for the files below it, in the order and by
+    the names of ``mtsum -r`` (symbolic links below it followed with ``follow_symlinks=True``,
+    as ``-L``; FIFOs, sockets and devices below it left out); without it, a directory's error
+    is ``"NAME: Is a directory"``.
+
+    Returns a dict from each path (as given, or as found; a path given twice is hashed once)
+    to its :class:`FileSum`, in order. One bad file never raises: its FileSum has ``error``
+    set and the others are hashed. A FIFO named in ``paths`` is read as a stream, as the
+    command reads it. Bad parameters raise ValueError before anything is read. Ctrl-C raises
+    KeyboardInterrupt at once and stops the hash of every file (see the module's help).
     """
-    keys = _paths(paths)
-    results = _mtsum.sum_files(keys, algorithm, layout, leaf_size, threads, storage_options)
-    return {key: FileSum(*result) for key, result in zip(keys, results)}
+    _mtsum.plan(0, 1, algorithm, layout, leaf_size)  # bad parameters before any walk
+    operands = _operands.expand(paths, recursive, follow_symlinks, allow_empty, storage_options)
+    todo = [op for op in operands if op.cause is None]
+    rows = iter(
+        _mtsum.sum_files(
+            [op.name for op in todo],
+            algorithm,
+            layout,
+            leaf_size,
+            threads,
+            storage_options,
+            [op.found for op in todo],
+        )
+    )
+    result = {}
+    for op in operands:
+        length, digest, cause = (None, None, op.cause) if op.cause is not None else next(rows)
+        error = None if cause is None else _mtsum._message(op.name, cause)
+        result[op.name] = FileSum(length, digest, error)
+    return result
 
 
 def plan(

@@ -15,6 +15,16 @@ task is pure (its result depends only on its arguments, which include the file's
 modification time), so a task lost with a worker is run again elsewhere by Dask and cannot
 change the result; a file modified meanwhile fails instead (``changed while being read``).
 
+Paths follow the rules of :func:`mtsum.sum_files` (see ``help(mtsum._operands)``): relative
+paths are relative to the client's current directory and made absolute for the workers, and
+results name each file as it was given or found. Nothing here opens a file on the client: it
+is sized with ``stat``, so a FIFO or a device never blocks the client or a worker (a FIFO
+named is refused, one found by a glob or a walk left out).
+
+An error met by a task comes back from it as data (the exception), and is raised here or
+put in the file's row: the worker logs no "Compute Failed" for a file that could not be
+hashed.
+
 Without ``client=``, the current default client is used (``distributed.get_client()``); to use
 an existing cluster::
 
@@ -25,13 +35,13 @@ an existing cluster::
 
 from __future__ import annotations
 
-import glob as _glob
 import math
 import os
 from typing import Any, Iterable, Optional, Tuple, Union
 
 import mtsum
-from mtsum import LeafSize, StorageOptions, StrPath, _mtsum
+from mtsum import LeafSize, StorageOptions, StrPath, _errors, _mtsum, _operands
+from mtsum._operands import is_url
 
 try:
     import distributed
@@ -51,6 +61,8 @@ thousand tasks and a few GiB keep every worker busy."""
 BATCH_FILES = 1000
 """The most small files in one task of :func:`sum_files`."""
 
+# (bytes, digest, cause): the cause of an error without the name, which the row's message
+# gives as the path was given (the workers read it by its absolute path).
 _Row = Tuple[Optional[int], Optional[str], Optional[str]]
 
 
@@ -80,41 +92,33 @@ def _hash_part(
     layout: str,
     leaf_size: LeafSize,
     storage_options: StorageOptions = None,
-) -> tuple[Optional[str], Optional[str]]:
-    """A task: the partial of one range, or ``(None, message)``. ``mtime_ns`` is the file's
+) -> tuple[Optional[str], Optional[Exception]]:
+    """A task: the partial of one range, or ``(None, exception)``: an error is returned, not
+    raised, so that the worker does not log it as a failed task. ``mtime_ns`` is the file's
     modification time when it was planned: a file modified since fails, and the task's key
     differs from one of the file before. For a remote object it is the object's version,
     which each of its range GETs then asks for: the worker reads its ranges from the store."""
     try:
-        if _is_url(path):
+        if is_url(path):
             partial = mtsum.hash_range(
                 path, start, end, algorithm, layout, leaf_size, size=size, threads=1,
                 storage_options=storage_options, version=mtime_ns,
             )
             return partial, None
         if tuple(_mtsum._stat(path)) != (size, mtime_ns):
-            raise OSError(_mtsum._message(path, "changed while being read"))
+            raise _errors.OSError(None, "changed while being read", path)
         # One thread per task: the worker's threads run tasks side by side.
         partial = mtsum.hash_range(
             path, start, end, algorithm, layout, leaf_size, size=size, threads=1
         )
         return partial, None
-    except OSError as e:
-        return None, str(e)
-
-
-def _raise(message: str) -> None:
-    raise OSError(message)
-
-
-def _is_url(path: Union[str, bytes]) -> bool:
-    """Whether ``path`` names a remote object (``s3://``, ``http://``, ``https://``)."""
-    return isinstance(path, str) and path.lower().startswith(("s3://", "http://", "https://"))
+    except (OSError, ValueError) as e:
+        return None, e
 
 
 def _absolute(path: Union[str, bytes]) -> Union[str, bytes]:
     """A local path made absolute (the workers may run elsewhere); a URL as it is."""
-    return path if _is_url(path) else os.path.abspath(path)
+    return path if is_url(path) else os.path.abspath(path)
 
 
 def file_digest(
@@ -135,13 +139,19 @@ def file_digest(
     :mod:`mtsum`) or the workers' own AWS settings.
 
     ``parts``: how many ranges at most (default: one per :data:`PART_BYTES`, at least one per
-    worker thread). Raises what :func:`mtsum.file_digest` raises (FileNotFoundError, ...), and
-    ValueError for bad parameters, before any task runs; an error met by a task is raised here
-    as OSError with its message. A plain digest other than BLAKE3 cannot be split: one task.
+    worker thread). Raises what :func:`mtsum.file_digest` raises (FileNotFoundError, ...,
+    naming the path as given), and ValueError for bad parameters, before any task runs; a
+    FIFO or character device raises ``io.UnsupportedOperation`` at once (its bytes cannot be
+    read in ranges). An error met by a task is raised here. A plain digest other than BLAKE3
+    cannot be split: one task.
     """
     client = _client(client)
-    path = _absolute(os.fspath(path))
-    size, mtime_ns = _mtsum._stat(path, storage_options)
+    given = os.fspath(path)
+    path = _absolute(given)
+    try:
+        size, mtime_ns = _mtsum._stat(path, storage_options)
+    except (OSError, ValueError) as e:
+        raise _errors.renamed(e, given) from None
     if parts is None:
         parts = max(_threads(client), math.ceil(size / PART_BYTES))
     ranges = mtsum.plan(size, parts, algorithm, layout, leaf_size)
@@ -155,8 +165,13 @@ def file_digest(
     results = client.gather(futures)
     for _, error in results:
         if error is not None:
-            _raise(error)
+            raise _errors.renamed(error, given)
     return mtsum.combine(partial for partial, _ in results)
+
+
+def _cause(e: Exception) -> str:
+    """Why a file could not be hashed, without its name (see :data:`_Row`)."""
+    return getattr(e, "strerror", None) or str(e)
 
 
 def _sum_batch(
@@ -165,33 +180,11 @@ def _sum_batch(
     layout: str,
     leaf_size: LeafSize,
     storage_options: StorageOptions = None,
-) -> list[mtsum.FileSum]:
-    """A task: ``(size, digest, error)`` of each of a few small files."""
-    sums = mtsum.sum_files(paths, algorithm, layout, leaf_size, 1, storage_options)
-    return list(sums.values())
-
-
-def _expand(
-    paths_or_glob: Union[StrPath, Iterable[StrPath]], storage_options: StorageOptions
-) -> list[Union[str, bytes]]:
-    """The paths: one path that exists (``run[1].nc`` is a file, not a pattern) or has no
-    glob characters is itself; another is a glob pattern, whose matches that are not
-    directories come in byte order of their names (``**`` matches any depth); an iterable
-    gives its paths in their order. An ``s3://BUCKET/PREFIX/`` URL (ending with ``/``) is
-    the objects below it, by key; any other URL is itself."""
-    if isinstance(paths_or_glob, mtsum._PATH_TYPES):
-        pattern = os.fspath(paths_or_glob)
-        if _is_url(pattern):
-            if pattern.lower().startswith("s3://") and (
-                pattern.endswith("/") or "/" not in pattern[5:]
-            ):
-                return _mtsum._list(pattern, storage_options)
-            return [pattern]
-        if os.path.lexists(pattern) or not _glob.has_magic(pattern):
-            return [pattern]
-        matches = _glob.glob(pattern, recursive=True)
-        return sorted((m for m in matches if not os.path.isdir(m)), key=os.fsencode)
-    return mtsum._paths(paths_or_glob)
+) -> list[_Row]:
+    """A task: ``(bytes, digest, cause)`` of each of a few small files, each sized on the
+    client as a regular file (a FIFO in its place is refused, not waited for) or an object."""
+    found = [True] * len(paths)
+    return _mtsum.sum_files(paths, algorithm, layout, leaf_size, 1, storage_options, found)
 
 
 def sum_files(
@@ -201,30 +194,47 @@ def sum_files(
     layout: str = "mtsum",
     leaf_size: LeafSize = None,
     storage_options: StorageOptions = None,
+    *,
+    recursive: bool = False,
+    follow_symlinks: bool = False,
+    allow_empty: bool = False,
 ) -> "pandas.DataFrame":
     """The digest of every file, hashed on the cluster's workers.
 
-    ``paths_or_glob``: a list of paths (kept in their order, a path given twice once), one
-    path (str, bytes or path-like: that file, as in :func:`mtsum.sum_files`, even where its
-    name has glob characters), or a glob pattern such as ``"/data/**/*.nc"`` that is no
-    existing path (its files, in byte order of their names).
+    ``paths_or_glob``: a list of paths (kept in their order, a path given twice once; never
+    patterns), one path (str, bytes or path-like: that file, even where its name has glob
+    characters), or a glob pattern such as ``"/data/**/*.nc"`` that is not an existing path
+    (its files, in byte order of their names). A pattern whose fixed directories do not
+    exist (``/lustre/datset/**``) raises FileNotFoundError, and so does one that matches no
+    file, unless ``allow_empty=True``. With ``recursive=True``, directories stand for the
+    files below them as for ``mtsum -r`` (``follow_symlinks=True``: ``-L``); without it, a
+    directory named is a row with the error ``Is a directory``. The rules are those of
+    :func:`mtsum.sum_files`, and so are the names: the two results join on ``path``.
+
     Files of up to :data:`PART_BYTES` go to tasks in batches (up to that many bytes or
     :data:`BATCH_FILES` files each), larger ones are cut into ranges like :func:`file_digest`.
+    The client lists and stats the files (to size the tasks); the workers read them. A FIFO,
+    socket or character device named is a row with its error at once (it cannot be read on
+    another machine); found by a glob or a walk, it is left out.
 
-    The client lists and stats the files (to size the tasks); the workers read them.
-    Returns a DataFrame with one row per path, in that order: ``path``, ``size`` (nullable
-    int), ``digest`` (hex) and ``error`` (the message :func:`mtsum.file_digest` would raise);
-    a file hashed has no ``error``, one that failed no ``size`` and ``digest`` (missing values
-    are NA: ``frame.error.isna()``). One bad file never raises.
+    Returns a DataFrame with one row per file, in that order: ``path``, ``bytes`` (nullable
+    int; the field of :class:`mtsum.FileSum`), ``digest`` and ``error`` (the line of
+    ``FileSum.error``); a file hashed has no ``error``, one that failed no ``bytes`` and
+    ``digest``. Missing values are ``pandas.NA`` in every column (``frame.error.isna()``).
+    One bad file never raises.
 
     ``s3://BUCKET/PREFIX/`` hashes the objects below the prefix (listed by the client), and
     URLs may stand among the paths: the workers read them from the store, reached with
     ``storage_options`` (see :func:`file_digest`); a prefix that cannot be listed raises.
     """
-    client = _client(client)
-    paths = [_absolute(p) for p in _expand(paths_or_glob, storage_options)]
-    # Validates the parameters once, before anything is submitted.
+    # Bad parameters raise before anything is listed or submitted.
     mtsum.plan(0, 1, algorithm, layout, leaf_size)
+    client = _client(client)
+    operands = _operands.expand(
+        paths_or_glob, recursive, follow_symlinks, allow_empty, storage_options
+    )
+    names = [op.name for op in operands]
+    paths = [_absolute(name) for name in names]
 
     rows: list[_Row] = [(None, None, None)] * len(paths)
     batches: list[tuple[list[int], distributed.Future[Any]]] = []
@@ -235,18 +245,22 @@ def sum_files(
     def flush() -> None:
         nonlocal batch, batch_bytes
         if batch:
-            names = [paths[i] for i in batch]
+            batch_paths = [paths[i] for i in batch]
             future = client.submit(
-                _sum_batch, names, algorithm, layout, leaf_size, storage_options
+                _sum_batch, batch_paths, algorithm, layout, leaf_size, storage_options
             )
             batches.append((batch, future))
         batch, batch_bytes = [], 0
 
-    for i, path in enumerate(paths):
+    for i, (op, path) in enumerate(zip(operands, paths)):
+        if op.cause is not None:
+            rows[i] = (None, None, op.cause)
+            continue
         try:
             size, mtime_ns = _mtsum._stat(path, storage_options)
-        except OSError:
-            size, mtime_ns = 0, None  # the batch reports the error with its message
+        except (OSError, ValueError) as e:
+            rows[i] = (None, None, _cause(e))
+            continue
         ranges = (
             mtsum.plan(size, math.ceil(size / PART_BYTES), algorithm, layout, leaf_size)
             if size > PART_BYTES
@@ -270,19 +284,26 @@ def sum_files(
 
     for indices, future in batches:
         for i, row in zip(indices, future.result()):
-            rows[i] = row
+            rows[i] = tuple(row)  # type: ignore[assignment]
     for i, size, futures in ranged:
         results = client.gather(futures)
         errors = [error for _, error in results if error is not None]
         if errors:
-            rows[i] = (None, None, errors[0])
+            rows[i] = (None, None, _cause(errors[0]))
         else:
             digest = mtsum.combine(partial for partial, _ in results)
             rows[i] = (size, digest, None)
 
-    frame = pandas.DataFrame(
-        [(path, *row) for path, row in zip(paths, rows)],
-        columns=["path", "size", "digest", "error"],
+    messages = [
+        None if cause is None else _mtsum._message(name, cause)
+        for name, (_, _, cause) in zip(names, rows)
+    ]
+    all_str = all(isinstance(name, str) for name in names)
+    return pandas.DataFrame(
+        {
+            "path": pandas.array(names, dtype="string" if all_str else object),
+            "bytes": pandas.array([row[0] for row in rows], dtype="Int64"),
+            "digest": pandas.array([row[1] for row in rows], dtype="string"),
+            "error": pandas.array(messages, dtype="string"),
+        }
     )
-    frame["size"] = frame["size"].astype("Int64")
-    return frame

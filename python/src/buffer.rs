@@ -12,7 +12,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::marker::PhantomData;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi::{Py_ssize_t, PyObject};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -33,8 +33,12 @@ struct RawBuffer {
     internal: *mut c_void,
 }
 
-/// `PyBUF_SIMPLE`: one C-contiguous run of bytes, or a `BufferError`.
+/// `PyBUF_SIMPLE`: one C-contiguous run of bytes, or an error of the exporter's choice
+/// (`BufferError` from a `memoryview`, `ValueError` from NumPy).
 const PYBUF_SIMPLE: c_int = 0;
+
+/// `PyBUF_FULL_RO`: any buffer, strided or not, which every exporter can give.
+const PYBUF_FULL_RO: c_int = 0x011c;
 
 unsafe extern "C" {
     fn PyObject_GetBuffer(obj: *mut PyObject, view: *mut RawBuffer, flags: c_int) -> c_int;
@@ -54,7 +58,8 @@ pub struct Bytes<'py> {
 
 impl<'py> Bytes<'py> {
     /// The bytes of `obj`: a `TypeError` for a `str` (as `hashlib` says it) or an object
-    /// without the buffer protocol, a `BufferError` for a buffer that is not contiguous.
+    /// without the buffer protocol, a `BufferError` for a buffer that is not contiguous,
+    /// whichever exception its exporter raised ([`not_contiguous`]).
     pub fn of(obj: &Bound<'py, PyAny>) -> PyResult<Bytes<'py>> {
         if obj.is_instance_of::<PyString>() {
             return Err(PyTypeError::new_err(
@@ -67,7 +72,7 @@ impl<'py> Bytes<'py> {
         // SAFETY: `obj` is a live object and we hold the GIL (`Bound<'py, _>`); `raw` is a
         // `Py_buffer` of the layout CPython expects (see the module's documentation).
         if unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *raw, PYBUF_SIMPLE) } != 0 {
-            return Err(PyErr::fetch(obj.py()));
+            return Err(not_contiguous(obj, PyErr::fetch(obj.py())));
         }
         Ok(Bytes {
             raw,
@@ -86,6 +91,25 @@ impl<'py> Bytes<'py> {
         // until PyBuffer_Release (in `drop`), which the borrow of `self` outlives.
         unsafe { std::slice::from_raw_parts(self.raw.buf as *const u8, self.raw.len as usize) }
     }
+}
+
+/// `refused`, the exporter's refusal of a simple buffer, as a `BufferError` (with `refused` as
+/// its cause) if `obj` does export a strided one: then the bytes are there but not in one
+/// run, and the one documented exception for that is better than each exporter's own.
+fn not_contiguous(obj: &Bound<'_, PyAny>, refused: PyErr) -> PyErr {
+    // SAFETY: as in `Bytes::of`; a view filled in is released at once.
+    let mut raw: Box<RawBuffer> = Box::new(unsafe { std::mem::zeroed() });
+    if unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *raw, PYBUF_FULL_RO) } != 0 {
+        // Not even a strided buffer: the exporter's own error says why.
+        PyErr::fetch(obj.py());
+        return refused;
+    }
+    unsafe { PyBuffer_Release(&mut *raw) };
+    let err = PyBufferError::new_err(
+        "the buffer is not contiguous: pass a contiguous copy (bytes(view), numpy.ascontiguousarray(a))",
+    );
+    err.set_cause(obj.py(), Some(refused));
+    err
 }
 
 impl Drop for Bytes<'_> {

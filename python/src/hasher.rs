@@ -9,8 +9,9 @@
 //! hasher goes away), and `digest()` hashes what was collected — a small spool in memory, a
 //! file with the engine on every core. Memory stays bounded; disk use is the stream's length.
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::{JobHasher, NoRoot, Root};
@@ -21,6 +22,20 @@ use tempfile::NamedTempFile;
 /// Bytes of a spool kept in memory before it moves to a file; also how much is gathered in
 /// memory between two writes to the file.
 pub const SPOOL_MEMORY: usize = 1 << 20;
+
+/// Why a hasher gave no digest.
+pub enum Error {
+    /// The spool at `path` (its file, or the directory it was to be made in) failed.
+    Spool(PathBuf, InputError),
+    /// The layout has no value for the bytes fed (an empty stream with btv2).
+    NoRoot(NoRoot),
+}
+
+impl From<NoRoot> for Error {
+    fn from(e: NoRoot) -> Error {
+        Error::NoRoot(e)
+    }
+}
 
 /// What has been fed so far.
 pub enum State {
@@ -48,7 +63,7 @@ impl State {
         }
     }
 
-    pub fn update(&mut self, data: &[u8]) -> io::Result<()> {
+    pub fn update(&mut self, data: &[u8]) -> Result<(), Error> {
         match self {
             State::Streaming(h, n) => {
                 h.update(data);
@@ -60,7 +75,7 @@ impl State {
     }
 
     /// The digest of everything fed so far; feeding may go on.
-    pub fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, InputError> {
+    pub fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, Error> {
         match self {
             // The whole stream is one job, whose digest the combiner makes the root.
             State::Streaming(h, n) => {
@@ -73,7 +88,7 @@ impl State {
     }
 
     /// An independent copy; a spool in a file is copied to another file.
-    pub fn try_clone(&mut self) -> io::Result<State> {
+    pub fn try_clone(&mut self) -> Result<State, Error> {
         Ok(match self {
             State::Streaming(h, n) => State::Streaming(h.clone(), *n),
             State::Spooled(spool) => State::Spooled(spool.try_clone()?),
@@ -82,40 +97,51 @@ impl State {
 }
 
 impl Spool {
-    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+    fn write(&mut self, data: &[u8]) -> Result<(), Error> {
         if self.memory.len() + data.len() <= SPOOL_MEMORY {
             self.memory.extend_from_slice(data);
             return Ok(());
         }
         self.flush()?;
         if data.len() >= SPOOL_MEMORY {
-            self.file()?.write_all(data)
+            let result = self.file()?.write_all(data);
+            result.map_err(|e| self.failed(e))
         } else {
             self.memory.extend_from_slice(data);
             Ok(())
         }
     }
 
-    /// The spool's file, created on first use.
-    fn file(&mut self) -> io::Result<&mut File> {
+    /// The spool's file, created on first use in the directory for temporary files (TMPDIR).
+    fn file(&mut self) -> Result<&mut File, Error> {
         if self.file.is_none() {
-            self.file = Some(NamedTempFile::with_prefix(".mtsum-spool-")?);
+            let dir = std::env::temp_dir();
+            let file = NamedTempFile::with_prefix_in(".mtsum-spool-", &dir)
+                .map_err(|e| Error::Spool(dir.clone(), InputError::Io(dir_error(&dir, e))))?;
+            self.file = Some(file);
         }
         Ok(self.file.as_mut().expect("just created").as_file_mut())
     }
 
+    /// An error of the spool's file, naming it.
+    fn failed(&self, e: io::Error) -> Error {
+        let path = self.file.as_ref().map(|f| f.path().to_path_buf());
+        Error::Spool(path.unwrap_or_default(), InputError::Io(e))
+    }
+
     /// Moves the bytes in memory to the file.
-    fn flush(&mut self) -> io::Result<()> {
+    fn flush(&mut self) -> Result<(), Error> {
         if !self.memory.is_empty() {
             let memory = std::mem::take(&mut self.memory);
-            self.file()?.write_all(&memory)?;
+            let result = self.file()?.write_all(&memory);
+            result.map_err(|e| self.failed(e))?;
             self.memory = memory;
             self.memory.clear();
         }
         Ok(())
     }
 
-    fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, InputError> {
+    fn digest(&mut self, layout: Layout, algorithm: Algorithm) -> Result<Root, Error> {
         if self.file.is_none() {
             return Ok(hash_bytes(layout, algorithm, &self.memory)?);
         }
@@ -127,11 +153,14 @@ impl Spool {
             .path()
             .to_path_buf();
         let request = Request::new(layout, algorithm);
-        let digest = Engine::default().hash(&request, Target::Path(path))?;
-        Ok(digest.root)
+        match Engine::default().hash(&request, Target::Path(path.clone())) {
+            Ok(digest) => Ok(digest.root),
+            Err(InputError::NoRoot(e)) => Err(Error::NoRoot(e)),
+            Err(e) => Err(Error::Spool(path, e)),
+        }
     }
 
-    fn try_clone(&mut self) -> io::Result<Spool> {
+    fn try_clone(&mut self) -> Result<Spool, Error> {
         let mut copy = Spool {
             memory: self.memory.clone(),
             file: None,
@@ -140,10 +169,21 @@ impl Spool {
             // Through the copy's own handle, which then stands at the end of the data, where
             // its next flush appends (a copy by path left it at 0, and that flush overwrote the
             // data). The original is read through a handle of its own, leaving its offset be.
-            let mut from = file.reopen()?;
-            io::copy(&mut from, copy.file()?)?;
+            let mut from = file.reopen().map_err(|e| self.failed(e))?;
+            let copied = io::copy(&mut from, copy.file()?);
+            copied.map_err(|e| copy.failed(e))?;
         }
         Ok(copy)
+    }
+}
+
+/// Why the temporary file could not be made in `dir`: the directory's own error where it has
+/// one (tempfile's error names a file that never existed and has no errno).
+fn dir_error(dir: &std::path::Path, e: io::Error) -> io::Error {
+    match fs::metadata(dir) {
+        Err(why) => why,
+        Ok(meta) if !meta.is_dir() => io::Error::from_raw_os_error(libc::ENOTDIR),
+        Ok(_) => io::Error::from(e.kind()),
     }
 }
 

@@ -22,13 +22,14 @@ use std::time::Duration;
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::{Encoding, LeafSizeError};
 use mtsum::source::{Input, InputError, Target};
+use mtsum::walk::{Recursion, Walked, walk};
 use mtsum::{Algorithm, Layout, LeafSize, sumfile};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyString};
 
 use buffer::Bytes;
-use errors::{input_error, io_error, value_error};
+use errors::{input_error, io_error, value_error, worded_error};
 use mtsum::range::{self, Partial, Spec};
 
 /// Below this many bytes `update` keeps the GIL: releasing and taking it back costs more than
@@ -104,10 +105,16 @@ fn unsigned_opt(name: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u
 
 /// A path as Python gives it: a str, bytes (the name as the system has it, which need not be
 /// UTF-8) or an `os.PathLike` of either, as `os.fsdecode` takes them. Every function that
-/// takes a path takes it through here.
+/// takes a path takes it through here. A NUL byte is refused as `open()` refuses it: no
+/// system call takes such a name, and the name the error would show is not the one given.
 fn path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
     let os = obj.py().import("os")?;
-    os.getattr("fsdecode")?.call1((obj,))?.extract()
+    let path: PathBuf = os.getattr("fsdecode")?.call1((obj,))?.extract()?;
+    if path.as_os_str().as_bytes().contains(&0) {
+        return Err(PyValueError::new_err("embedded null byte"));
+    }
+    Ok(path)
 }
 
 /// The paths of an iterable of paths ([`path`]).
@@ -143,12 +150,12 @@ fn parse_spec(
     leaf: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Layout, Algorithm)> {
     let leaf = leaf_size(leaf)?;
-    let layout = Layout::from_name(layout, leaf).map_err(value_error)?;
+    let layout = Layout::from_name(layout, leaf).map_err(worded_error)?;
     let algorithm: Algorithm = match algorithm {
         Some(name) => name.parse().map_err(value_error)?,
         None => layout.default_algorithm(),
     };
-    layout.check_algorithm(algorithm).map_err(value_error)?;
+    layout.check_algorithm(algorithm).map_err(worded_error)?;
     Ok((layout, algorithm))
 }
 
@@ -216,7 +223,7 @@ fn interruptible<R: Send + 'static>(
             // The caller may be gone (interrupted): nobody is left to tell.
             let _ = tx.send(work(&engine));
         })
-        .map_err(|e| io_error(py, e))?;
+        .map_err(io_error)?;
     loop {
         // A `Receiver` is not `Sync`: the waiting closure borrows it mutably, which is `Send`.
         let rx = &mut rx;
@@ -236,13 +243,17 @@ fn interruptible<R: Send + 'static>(
     }
 }
 
-/// One file of `sum_files`: `(size, digest, None)` or `(None, None, message)`.
+/// One file of `sum_files`: `(size, digest, None)` or `(None, None, cause)`.
 type FileRow = (Option<u64>, Option<String>, Option<String>);
 
 /// Many files on one pool of workers: for each path in order, `(size, digest, None)` or
-/// `(None, None, message)`, the message that `file_digest` would raise for that path.
+/// `(None, None, cause)`, the cause that `file_digest` would raise for that path (the caller
+/// names the file in the message, by the name it reports). A path whose `found` is true was
+/// found as a regular file (by a walk or a glob, or sized by a client) and must still be one:
+/// a FIFO in its place is refused instead of waited for.
 #[pyfunction]
-#[pyo3(signature = (paths, algorithm=None, layout="mtsum", leaf_size=None, threads=None, storage_options=None))]
+#[pyo3(signature = (paths, algorithm=None, layout="mtsum", leaf_size=None, threads=None, storage_options=None, found=None))]
+#[allow(clippy::too_many_arguments)] // Python keywords, as in `mtsum.plan`
 fn sum_files(
     py: Python<'_>,
     #[pyo3(from_py_with = paths)] paths: Vec<PathBuf>,
@@ -251,25 +262,62 @@ fn sum_files(
     leaf_size: Option<&Bound<'_, PyAny>>,
     threads: Option<&Bound<'_, PyAny>>,
     storage_options: Option<&Bound<'_, PyAny>>,
+    found: Option<Vec<bool>>,
 ) -> PyResult<Vec<FileRow>> {
     let (layout, algorithm) = parse_spec(algorithm, layout, leaf_size)?;
     let engine = Engine::new(thread_count(threads)?);
     let request = Request::new(layout, algorithm);
     let options = storage::options(storage_options)?;
+    let found = found.unwrap_or_default();
     let targets: Vec<Target> = paths
         .iter()
-        .map(|path| storage::target(path, &options))
+        .enumerate()
+        .map(|(i, path)| match storage::target(path, &options)? {
+            Target::Path(path) if found.get(i) == Some(&true) => Ok(Target::File(path)),
+            target => Ok(target),
+        })
         .collect::<PyResult<_>>()?;
     interruptible(py, engine, move |engine| {
         let mut out = Vec::new();
-        engine.hash_all(&request, targets, |target, result| {
+        engine.hash_all(&request, targets, |_, result| {
             out.push(match result {
                 Ok(d) => (Some(d.size), Some(d.root.to_string()), None),
-                Err(e) => (None, None, Some(errors::message(&target_path(&target), &e))),
+                Err(e) => (None, None, Some(errors::cause(&e))),
             })
         });
         out
     })
+}
+
+/// The files below `paths` in the order and by the rules of `mtsum -r` (`-L` with
+/// `follow_symlinks`): for each input, `(path, found, None)`, `found` when the walk found it
+/// as a regular file below a directory; for each directory that could not be walked,
+/// `(path, False, cause)`. FIFOs, sockets and devices found below a directory, and symbolic
+/// links not followed, are left out. Paths are bytes, as the system has them.
+#[pyfunction]
+fn _walk(
+    py: Python<'_>,
+    #[pyo3(from_py_with = paths)] paths: Vec<PathBuf>,
+    follow_symlinks: bool,
+) -> Vec<(Py<PyBytes>, bool, Option<String>)> {
+    use std::os::unix::ffi::OsStrExt;
+    let recursion = Recursion::from_flags(true, follow_symlinks);
+    let items: Vec<_> =
+        py.detach(|| walk(paths.into_iter().map(Target::Path), recursion).collect());
+    let bytes = |p: &std::path::Path| PyBytes::new(py, p.as_os_str().as_bytes()).unbind();
+    items
+        .into_iter()
+        .filter_map(|item| match item {
+            Walked::Input(target) => {
+                let found = matches!(target, Target::File(_));
+                Some((bytes(&target_path(&target)), found, None))
+            }
+            Walked::Error { path, error } => {
+                Some((bytes(&path), false, Some(errors::cause(&error))))
+            }
+            Walked::Skipped { .. } => None,
+        })
+        .collect()
 }
 
 /// The name of `target` as a path, for messages: a URL's text, `-` for standard input.
@@ -341,10 +389,9 @@ fn hash_range(
     let result = interruptible(py, engine, move |engine| {
         let size = match size {
             Some(size) => size,
-            None => match Input::open(&target) {
-                Ok(Input::Sized(file)) => file.len(),
-                Ok(Input::Stream(_)) => return Ok(None),
-                Err(e) => return Ok(Some(Err(e))),
+            None => match sized(&target) {
+                Ok((size, _)) => size,
+                Err(e) => return Ok(Err(e)),
             },
         };
         let spec = Spec {
@@ -352,18 +399,48 @@ fn hash_range(
             algorithm,
             size,
         };
-        range::hash_range(engine, target, spec, start..end).map(Some)
+        range::hash_range(engine, target, spec, start..end)
     })?;
     match result.map_err(value_error)? {
-        Some(Ok(partial)) => Ok(partial.to_line()),
-        Some(Err(InputError::RangeOfStream)) | None => Err(stream_has_no_ranges(&path)),
-        Some(Err(e)) => Err(input_error(py, &path, &e)),
+        Ok(partial) => Ok(partial.to_line()),
+        Err(e) => Err(input_error(py, &path, &e)),
     }
 }
 
-/// `(size, mtime_ns)` of the file at `path`, or the exception hashing it would raise: what
-/// `mtsum.dask` plans with. For a remote object, its version in place of the time, which
-/// `hash_range(version=...)` holds every worker to.
+/// The size of the file `target` names, which ranges can be read of, and its modification
+/// time in ns (for a remote object, its version, which `hash_range(version=...)` holds every
+/// worker to). Without blocking: a FIFO, a socket or a character device is a stream, refused
+/// after a `stat` and never opened (opening a FIFO waits for a writer, and each open of a
+/// character device may give other bytes). A block device is opened for its size, which
+/// `stat` does not tell.
+fn sized(target: &Target) -> Result<(u64, i128), InputError> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Some(path) = target.path() else {
+        return match Input::open(target)? {
+            Input::Sized(file) => Ok((file.len(), i128::from(file.remote_version().unwrap_or(0)))),
+            Input::Stream(_) => Err(InputError::RangeOfStream),
+        };
+    };
+    let meta = std::fs::metadata(path)?;
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return Err(InputError::IsADirectory);
+    }
+    let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+    if kind.is_file() {
+        return Ok((meta.len(), mtime));
+    }
+    if !kind.is_block_device() {
+        return Err(InputError::RangeOfStream);
+    }
+    match Input::open(target)? {
+        Input::Sized(file) => Ok((file.len(), mtime)),
+        Input::Stream(_) => Err(InputError::RangeOfStream),
+    }
+}
+
+/// `(size, mtime_ns)` of the file at `path` ([`sized`]), or the exception hashing a range of
+/// it would raise, at once for a stream: what `mtsum.dask` plans with.
 #[pyfunction]
 #[pyo3(signature = (path, storage_options=None))]
 fn _stat(
@@ -371,39 +448,15 @@ fn _stat(
     #[pyo3(from_py_with = path)] path: PathBuf,
     storage_options: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(u64, i128)> {
-    use std::os::unix::fs::MetadataExt;
     let target = storage::target(&path, &storage::options(storage_options)?)?;
-    let opened = py.detach(|| match Input::open(&target)? {
-        Input::Sized(file) if target.path().is_none() => {
-            let version = file.remote_version().unwrap_or(0);
-            Ok(Some((file.len(), i128::from(version))))
-        }
-        Input::Sized(file) => {
-            let meta = std::fs::metadata(&path)?;
-            let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-            Ok(Some((file.len(), mtime)))
-        }
-        Input::Stream(_) => Ok(None),
-    });
-    match opened {
-        Ok(Some(stat)) => Ok(stat),
-        Ok(None) => Err(stream_has_no_ranges(&path)),
-        Err(e) => Err(input_error(py, &path, &e)),
-    }
+    py.detach(|| sized(&target))
+        .map_err(|e| input_error(py, &path, &e))
 }
 
 /// `NAME: cause`, the message of an exception about `path`, as the CLI says it.
 #[pyfunction]
 fn _message(#[pyo3(from_py_with = path)] path: PathBuf, cause: &str) -> String {
     errors::message(&path, &cause)
-}
-
-/// A FIFO or character device given where ranges are needed.
-fn stream_has_no_ranges(path: &std::path::Path) -> PyErr {
-    errors::UnsupportedOperation::new_err(errors::message(
-        path,
-        &"cannot hash a range of a stream; hash it whole with file_digest",
-    ))
 }
 
 /// The root digest (hex) from partial lines that cover a file once.
@@ -489,7 +542,7 @@ impl Hasher {
             Some(result) => result,
             None => py.detach(|| self.state().update(data)),
         };
-        result.map_err(|e| io_error(py, e))
+        result.map_err(|e| hasher_error(py, e))
     }
 
     /// The digest of everything fed so far, as bytes (without S3's part count: see
@@ -517,7 +570,7 @@ impl Hasher {
         Ok(Hasher {
             layout: self.layout,
             algorithm: self.algorithm,
-            state: Mutex::new(state.map_err(|e| io_error(py, e))?),
+            state: Mutex::new(state.map_err(|e| hasher_error(py, e))?),
         })
     }
 
@@ -532,6 +585,20 @@ impl Hasher {
     #[getter]
     fn digest_size(&self) -> usize {
         self.algorithm.digest_len()
+    }
+
+    /// The hash function's block in bytes, as hashlib gives it: 64 for md5, sha1, sha224 and
+    /// sha256, 128 for sha384 and sha512 (what `hmac` pads its key to), 64 for blake3 (its
+    /// block, as the `blake3` package says) and for xxh3 and xxh128 (their stripe), and 1 for
+    /// the CRCs, which take a byte at a time. The layout does not change it: it is the
+    /// function's.
+    #[getter]
+    fn block_size(&self) -> usize {
+        match self.algorithm {
+            Algorithm::Sha384 | Algorithm::Sha512 => 128,
+            a if a.is_crc() => 1,
+            _ => 64,
+        }
     }
 
     /// The hash function: "sha256", "blake3", ...
@@ -562,10 +629,16 @@ impl Hasher {
     fn root(&self, py: Python<'_>) -> PyResult<mtsum::layout::Root> {
         let (layout, algorithm) = (self.layout, self.algorithm);
         let result = py.detach(|| self.state().digest(layout, algorithm));
-        result.map_err(|e| match e {
-            InputError::Io(e) => io_error(py, e),
-            other => PyValueError::new_err(other.to_string()),
-        })
+        result.map_err(|e| hasher_error(py, e))
+    }
+}
+
+/// A spool that failed is an OSError naming its file or directory (TMPDIR); bytes the layout
+/// has no value for a ValueError, as for `file_digest`.
+fn hasher_error(py: Python<'_>, e: hasher::Error) -> PyErr {
+    match e {
+        hasher::Error::Spool(path, e) => input_error(py, &path, &e),
+        hasher::Error::NoRoot(e) => worded_error(e),
     }
 }
 
@@ -579,6 +652,7 @@ fn _mtsum(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_stat, m)?)?;
     m.add_function(wrap_pyfunction!(_message, m)?)?;
     m.add_function(wrap_pyfunction!(storage::_list, m)?)?;
+    m.add_function(wrap_pyfunction!(_walk, m)?)?;
     m.add_class::<Hasher>()?;
     m.add("ALGORITHMS", Algorithm::ALL.map(Algorithm::name).to_vec())?;
     // The library's own lists, so that a layout or algorithm added there is listed here.

@@ -107,3 +107,36 @@ def cli(mtsum_bin: str, paths, algorithm: str, layout: str, leaf, *extra: str) -
     out = subprocess.run(args + list(extra) + [str(p) for p in paths], check=True,
                          capture_output=True, text=True)
     return out.stdout.split()
+
+
+def without_blocking(fifo, call):
+    """`call()`'s result or exception, failing the test if it waits on `fifo` for a writer.
+
+    The call runs in a thread; one that has not returned after a minute (it needs a stat, not
+    a read) is taken to be waiting, is released by opening the FIFO for writing, and the
+    test fails. The minute is a guard against hanging the suite, not a measurement.
+    """
+    import threading
+
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append(("value", call()))
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            outcome.append(("error", e))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    if thread.is_alive():
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        thread.join(60)
+        pytest.fail(f"blocked on the FIFO {fifo}")
+    kind, value = outcome[0]
+    if kind == "error":
+        raise value
+    return value

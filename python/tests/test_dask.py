@@ -3,8 +3,10 @@ ranges, many files in batches and ranges, and a worker killed in the middle of a
 
 from __future__ import annotations
 
+import io
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
@@ -15,7 +17,7 @@ import cloudpickle  # noqa: E402  (a dependency of distributed)
 
 import mtsum  # noqa: E402
 import mtsum.dask  # noqa: E402
-from conftest import random_bytes  # noqa: E402
+from conftest import random_bytes, without_blocking  # noqa: E402
 
 # The worker plugin below travels by value: the workers cannot import this test module.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -123,11 +125,11 @@ def test_many_files_on_the_cluster_in_batches_and_ranges(client, tree, monkeypat
     missing = root / "missing"
     listed = [*paths, missing, root / "d0"]
     frame = mtsum.dask.sum_files(listed, client=client, **kw)
-    assert list(frame.columns) == ["path", "size", "digest", "error"]
+    assert list(frame.columns) == ["path", "bytes", "digest", "error"]
     assert list(frame["path"]) == [str(p) for p in listed]
     local = mtsum.sum_files(listed, **kw)
     for row in frame.itertuples():
-        got = tuple(None if pandas.isna(v) else v for v in (row.size, row.digest, row.error))
+        got = tuple(None if pandas.isna(v) else v for v in (row.bytes, row.digest, row.error))
         assert got == local[row.path], row.path
     assert frame["error"].notna().sum() == 2
     assert frame.loc[frame["path"] == str(missing), "error"].item() == f"{missing}: No such file or directory"
@@ -140,12 +142,14 @@ def test_a_glob_gives_its_files_in_byte_order(client, tree):
     assert list(frame["path"]) == files
     assert frame["error"].isna().all()
     assert list(frame["digest"]) == [s.digest for s in mtsum.sum_files(files).values()]
-    assert list(frame["size"]) == [os.path.getsize(f) for f in files]
+    assert list(frame["bytes"]) == [os.path.getsize(f) for f in files]
 
 
-def test_a_glob_that_matches_nothing_is_an_empty_frame(client, tmp_path):
-    frame = mtsum.dask.sum_files(str(tmp_path / "*.none"), client=client)
-    assert list(frame.columns) == ["path", "size", "digest", "error"]
+def test_a_glob_that_matches_nothing_is_an_empty_frame_only_if_allowed(client, tmp_path):
+    with pytest.raises(FileNotFoundError):
+        mtsum.dask.sum_files(str(tmp_path / "*.none"), client=client)
+    frame = mtsum.dask.sum_files(str(tmp_path / "*.none"), client=client, allow_empty=True)
+    assert list(frame.columns) == ["path", "bytes", "digest", "error"]
     assert len(frame) == 0
     assert mtsum.sum_files([]) == {}
 
@@ -164,3 +168,68 @@ def test_the_default_algorithm_is_the_layouts(client, big):
     assert mtsum.dask.file_digest(big, layout="s3") == mtsum.file_digest(big, "md5", "s3")
     frame = mtsum.dask.sum_files([big], client=client, layout="s3")
     assert list(frame["digest"]) == [mtsum.file_digest(big, "md5", "s3")]
+
+
+def test_a_fifo_never_blocks_the_client_or_a_worker(client, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "a").write_bytes(b"a")
+    with pytest.raises(io.UnsupportedOperation) as e:
+        without_blocking(fifo, lambda: mtsum.dask.file_digest(fifo, client=client))
+    assert e.value.filename == str(fifo)
+    # Found by a glob, it is left out, as mtsum -r leaves it out; named, it is a row with its
+    # error.
+    frame = without_blocking(fifo, lambda: mtsum.dask.sum_files(str(tmp_path / "*"), client=client))
+    assert list(frame["path"]) == [str(tmp_path / "a")]
+    frame = without_blocking(fifo, lambda: mtsum.dask.sum_files([fifo], client=client))
+    assert frame["error"].item().startswith(f"{fifo}: cannot hash a range of a stream")
+
+
+def test_a_typo_in_a_glob_raises_instead_of_an_empty_frame(client, tmp_path):
+    with pytest.raises(FileNotFoundError) as e:
+        mtsum.dask.sum_files(str(tmp_path / "datset" / "**" / "*.nc"), client=client)
+    assert e.value.filename == str(tmp_path / "datset")
+    missing = str(tmp_path / "run[1].nc")
+    with pytest.raises(FileNotFoundError) as e:
+        mtsum.dask.sum_files(missing, client=client)
+    assert e.value.filename == missing
+    frame = mtsum.dask.sum_files([missing], client=client)
+    assert frame["error"].item() == f"'{missing}': No such file or directory"
+
+
+def test_relative_paths_join_with_the_local_results(client, tree, monkeypatch):
+    root, _ = tree
+    monkeypatch.chdir(root)
+    for given in [["d0/file 00.bin", "./large-a", "missing"], "**/*.bin"]:
+        frame = mtsum.dask.sum_files(given, client=client)
+        local = mtsum.sum_files(given)
+        assert list(frame["path"]) == list(local)
+        for row in frame.itertuples():
+            assert local[row.path].error == (None if row.error is pandas.NA else row.error)
+            assert local[row.path].digest == (None if row.digest is pandas.NA else row.digest)
+    with pytest.raises(FileNotFoundError) as e:
+        mtsum.dask.file_digest("missing", client=client)
+    assert e.value.filename == "missing"
+
+
+def test_recursive_gives_the_files_of_mtsum_r_in_a_frame_with_bytes_and_na(client, tree, mtsum_bin):
+    root, _ = tree
+    frame = mtsum.dask.sum_files(root, client=client, recursive=True)
+    out = subprocess.run([mtsum_bin, "-r", str(root)], capture_output=True, text=True, check=True)
+    names = [line.split("  ", 1)[1] for line in out.stdout.splitlines()]
+    assert list(frame["path"]) == names
+    assert list(frame.columns) == ["path", "bytes", "digest", "error"]
+    assert list(frame["bytes"]) == [os.path.getsize(n) for n in names]
+    assert frame["error"].iloc[0] is pandas.NA
+    failed = mtsum.dask.sum_files([root / "missing"], client=client)
+    assert failed["bytes"].iloc[0] is pandas.NA
+    assert failed["digest"].iloc[0] is pandas.NA
+
+
+def test_an_error_in_a_task_is_raised_here_and_not_logged_by_the_worker(client, tmp_path):
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="an empty file has no btv2 pieces root"):
+        mtsum.dask.file_digest(empty, client=client, layout="btv2")
+    logs = client.get_worker_logs()
+    assert not any("Compute Failed" in line for lines in logs.values() for _, line in lines)

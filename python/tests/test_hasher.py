@@ -6,7 +6,11 @@ from __future__ import annotations
 import array
 import base64
 import hashlib
+import hmac
+import pydoc
 import random
+import re
+import warnings
 
 import pytest
 
@@ -162,3 +166,38 @@ def test_hexdigest_is_the_digests_hex_and_value_is_the_storage_systems(tmp_path,
 def test_hasher_is_final_at_run_time_as_in_its_stub():
     with pytest.raises(TypeError):
         type("Sub", (mtsum.Hasher,), {})
+
+
+def test_block_size_is_hashlibs_so_that_hmac_pads_keys_right():
+    for name in ["md5", "sha1", "sha224", "sha256", "sha384", "sha512"]:
+        assert mtsum.Hasher(name, "plain").block_size == hashlib.new(name).block_size, name
+    assert mtsum.Hasher("sha512", "merkle").block_size == 128
+    for name in ["blake3", "xxh3", "xxh128"]:
+        assert mtsum.Hasher(name, "plain").block_size == 64
+    key = b"k" * 100  # longer than sha256's block, shorter than sha512's: hashed or padded
+    for name in ["sha256", "sha384", "sha512"]:
+        def hasher(data=b"", name=name):
+            h = mtsum.Hasher(name, "plain")
+            h.update(data)
+            return h
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ours = hmac.new(key, b"message", digestmod=hasher)
+        assert ours.hexdigest() == hmac.new(key, b"message", name).hexdigest(), name
+
+
+def test_help_of_filesum_describes_its_fields():
+    text = pydoc.render_doc(mtsum.FileSum, renderer=pydoc.plaintext)
+    assert "Alias for field number" not in text
+    assert "number of bytes hashed" in mtsum.FileSum.bytes.__doc__
+    assert mtsum.FileSum._fields == ("bytes", "digest", "error")
+
+
+def test_a_non_contiguous_numpy_array_raises_what_the_docstring_says():
+    numpy = pytest.importorskip("numpy")
+    assert re.search(r"BufferError for a\s+non-contiguous buffer", mtsum.Hasher.__doc__)
+    h = mtsum.Hasher("sha256", "plain")
+    with pytest.raises(BufferError):
+        h.update(numpy.arange(100)[::2])
+    h.update(numpy.ascontiguousarray(numpy.arange(100)[::2]))
+    assert h.hexdigest() == hashlib.sha256(numpy.arange(100)[::2].tobytes()).hexdigest()

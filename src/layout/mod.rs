@@ -38,6 +38,7 @@ use std::fmt;
 use std::ops::Range;
 
 use crate::algorithm::{Algorithm, Digest, Hasher};
+use crate::dialect::{Dialect, Setting, Worded};
 use crate::lanes::Kernel;
 use crate::source::Pieces;
 
@@ -522,40 +523,78 @@ impl fmt::Display for Layout {
 }
 
 /// Why a layout could not be built from the command line, or does not go with an algorithm.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// The message names the settings that would work in the words of the front end that asked
+/// ([`Worded`]); its `Display` is the command line's.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LayoutError {
-    #[error("unknown layout '{0}' (known: {known})", known = NAMES.join(", "))]
     Unknown(String),
-    #[error(
-        "the {0} layout has no leaf size; -l/--leaf-size applies to merkle and rfc6962, --part-size to s3"
-    )]
     NoLeafSize(&'static str),
-    #[error("invalid part size {0}: {1}")]
     PartSize(LeafSize, &'static str),
-    #[error(
-        "{alg} is a CRC, which has no meaning in the tree of the {layout} layout; use {}",
-        crc_layouts(*alg)
-    )]
     CrcInTree {
         layout: &'static str,
         alg: Algorithm,
     },
-    #[error("the {layout} layout is defined with {allowed} only, not {alg}")]
     Algorithm {
         layout: &'static str,
         alg: Algorithm,
         allowed: &'static str,
     },
-    #[error("S3 has no composite {0} checksum (it is full-object only); use -t plain -a {0}")]
     FullObjectOnly(Algorithm),
 }
 
+impl Worded for LayoutError {
+    fn write_in(&self, f: &mut fmt::Formatter<'_>, dialect: Dialect) -> fmt::Result {
+        match self {
+            LayoutError::Unknown(name) => {
+                write!(f, "unknown layout '{name}' (known: {})", NAMES.join(", "))
+            }
+            LayoutError::NoLeafSize(layout) => write!(
+                f,
+                "the {layout} layout has no leaf size; {} applies to merkle and rfc6962, {} to s3",
+                dialect.name(Setting::LeafSize),
+                dialect.name(Setting::PartSize(None))
+            ),
+            LayoutError::PartSize(size, why) => write!(f, "invalid part size {size}: {why}"),
+            LayoutError::CrcInTree { layout, alg } => write!(
+                f,
+                "{alg} is a CRC, which has no meaning in the tree of the {layout} layout; use {}",
+                crc_layouts(*alg, dialect)
+            ),
+            LayoutError::Algorithm {
+                layout,
+                alg,
+                allowed,
+            } => write!(
+                f,
+                "the {layout} layout is defined with {allowed} only, not {alg}"
+            ),
+            LayoutError::FullObjectOnly(alg) => write!(
+                f,
+                "S3 has no composite {alg} checksum (it is full-object only); use {}",
+                dialect.name(Setting::LayoutAndAlgorithm("plain", alg.name()))
+            ),
+        }
+    }
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_in(f, Dialect::Cli)
+    }
+}
+
+impl std::error::Error for LayoutError {}
+
 /// The layouts a CRC is defined with, as the error of a CRC in a tree suggests them: S3 has
 /// no composite CRC64NVME, so only what works is offered.
-fn crc_layouts(alg: Algorithm) -> &'static str {
+fn crc_layouts(alg: Algorithm, dialect: Dialect) -> String {
+    let plain = dialect.name(Setting::Layout(&["plain"]));
     match s3::check_algorithm(alg) {
-        Ok(()) => "-t plain (the full-object CRC) or -t s3 (S3's composite checksum)",
-        Err(_) => "-t plain (the full-object CRC)",
+        Ok(()) => format!(
+            "{plain} (the full-object CRC) or {} (S3's composite checksum)",
+            dialect.name(Setting::Layout(&["s3"]))
+        ),
+        Err(_) => format!("{plain} (the full-object CRC)"),
     }
 }
 

@@ -1,8 +1,10 @@
 //! Why one input could not be hashed ([`InputError`]), and I/O errors worded as coreutils
 //! words them.
 
+use std::fmt;
 use std::io;
 
+use crate::dialect::{Dialect, Setting, Worded};
 use crate::size::LeafSize;
 
 /// Why one input could not be hashed. The message is the part after `mtsum: NAME: `.
@@ -25,18 +27,12 @@ pub enum InputError {
     /// nor its modification time moved: its file system misreports the size (some network and
     /// FUSE file systems), and a digest of its first `size` bytes would be of other bytes
     /// than the file's.
-    #[error(
-        "holds {} bytes than the {size} its file system reports; hash it as a stream instead: mtsum - < FILE",
-        if *more { "more" } else { "fewer" }
-    )]
+    #[error("{}", self.in_dialect(Dialect::Cli))]
     SizeMisreported { size: u64, more: bool },
     /// A pipe, a character device or a file whose size the file system does not report (procfs,
     /// sysfs) longer than [`MAX_HELD_STREAM`] met a layout that must know the length before it
     /// starts.
-    #[error(
-        "cannot hash a stream of more than {MIB} MiB with the {0} layout (its tree needs the length up front, and a pipe or a /proc or /sys file does not tell it); save it to a file first, or use -t plain, merkle or rfc6962",
-        MIB = MAX_HELD_STREAM >> 20
-    )]
+    #[error("{}", self.in_dialect(Dialect::Cli))]
     StreamNeedsLength(&'static str),
     /// `-g` on a stream of a fixed-leaf layout, whose leaves are not kept.
     #[error("cannot draw the tree of a stream; save it to a file first")]
@@ -63,6 +59,29 @@ pub enum InputError {
     Interrupted,
 }
 
+/// The messages that suggest a setting, in the words of the front end that asked; every
+/// other message is the `Display` of its variant.
+impl Worded for InputError {
+    fn write_in(&self, f: &mut fmt::Formatter<'_>, dialect: Dialect) -> fmt::Result {
+        match self {
+            InputError::SizeMisreported { size, more } => write!(
+                f,
+                "holds {} bytes than the {size} its file system reports; hash it as a stream instead: {}",
+                if *more { "more" } else { "fewer" },
+                dialect.name(Setting::Stream)
+            ),
+            InputError::StreamNeedsLength(layout) => write!(
+                f,
+                "cannot hash a stream of more than {} MiB with the {layout} layout (its tree needs the length up front, and a pipe or a /proc or /sys file does not tell it); save it to a file first, or use {}",
+                MAX_HELD_STREAM >> 20,
+                dialect.name(Setting::Layout(&["plain", "merkle", "rfc6962"]))
+            ),
+            InputError::NoRoot(e) => e.write_in(f, dialect),
+            other => fmt::Display::fmt(other, f),
+        }
+    }
+}
+
 /// An I/O error as coreutils prints it: `No such file or directory`, without Rust's
 /// ` (os error 2)` suffix.
 pub fn os_message(e: &io::Error) -> String {
@@ -85,22 +104,47 @@ pub const MAX_HELD_STREAM: u64 = 64 << 20;
 /// Why a stream has no root: a layout gives none to this input. It lives beside
 /// [`InputError`], which carries it, so that reading needs nothing of the layouts that
 /// raise it (`mtsum::layout::NoRoot` names it too).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+/// The advice names the part size in the words of the front end that asked ([`Worded`]);
+/// `Display` is the command line's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoRoot {
     /// BitTorrent v2 gives an empty file no pieces root (BEP 52); inventing one would print a
     /// value no torrent holds.
-    #[error("an empty file has no {0} pieces root (BEP 52)")]
     EmptyFile(&'static str),
     /// S3 refuses an upload of more than 10 000 parts, so no such value exists.
-    #[error(
-        "{parts} parts of {part_size}, more than S3's 10000; use --part-size {suggestion} (what the AWS CLI would choose)"
-    )]
     TooManyParts {
         parts: u64,
         part_size: LeafSize,
         suggestion: LeafSize,
     },
 }
+
+impl Worded for NoRoot {
+    fn write_in(&self, f: &mut fmt::Formatter<'_>, dialect: Dialect) -> fmt::Result {
+        match self {
+            NoRoot::EmptyFile(layout) => {
+                write!(f, "an empty file has no {layout} pieces root (BEP 52)")
+            }
+            NoRoot::TooManyParts {
+                parts,
+                part_size,
+                suggestion,
+            } => write!(
+                f,
+                "{parts} parts of {part_size}, more than S3's 10000; use {} (what the AWS CLI would choose)",
+                dialect.name(Setting::PartSize(Some(suggestion)))
+            ),
+        }
+    }
+}
+
+impl fmt::Display for NoRoot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_in(f, Dialect::Cli)
+    }
+}
+
+impl std::error::Error for NoRoot {}
 
 #[cfg(test)]
 mod tests {
