@@ -8,7 +8,7 @@
 mod common;
 
 use common::{
-    TARGET_JOB_BYTES, algorithm, config, job_bytes, layout, leaf_size, pattern, size_for,
+    TARGET_JOB_BYTES, algorithm, config, feed, job_bytes, layout, leaf_size, pattern, size_for,
     stream_layout, write_file,
 };
 use std::cell::{Cell, RefCell};
@@ -83,15 +83,13 @@ fn make_fifo(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
-/// Writes `data` into the FIFO at `path` in pieces of `piece` bytes from a thread. Write
-/// errors are ignored: a reader that refuses the stream hangs up early.
+/// Writes `data` into the FIFO at `path` in pieces of `piece` bytes from a thread; a reader
+/// that refuses the stream hangs up early (see [`feed`]).
 fn feed_fifo(path: PathBuf, data: Vec<u8>, piece: usize) -> JoinHandle<()> {
     thread::spawn(move || {
         let mut fifo = OpenOptions::new().write(true).open(&path).unwrap();
         for part in data.chunks(piece.max(1)) {
-            if fifo.write_all(part).is_err() {
-                return;
-            }
+            feed(&mut fifo, part);
         }
     })
 }

@@ -350,30 +350,15 @@ fn a_partial_line_round_trips_and_garbage_is_refused() {
     }
 }
 
-/// `mtsum ARGS` in `dir`: stdout, stderr and the exit status.
+/// `mtsum ARGS` in `dir` with `stdin`: stdout, stderr and the exit status. mtsum may refuse
+/// standard input before reading it (`--range` of `-`), which is no failure of the writing.
 fn mtsum<S: AsRef<std::ffi::OsStr>>(
     dir: &std::path::Path,
     args: &[S],
     stdin: &[u8],
 ) -> (String, String, i32) {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(common::MTSUM)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
-    (
-        text(out.stdout),
-        text(out.stderr),
-        out.status.code().unwrap(),
-    )
+    let run = common::cli::run_stdin(dir, args, stdin);
+    (run.stdout(), run.stderr, run.code.expect("mtsum exits"))
 }
 
 #[test]

@@ -11,7 +11,6 @@ mod common;
 
 use common::{MTSUM, algorithm, config, pattern, write_file};
 use std::fs::{self, File};
-use std::io::Write;
 use std::num::NonZeroUsize;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -185,9 +184,9 @@ proptest! {
                     .stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
                 let mut stdin = child.stdin.take().unwrap();
                 let feed = data.clone();
-                let writer = thread::spawn(move || stdin.write_all(&feed));
+                let writer = thread::spawn(move || common::feed(&mut stdin, &feed));
                 let out = child.wait_with_output().unwrap();
-                writer.join().unwrap().unwrap();
+                writer.join().unwrap();
                 prop_assert_eq!(printed(&out), expected.clone());
             }
         }

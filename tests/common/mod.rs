@@ -9,6 +9,7 @@ pub mod cli;
 pub mod http_server;
 
 use std::ffi::OsString;
+use std::io::{ErrorKind, Write};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
@@ -147,6 +148,21 @@ pub fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
 /// Says on stderr that `test` was skipped, and why.
 pub fn skip(test: &str, reason: &str) {
     eprintln!("SKIPPED {test}: {reason}");
+}
+
+/// Writes `bytes` into what a child reads (its standard input, a pipe or a FIFO), for tests
+/// in which the child may stop reading early: one that refuses its input, or fails before
+/// it reads it, closes its end, and the write then fails with EPIPE (Rust ignores SIGPIPE, so
+/// the test process lives on) as soon as the child is gone, whenever that happens to race
+/// ahead of the write. That is not what such a test checks: its assertions are on what the
+/// child printed and its exit status, which say whether stopping early was right. Any other
+/// write error still fails the test. Pass `&mut` to keep the pipe open, the pipe to close it.
+pub fn feed(mut reader: impl Write, bytes: &[u8]) {
+    if let Err(e) = reader.write_all(bytes)
+        && e.kind() != ErrorKind::BrokenPipe
+    {
+        panic!("writing to the child's input: {e}");
+    }
 }
 
 /// Whether this process runs as root (then permissions do not stop it).
