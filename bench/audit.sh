@@ -20,16 +20,10 @@
 # ${TMPDIR:-/tmp}/mtsum-bench), BENCH_AUDIT_FILES, BENCH_RUNS (5). Needs python3 and GNU time
 # (/usr/bin/time). Shared machines are noisy: compare the ratios of one run.
 set -euo pipefail
-export LC_ALL=C
-
-here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd -- "$here/.." && pwd)
-mtsum=$(realpath -- "${MTSUM:-$root/target/release/mtsum}")
-before=${MTSUM_BEFORE:+$(realpath -- "$MTSUM_BEFORE")}
-dir=${BENCH_DIR:-${TMPDIR:-/tmp}/mtsum-bench}
+. "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+bench_binaries audit.sh
 files=${BENCH_AUDIT_FILES:-20000}
 runs=${BENCH_RUNS:-5}
-[[ -x $mtsum ]] || { echo "audit.sh: no mtsum at $mtsum (cargo build --release)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "audit.sh: needs GNU time (/usr/bin/time)" >&2; exit 1; }
 mkdir -p -- "$dir"
 

@@ -20,10 +20,7 @@
 # BENCH_SPEED_SECONDS BENCH_THREADS BENCH_ALGS BENCH_COLD BENCH_MANY_FILES BENCH_MANY_SIZE
 # BENCH_SECTIONS BENCH_LEAF_ALGS BENCH_LEAF_SIZES BENCH_OUT BENCH_INSTALL MTSUM MTSUM_REFERENCE.
 set -euo pipefail
-export LC_ALL=C
-
-here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd -- "$here/.." && pwd)
+. "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 say() { printf '%s\n' "$*" >&2; }
 die() {
@@ -55,7 +52,6 @@ algs=${BENCH_ALGS:-$def_algs}
 algs=${algs//,/ }
 many_files=${BENCH_MANY_FILES:-$def_many}
 many_size_arg=${BENCH_MANY_SIZE:-64K}
-dir=${BENCH_DIR:-${TMPDIR:-/tmp}/mtsum-bench}
 if [[ -n ${BENCH_OUT:-} ]]; then
     out=$BENCH_OUT
 elif [[ $quick == 1 ]]; then

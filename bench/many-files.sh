@@ -26,13 +26,7 @@
 # with most of their memory free; 0: once at the start). Needs python3 and hyperfine. Shared
 # machines are noisy: compare the ratios of one run.
 set -euo pipefail
-export LC_ALL=C
-
-here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd -- "$here/.." && pwd)
-mtsum=$(realpath -- "${MTSUM:-$root/target/release/mtsum}")
-before=${MTSUM_BEFORE:+$(realpath -- "$MTSUM_BEFORE")}
-dir=${BENCH_DIR:-${TMPDIR:-/tmp}/mtsum-bench}
+. "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 files=${BENCH_MANY_FILES:-20000}
 algs=${BENCH_ALGS:-md5 sha256 blake3}
 layouts=${BENCH_LAYOUTS:-mtsum plain rfc6962}
@@ -40,7 +34,7 @@ threads=${BENCH_THREADS:-"$(nproc) 1"}
 runs=${BENCH_RUNS:-7}
 recache=${BENCH_RECACHE:-1}
 command -v hyperfine >/dev/null || { echo "many-files.sh: needs hyperfine" >&2; exit 1; }
-[[ -x $mtsum ]] || { echo "many-files.sh: no mtsum at $mtsum (cargo build --release)" >&2; exit 1; }
+bench_binaries many-files.sh
 (cd -- "$root" && cargo build --quiet --release --example read_floor)
 read_floor=$root/target/release/examples/read_floor
 
