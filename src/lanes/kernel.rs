@@ -50,14 +50,15 @@ pub struct Kernel {
 enum Simd {
     /// MD5, two groups of sixteen 32-bit lanes in 512-bit registers, interleaved step by step:
     /// AVX-512's rotate and three-input logic make a step about half the instructions of
-    /// AVX2's (10.7 GB/s on one core, 14 × one OpenSSL stream, 1.5 × the AVX2 lanes). On AMD
+    /// AVX2's (one Zen 4 core: 9.2 GB/s, 12 × one OpenSSL stream, 1.2 × the AVX2 lanes; Zen 5:
+    /// 14.9 GB/s, 2.6 × the AVX2 lanes; `docs/performance.md`, "Multi-buffer kernels"). On AMD
     /// Zen 4 a call of 32 blocks or more runs the two groups one after the other instead
     /// (`md5_avx512::SPLIT_BLOCKS`).
     #[cfg(target_arch = "x86_64")]
     Md5Avx512,
     /// MD5, one group of sixteen lanes: what the two-group kernel runs for up to sixteen busy
-    /// lanes (8.7 GB/s on sixteen messages, where the two-group kernel would give half of
-    /// its 10.7).
+    /// lanes (8.7 GB/s on sixteen messages on Zen 4, where the two-group kernel would give
+    /// half of its 9.2).
     #[cfg(target_arch = "x86_64")]
     Md5Avx512Half,
     /// MD5, two groups of eight 32-bit lanes interleaved step by step.
@@ -69,7 +70,7 @@ enum Simd {
     #[cfg(target_arch = "x86_64")]
     Md5Avx2Single,
     /// SHA-224/256, sixteen 32-bit lanes per 512-bit register with AVX-512's rotate and
-    /// three-input logic: 6.1 GB/s on one Zen 5 core, 1.85 × [`Simd::Sha256Ni2`] and 2.75 ×
+    /// three-input logic: 6.0 GB/s on one Zen 5 core, 1.8 × [`Simd::Sha256Ni2`] and 2.75 ×
     /// one SHA-NI stream. With eight busy lanes or fewer it runs those, packed, in pairs on
     /// [`Simd::Sha256Ni2`] where the CPU has SHA-NI (as fast as half of its own width).
     #[cfg(target_arch = "x86_64")]
@@ -88,13 +89,13 @@ enum Simd {
     #[cfg(target_arch = "x86_64")]
     Sha1Ni2,
     /// SHA-224/256, eight 32-bit lanes per AVX2 register, for CPUs without SHA-NI: 1.8 GB/s on
-    /// one Zen 4 core, as much as one SHA-NI stream and 0.57 × [`Simd::Sha256Ni2`], which is
+    /// one Zen 4 core, as much as one SHA-NI stream and 0.53 × [`Simd::Sha256Ni2`], which is
     /// why it comes after it. Bound by the instruction count (35 a round, 12 of them the
     /// shifts of the rotations).
     #[cfg(target_arch = "x86_64")]
     Sha256Avx2,
     /// SHA-1, eight 32-bit lanes per AVX2 register, for CPUs without SHA-NI: 3.5 GB/s on one
-    /// Zen 4 core, 1.8 × one SHA-NI stream but 0.82 × [`Simd::Sha1Ni4`].
+    /// Zen 4 core, 1.8 × one SHA-NI stream but 0.74 × [`Simd::Sha1Ni4`].
     #[cfg(target_arch = "x86_64")]
     Sha1Avx2,
     /// SHA-384/512, two groups of eight 64-bit lanes in 512-bit registers, with AVX-512's
@@ -173,7 +174,7 @@ enum Chosen {
     /// 2.9–3.1 against 3.0–3.3 on 4 KiB, even on 1 KiB; CPU time of `mtsum -p 1 -a sha256`
     /// with `-t rfc6962` (1 GiB, median of 5 alternating runs): 848 against 768 ms at 1 KiB
     /// leaves, 598 against 574 at 4 KiB, 704 against 556 at 64 KiB, the default layout
-    /// level. On Zen 5 the AVX-512 kernel is 1.85 × the SHA-NI pair ([`Simd::Sha256Avx512`]).
+    /// level. On Zen 5 the AVX-512 kernel is 1.8 × the SHA-NI pair ([`Simd::Sha256Avx512`]).
     UnlessHalfWidth512,
 }
 

@@ -4,8 +4,9 @@
 //! (`vprord`) and three-input logic (`vpternlogd`): a round is 17 instructions instead of 35,
 //! a schedule word 11 instead of 21. On a core that runs 512-bit instructions at the rate of
 //! 256-bit ones (AMD Zen 5) that is four times the AVX2 kernel's work per instruction, and
-//! beats SHA-NI, whose `sha256rnds2` does two rounds of one message per instruction: 2.6 × the
-//! two interleaved SHA-NI streams of `sha256_ni` there. Where 512-bit instructions are split
+//! beats SHA-NI, whose `sha256rnds2` does two rounds of one message per instruction: 1.8 × the
+//! two interleaved SHA-NI streams of `sha256_ni` there (5.97 against 3.31 GB/s on one core,
+//! `docs/performance.md`, "Multi-buffer kernels"). Where 512-bit instructions are split
 //! in two (AMD Zen 4) it is about as fast as those.
 //!
 //! The blocks are loaded as MD5's are in `md5_avx512` (sixteen 64-byte rows, one per message,

@@ -11,7 +11,8 @@
 //! rounds on eight messages per 512-bit register: AMD Zen 4 splits those in two (there eight
 //! messages in one zmm register measured 4 % slower than two interleaved groups of four in ymm
 //! registers), AMD Zen 5 does not, and there two groups of eight hash 1.8 × as fast as two of
-//! four (6.6 GB/s on one core against 3.7, 5.1 × one OpenSSL stream), so it is chosen first.
+//! four (6.6 GB/s on one core against 3.6, 5.4 × one OpenSSL stream; `docs/performance.md`,
+//! "Multi-buffer kernels"), so it is chosen first.
 //!
 //! Everything but the round functions is the AVX2 kernel's: the entry checks, the constants,
 //! the loads and transpositions, and the order of rounds and schedule words. It runs in
