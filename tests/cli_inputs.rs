@@ -33,6 +33,24 @@ fn missing_file_is_no_such_file_and_the_others_are_still_hashed() {
     );
 }
 
+/// Built without the `remote` feature (the tests of URLs, tests/remote.rs, are then left out),
+/// a URL is still an operand that fails on its own line, not a path looked for on disk.
+#[cfg(not(feature = "remote"))]
+#[test]
+fn url_in_a_build_without_remote_objects_fails_alone_and_the_others_are_still_hashed() {
+    let dir = tempdir();
+    write(dir.path(), "a", b"a");
+    let url = "http://127.0.0.1:9/object";
+    run(dir.path(), [url, "a"]).assert(
+        1,
+        &line_of(dir.path(), &[], "a"),
+        &error_line(
+            url,
+            "this mtsum was built without remote objects (cargo feature `remote`)",
+        ),
+    );
+}
+
 #[test]
 fn directory_is_a_directory_and_the_others_are_still_hashed() {
     let dir = tempdir();

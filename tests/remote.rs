@@ -2,7 +2,10 @@
 //! an object has the digest a local copy of its bytes has, in every layout, whatever the
 //! number of connections; faults are retried or reported on one line, never turned into a
 //! digest of other bytes. (`s3://` operands are tested against an S3 API server in
-//! python/tests/test_s3.py.)
+//! python/tests/test_s3.py.) Built without the `remote` feature, mtsum refuses URLs, and
+//! tests/cli_inputs.rs checks that instead.
+
+#![cfg(feature = "remote")]
 
 mod common;
 

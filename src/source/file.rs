@@ -520,11 +520,9 @@ impl SizedFile {
     /// Fails with [`InputError::Changed`] if the size or modification time is no longer what
     /// it was when the file was opened.
     fn check_stamp(&self) -> Result<(), InputError> {
-        let file = match &self.file {
-            Backing::File(file) => file,
-            // Every range GET was guarded by the version the object was opened at.
-            #[cfg(feature = "remote")]
-            Backing::Remote(_) => return Ok(()),
+        let Ok(file) = self.file.local() else {
+            // A remote object: every range GET was guarded by the version it was opened at.
+            return Ok(());
         };
         let meta = file.metadata()?;
         let len = if self.is_block_device {
