@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in, run as run_cmd};
-use common::{MTSUM, mtsum_unprivileged, skip, tempdir, wait_until};
+use common::audit::{Run, flip_byte_keeping_mtime, mtime, mtsum_in, run as run_cmd};
+use common::{MTSUM, mtsum_unprivileged, skip, tempdir, wait_until, write_file};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -33,27 +33,9 @@ fn audit_in(dir: &Path, args: &[&str]) -> Run {
     mtsum_in(dir, &[&["--audit"], args].concat())
 }
 
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).unwrap();
-    }
-    fs::write(&path, bytes).unwrap();
-    path
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    fs::metadata(path).unwrap().modified().unwrap()
-}
-
 fn set_mtime(path: &Path, t: SystemTime) {
     let f = OpenOptions::new().write(true).open(path).unwrap();
     f.set_modified(t).unwrap();
-}
-
-/// Bit rot: one byte changes, and nothing else does (size, mtime to the nanosecond).
-fn flip_byte_keeping_mtime(path: &Path, offset: u64) {
-    flip_bytes_keeping_mtime(path, &[offset]);
 }
 
 /// A legitimate edit: new content, and an mtime surely different from the recorded one
@@ -131,11 +113,11 @@ fn library_audit(targets: &[PathBuf], options: &Options) -> Vec<(Status, Action,
 
 /// The tree of the all-classes tests, recorded by a first audit; returns the store flags.
 fn recorded_tree(dir: &Path, store: &[&str]) {
-    write(dir, "tree/ok", b"untouched");
-    write(dir, "tree/rot", &vec![7u8; 100_000]);
-    write(dir, "tree/edited", b"first draft");
-    write(dir, "tree/sub/deleted", b"soon gone");
-    write(dir, "tree/sub/ok2", b"also untouched");
+    write_file(dir, "tree/ok", b"untouched");
+    write_file(dir, "tree/rot", &vec![7u8; 100_000]);
+    write_file(dir, "tree/edited", b"first draft");
+    write_file(dir, "tree/sub/deleted", b"soon gone");
+    write_file(dir, "tree/sub/ok2", b"also untouched");
     let first = audit_in(dir, &[&["-a", "sha512", "-r", "tree"], store].concat());
     assert_eq!(first.code, Some(0), "{}", first.stderr);
     assert!(
@@ -150,7 +132,7 @@ fn audit_after_every_kind_of_damage(dir: &Path, store: &[&str]) -> Run {
     flip_byte_keeping_mtime(&dir.join("tree/rot"), 50_000);
     edit(&dir.join("tree/edited"), b"second draft, longer");
     fs::remove_file(dir.join("tree/sub/deleted")).unwrap();
-    write(dir, "tree/sub/added", b"brand new");
+    write_file(dir, "tree/sub/added", b"brand new");
     let _growing = Growing::start(&dir.join("tree/growing"));
     let args = [&["-p", "1", "-a", "sha512", "-r", "tree"], store].concat();
     audit_in(dir, &args)
@@ -248,7 +230,7 @@ fn an_unreadable_file_is_reported_with_its_cause_and_the_others_are_audited() {
     let dir = tempdir();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
     for name in ["a", "secret"] {
-        let path = write(dir.path(), name, name.as_bytes());
+        let path = write_file(dir.path(), name, name.as_bytes());
         fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
     }
     // Recorded while readable; the manifest is the unprivileged user's.
@@ -294,8 +276,8 @@ fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them()
             fs::create_dir(dir.path().join(name)).unwrap();
             fs::set_permissions(dir.path().join(name), fs::Permissions::from_mode(0o755)).unwrap();
         }
-        write(dir.path(), "u/a", b"a");
-        write(dir.path(), "u/sub/d", b"d");
+        write_file(dir.path(), "u/a", b"a");
+        write_file(dir.path(), "u/sub/d", b"d");
         first.args(["--audit", "-r"]).args(*store).arg("u");
         let r = run_cmd(first.current_dir(dir.path()));
         assert_eq!(r.stdout, "new  u/a\nnew  u/sub/d\n", "{}", r.stderr);
@@ -327,10 +309,10 @@ fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them()
 #[test]
 fn a_file_named_whose_directory_became_a_file_is_missing_once() {
     let dir = tempdir();
-    write(dir.path(), "d/x", b"x");
+    write_file(dir.path(), "d/x", b"x");
     audit_in(dir.path(), &["--manifest", "m", "d/x"]);
     fs::remove_dir_all(dir.path().join("d")).unwrap();
-    write(dir.path(), "d", b"now a file");
+    write_file(dir.path(), "d", b"now a file");
     let r = audit_in(dir.path(), &["--manifest", "m", "--update", "d/x"]);
     assert_eq!(
         (r.stdout.as_str(), r.code),
@@ -350,8 +332,8 @@ fn records_at_or_below_a_path_named_but_not_audited_are_not_missing_and_update_k
     };
     for store in stores {
         let dir = tempdir();
-        write(dir.path(), "u/a", b"a");
-        write(dir.path(), "u/sub/d", b"d");
+        write_file(dir.path(), "u/a", b"a");
+        write_file(dir.path(), "u/sub/d", b"d");
         let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
         assert_eq!(r.stdout, "new  u/a\nnew  u/sub/d\n", "{}", r.stderr);
 
@@ -419,8 +401,8 @@ fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
             "no user extended attributes here",
         );
     }
-    let a = write(dir.path(), "d/a", b"alpha");
-    write(dir.path(), "d/b", b"beta");
+    let a = write_file(dir.path(), "d/a", b"alpha");
+    write_file(dir.path(), "d/b", b"beta");
     let r = audit_in(dir.path(), &["-r", "d"]);
     assert_eq!(r.stdout, "new  d/a\nnew  d/b\n");
     assert_eq!(r.code, Some(0));
@@ -462,7 +444,7 @@ fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
 fn a_corrupt_file_keeps_its_record_until_fix_is_given() {
     let dir = tempdir();
     let store = ["--manifest", "m"];
-    let f = write(dir.path(), "f", b"precious data");
+    let f = write_file(dir.path(), "f", b"precious data");
     audit_in(dir.path(), &[&["f"], &store[..]].concat());
     let recorded = Manifest::load(&dir.path().join("m")).unwrap();
     flip_byte_keeping_mtime(&f, 3);
@@ -488,7 +470,7 @@ fn a_corrupt_file_keeps_its_record_until_fix_is_given() {
 fn a_modified_file_is_refreshed_only_with_update() {
     let dir = tempdir();
     let store = ["--manifest", "m"];
-    let f = write(dir.path(), "f", b"v1");
+    let f = write_file(dir.path(), "f", b"v1");
     audit_in(dir.path(), &[&["f"], &store[..]].concat());
     edit(&f, b"v2");
     for _ in 0..2 {
@@ -513,8 +495,8 @@ fn manifest_names(path: &Path) -> Vec<String> {
 #[test]
 fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
     let dir = tempdir();
-    write(dir.path(), "t/empty", b"");
-    let x = write(dir.path(), "t/x", b"x\n");
+    write_file(dir.path(), "t/empty", b"");
+    let x = write_file(dir.path(), "t/x", b"x\n");
     let args = ["-r", "t", "-t", "btv2", "--manifest", "m"];
     let note = "mtsum: 1 empty file not recorded: an empty file has no btv2 pieces root (BEP 52)\n";
     // Not unreadable, run after run: BitTorrent v2 gives it no value, and it has nothing to rot.
@@ -563,7 +545,7 @@ fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
 
     // A btv2 value of an empty file cannot be imported: it would never check out.
     let sums = "BTV2-SHA256 (t/empty) = 73cb3858a687a8494ca3323053016282f3dad39d42cf62ca4e79dda2aac7d9ac\n";
-    write(dir.path(), "SUMS", sums.as_bytes());
+    write_file(dir.path(), "SUMS", sums.as_bytes());
     let r = audit_in(dir.path(), &["--manifest", "i", "--import", "SUMS"]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert!(
@@ -577,25 +559,25 @@ fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
 #[test]
 fn a_manifest_reached_by_a_symbolic_link_is_replaced_where_it_lies_and_the_link_kept() {
     let dir = tempdir();
-    write(dir.path(), "t/a", b"a");
+    write_file(dir.path(), "t/a", b"a");
     fs::create_dir(dir.path().join("real")).unwrap();
     audit_in(dir.path(), &["--manifest", "real/m", "t/a"]);
     std::os::unix::fs::symlink("real/m", dir.path().join("link")).unwrap();
-    write(dir.path(), "t/b", b"b");
+    write_file(dir.path(), "t/b", b"b");
     let r = audit_in(dir.path(), &["--manifest", "link", "-r", "t"]);
     assert_eq!(r.stdout, "ok  t/a\nnew  t/b\n", "{}", r.stderr);
     let link = fs::symlink_metadata(dir.path().join("link")).unwrap();
     assert!(link.file_type().is_symlink(), "the link is kept");
     assert_eq!(manifest_names(&dir.path().join("real/m")), ["t/a", "t/b"]);
     // A temporary file left beside it by a crash is its own, not a file to audit.
-    write(dir.path(), "real/.m.1-0.tmp", b"half a manifest");
+    write_file(dir.path(), "real/.m.1-0.tmp", b"half a manifest");
     let r = audit_in(dir.path(), &["--manifest", "link", "-r", "real"]);
     assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
     // An export through a link writes where it points, too.
     fs::remove_file(dir.path().join("link")).unwrap();
     fs::copy(dir.path().join("real/m"), dir.path().join("m")).unwrap();
     std::os::unix::fs::symlink("real/x", dir.path().join("link")).unwrap();
-    write(dir.path(), "real/x", b"old");
+    write_file(dir.path(), "real/x", b"old");
     let r = audit_in(dir.path(), &["--manifest", "m", "--export", "link"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
@@ -617,7 +599,7 @@ fn a_manifest_reached_by_a_symbolic_link_is_replaced_where_it_lies_and_the_link_
 #[test]
 fn the_summary_counts_one_file_and_one_byte_in_the_singular() {
     let dir = tempdir();
-    write(dir.path(), "t/x", b"x");
+    write_file(dir.path(), "t/x", b"x");
     let r = audit_in(dir.path(), &["-r", "t", "--manifest", "m"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
@@ -630,7 +612,7 @@ fn the_summary_counts_one_file_and_one_byte_in_the_singular() {
 #[test]
 fn a_touched_file_is_modified_even_with_the_same_content() {
     let dir = tempdir();
-    let f = write(dir.path(), "f", b"same");
+    let f = write_file(dir.path(), "f", b"same");
     audit_in(dir.path(), &["f", "--manifest", "m"]);
     set_mtime(&f, mtime(&f) + Duration::from_nanos(1));
     let r = audit_in(dir.path(), &["f", "--manifest", "m"]);
@@ -640,9 +622,9 @@ fn a_touched_file_is_modified_even_with_the_same_content() {
 #[test]
 fn missing_records_are_dropped_only_with_update() {
     let dir = tempdir();
-    write(dir.path(), "d/a", b"a");
-    write(dir.path(), "d/b", b"b");
-    write(dir.path(), "elsewhere", b"e");
+    write_file(dir.path(), "d/a", b"a");
+    write_file(dir.path(), "d/b", b"b");
+    write_file(dir.path(), "elsewhere", b"e");
     audit_in(dir.path(), &["-r", "d", "elsewhere", "--manifest", "m"]);
     fs::remove_file(dir.path().join("d/b")).unwrap();
     fs::remove_file(dir.path().join("elsewhere")).unwrap();
@@ -666,7 +648,7 @@ fn missing_records_are_dropped_only_with_update() {
 #[test]
 fn dry_run_decides_everything_and_writes_nothing() {
     let dir = tempdir();
-    let f = write(dir.path(), "f", b"data");
+    let f = write_file(dir.path(), "f", b"data");
     let r = audit_in(dir.path(), &["f", "--manifest", "m", "--dry-run"]);
     assert_eq!(r.stdout, "new  f\n");
     assert!(
@@ -685,9 +667,9 @@ fn dry_run_decides_everything_and_writes_nothing() {
 #[test]
 fn forget_removes_records_from_both_stores() {
     let dir = tempdir();
-    write(dir.path(), "d/a", b"a");
-    write(dir.path(), "d/b", b"b");
-    write(dir.path(), "keep", b"k");
+    write_file(dir.path(), "d/a", b"a");
+    write_file(dir.path(), "d/b", b"b");
+    write_file(dir.path(), "keep", b"k");
     audit_in(dir.path(), &["-r", "d", "keep", "--manifest", "m"]);
     fs::remove_file(dir.path().join("d/b")).unwrap();
     let r = audit_in(dir.path(), &["--forget", "-r", "d", "--manifest", "m"]);
@@ -713,7 +695,7 @@ fn forget_removes_records_from_both_stores() {
 #[test]
 fn records_keep_their_algorithm_when_the_default_changes() {
     let dir = tempdir();
-    write(dir.path(), "f", b"data");
+    write_file(dir.path(), "f", b"data");
     audit_in(
         dir.path(),
         &["f", "--manifest", "m", "-a", "sha256", "-t", "mtsum"],
@@ -731,7 +713,7 @@ fn records_keep_their_algorithm_when_the_default_changes() {
 #[test]
 fn a_coarser_mtime_resolution_accepts_a_copy_to_a_coarse_file_system() {
     let dir = tempdir();
-    let f = write(dir.path(), "f", b"data");
+    let f = write_file(dir.path(), "f", b"data");
     set_mtime(
         &f,
         SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789),
@@ -773,9 +755,9 @@ fn a_cshatag_tree_is_audited_and_converted() {
     }
     let t = SystemTime::UNIX_EPOCH + Duration::new(1_600_000_000, 5);
     let ts = "1600000000.000000005";
-    let good = write(dir.path(), "good", b"good");
-    let rotten = write(dir.path(), "rotten", b"rotten");
-    let edited = write(dir.path(), "edited", b"edited");
+    let good = write_file(dir.path(), "good", b"good");
+    let rotten = write_file(dir.path(), "rotten", b"rotten");
+    let edited = write_file(dir.path(), "edited", b"edited");
     for (path, content) in [
         (&good, &b"good"[..]),
         (&rotten, b"rotten"),
@@ -825,7 +807,7 @@ fn a_cshatag_tree_is_audited_and_converted() {
     assert_eq!(xattr_record(&edited).unwrap().algorithm, Algorithm::Sha256);
 
     // The line says what happened to a file that checked out against cshatag's record.
-    let more = write(dir.path(), "more", b"more");
+    let more = write_file(dir.path(), "more", b"more");
     set_mtime(&more, t);
     cshatag(&more, b"more", ts);
     let r = audit_in(dir.path(), &["more"]);
@@ -859,7 +841,7 @@ fn kill_9_during_a_manifest_update_leaves_the_previous_manifest_intact() {
     }
     old.save(&manifest).unwrap();
     let old_bytes = fs::read(&manifest).unwrap();
-    write(dir.path(), "new-file", b"new");
+    write_file(dir.path(), "new-file", b"new");
 
     let is_temporary = |name: &str| name.starts_with(".m.") && name.ends_with(".tmp");
     let mut killed_while_writing = 0;
@@ -911,8 +893,8 @@ fn kill_9_during_a_manifest_update_leaves_the_previous_manifest_intact() {
 #[test]
 fn a_file_that_is_not_a_manifest_is_refused_and_left_alone() {
     let dir = tempdir();
-    write(dir.path(), "f", b"data");
-    let notes = write(dir.path(), "notes.txt", b"my precious notes\n");
+    write_file(dir.path(), "f", b"data");
+    let notes = write_file(dir.path(), "notes.txt", b"my precious notes\n");
     let r = audit_in(dir.path(), &["f", "--manifest", "notes.txt"]);
     assert_eq!(r.code, Some(2));
     assert_eq!(
@@ -925,7 +907,7 @@ fn a_file_that_is_not_a_manifest_is_refused_and_left_alone() {
 #[test]
 fn a_manifest_that_cannot_be_written_is_refused_before_anything_is_read() {
     let dir = tempdir();
-    write(dir.path(), "t/f", b"data");
+    write_file(dir.path(), "t/f", b"data");
     let r = audit_in(dir.path(), &["-r", "t", "--manifest", "nowhere/m.txt"]);
     assert_eq!(r.code, Some(2));
     assert_eq!(r.stdout, "", "nothing audited");
@@ -949,7 +931,7 @@ fn a_manifest_that_cannot_be_written_is_refused_before_anything_is_read() {
 #[test]
 fn the_manifest_inside_the_audited_tree_is_not_audited() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     audit_in(dir.path(), &["-r", ".", "--manifest", "m"]);
     let r = audit_in(dir.path(), &["-r", ".", "--manifest", "m"]);
     assert_eq!(r.stdout, "ok  ./a\n");
@@ -996,7 +978,7 @@ fn a_file_system_without_user_attributes_gets_an_error_pointing_to_the_manifest(
 #[test]
 fn json_reports_every_file_and_a_summary() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let r = audit_in(dir.path(), &["a", "--manifest", "m", "--json"]);
     let lines: Vec<serde_json::Value> = r
         .stdout
@@ -1045,7 +1027,7 @@ fn a_record_the_store_refuses_is_counted_as_an_error_not_as_recorded() {
         );
     }
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let f = write(dir.path(), "f", b"data");
+    let f = write_file(dir.path(), "f", b"data");
     fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
     let mut cmd = Command::from_std(cmd);
     cmd.args(["--audit", "f", "--json"]);
@@ -1073,7 +1055,7 @@ fn a_failing_stdout_stops_the_audit_at_the_end_of_the_first_batch_with_status_1(
     }
     let files = 2 * audit::BATCH_FILES + 100;
     for i in 0..files {
-        write(dir.path(), &format!("t/{i:04}"), format!("{i}").as_bytes());
+        write_file(dir.path(), format!("t/{i:04}"), format!("{i}").as_bytes());
     }
     let full = File::options().write(true).open("/dev/full").unwrap();
     let out = StdCommand::new(MTSUM)
@@ -1100,7 +1082,7 @@ fn a_failing_stdout_stops_the_audit_at_the_end_of_the_first_batch_with_status_1(
 #[test]
 fn a_name_with_a_newline_is_one_escaped_line() {
     let dir = tempdir();
-    write(dir.path(), "x\ny", b"odd");
+    write_file(dir.path(), "x\ny", b"odd");
     let r = audit_in(dir.path(), &["x\ny", "--manifest", "m"]);
     assert_eq!(r.stdout, "\\new  x\\ny\n");
     let r = audit_in(dir.path(), &["x\ny", "--manifest", "m"]);
@@ -1169,7 +1151,7 @@ fn the_library_audits_in_walk_order_whatever_the_thread_count() {
         .map(|i| format!("t/{:03}", (i * 37) % 200))
         .collect();
     for (i, name) in names.iter().enumerate() {
-        write(dir.path(), name, &vec![i as u8; i * 1000]);
+        write_file(dir.path(), name, &vec![i as u8; i * 1000]);
     }
     let mut options = Options::new(Store::Manifest(dir.path().join("m")));
     options.recursion = Recursion::SkipSymlinks;
@@ -1211,7 +1193,7 @@ fn the_library_audits_in_walk_order_whatever_the_thread_count() {
 #[test]
 fn the_library_reports_the_record_and_the_current_digest() {
     let dir = tempdir();
-    let f = write(dir.path(), "f", b"before");
+    let f = write_file(dir.path(), "f", b"before");
     let options = Options::new(Store::Manifest(dir.path().join("m")));
     library_audit(std::slice::from_ref(&f), &options);
     flip_byte_keeping_mtime(&f, 0);

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};
+use common::audit::{Run, flip_byte_keeping_mtime, mtsum_in};
 use common::{MTSUM, mtsum_unprivileged, pattern, skip, tempdir};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -70,10 +70,6 @@ fn records(db: &Path) -> BTreeMap<String, (String, String, String, Option<i64>)>
     .unwrap()
     .map(Result::unwrap)
     .collect()
-}
-
-fn flip_byte_keeping_mtime(path: &Path, offset: u64) {
-    flip_bytes_keeping_mtime(path, &[offset]);
 }
 
 #[test]

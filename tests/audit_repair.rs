@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in};
+use common::audit::{Run, flip_bytes_keeping_mtime, mtime, mtsum_in};
 use common::{MTSUM, pattern, tempdir};
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -353,10 +353,6 @@ fn mtsum_with_file_limit(dir: &Path, args: &[&str], limit: u64, survive: bool) -
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         code: out.status.code(),
     }
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    fs::metadata(path).unwrap().modified().unwrap()
 }
 
 /// The recorded size and mtime of `name` in the database `db`, and the number of repairs

@@ -15,7 +15,7 @@
 mod common;
 
 use common::cli::*;
-use common::{MTSUM, skip, tempdir, wait_until};
+use common::{MTSUM, skip, tempdir, wait_until, write_file};
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::ffi::OsStrExt;
@@ -32,14 +32,14 @@ use assert_cmd::Command;
 #[test]
 fn a_file_prints_its_digest_two_spaces_and_its_name() {
     let dir = tempdir();
-    write(dir.path(), "one", &[0]);
+    write_file(dir.path(), "one", &[0]);
     run(dir.path(), ["one"]).assert(0, &format!("{MTSUM_SHA256_ONE_ZERO_BYTE}  one\n"), "");
 }
 
 #[test]
 fn no_names_prints_the_bare_digest() {
     let dir = tempdir();
-    write(dir.path(), "one", &[0]);
+    write_file(dir.path(), "one", &[0]);
     run(dir.path(), ["--no-names", "one"]).assert(
         0,
         &format!("{MTSUM_SHA256_ONE_ZERO_BYTE}\n"),
@@ -50,8 +50,8 @@ fn no_names_prints_the_bare_digest() {
 #[test]
 fn zero_ends_each_bare_digest_with_nul() {
     let dir = tempdir();
-    write(dir.path(), "one", &[0]);
-    write(dir.path(), "empty", b"");
+    write_file(dir.path(), "one", &[0]);
+    write_file(dir.path(), "empty", b"");
     run(dir.path(), ["-z", "--no-names", "one", "empty"]).assert(
         0,
         &format!("{MTSUM_SHA256_ONE_ZERO_BYTE}\0{MTSUM_SHA256_EMPTY}\0"),
@@ -68,7 +68,7 @@ fn a_full_standard_output_is_one_line_without_the_os_error_number() {
         );
     }
     let dir = tempdir();
-    write(dir.path(), "one", &[0]);
+    write_file(dir.path(), "one", &[0]);
     let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
     let mut cmd = StdCommand::new(MTSUM);
     cmd.arg("one").current_dir(dir.path()).stdout(full);
@@ -91,14 +91,14 @@ fn check_stops_at_a_full_standard_output_with_one_message_and_status_1() {
         Err(why) => return skip("check_stops_at_a_full_standard_output", &why),
     };
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     // A mismatch for stdout, then missing files and the warnings for stderr: after the
     // stdout error nothing more is said, as in hash mode and the audit.
     let mut sums = format!("{}  a\n", "0".repeat(64));
     for i in 0..100 {
         sums += &format!("{}  gone-{i}\n", "0".repeat(64));
     }
-    write(dir.path(), "sums", sums.as_bytes());
+    write_file(dir.path(), "sums", sums.as_bytes());
     for json in [&[][..], &["--json"]] {
         let mut cmd = StdCommand::new(MTSUM);
         cmd.args(["-t", "plain", "-c", "sums"]).args(json);
@@ -116,7 +116,7 @@ fn check_reads_no_more_lines_once_standard_output_failed() {
         Err(why) => return skip("check_reads_no_more_lines_once_stdout_failed", &why),
     };
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let line = format!("{}  a\n", "0".repeat(64));
     // The sum file stays open: mtsum ends without waiting for its next line.
     let mut run = Background::start_to(
@@ -137,11 +137,11 @@ fn check_prints_its_verdicts_when_standard_error_fails_and_exits_1() {
         Err(why) => return skip("check_prints_its_verdicts_when_stderr_fails", &why),
     };
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let a = line_of(dir.path(), &["-t", "plain"], "a");
     // The junk line's warning goes first, to the full stderr; the verdict still comes,
     // and the status says that a message was lost, as `sha256sum -c --warn` does.
-    write(dir.path(), "sums", format!("junk\n{a}").as_bytes());
+    write_file(dir.path(), "sums", format!("junk\n{a}").as_bytes());
     let out = StdCommand::new(MTSUM)
         .args(["-t", "plain", "-c", "--warn", "sums"])
         .current_dir(dir.path())
@@ -178,7 +178,7 @@ fn verbose_hashing_prints_its_lines_when_standard_error_fails() {
         Err(why) => return skip("verbose_hashing_when_stderr_fails", &why),
     };
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let a = line_of(dir.path(), &["-t", "plain"], "a");
     let out = StdCommand::new(MTSUM)
         .args(["-t", "plain", "--verbose", "a"])
@@ -199,9 +199,9 @@ fn several_files_are_printed_in_command_line_order() {
     let dir = tempdir();
     // The large file first and names out of alphabetical order: the small files finish
     // first and sort first, yet must be printed where the command line put them.
-    write(dir.path(), "zeta", &pattern(9 << 20));
-    write(dir.path(), "alpha", b"alpha\n");
-    write(dir.path(), "mid", b"");
+    write_file(dir.path(), "zeta", &pattern(9 << 20));
+    write_file(dir.path(), "alpha", b"alpha\n");
+    write_file(dir.path(), "mid", b"");
     let names = ["zeta", "alpha", "mid", "alpha"];
     let expected: String = names.iter().map(|n| line_of(dir.path(), &[], n)).collect();
     run(dir.path(), ["-p", "2"].iter().chain(&names)).assert(0, &expected, "");
@@ -227,7 +227,7 @@ fn plain_layout_equals_coreutils_byte_for_byte() {
     ];
     let names: Vec<&OsStr> = files.iter().map(|(n, _)| OsStr::from_bytes(n)).collect();
     for ((_, data), name) in files.iter().zip(&names) {
-        write(dir.path(), name, data);
+        write_file(dir.path(), name, data);
     }
     // b3sum escapes like coreutils 8 (backslash and newline only) and prints names as lossy
     // UTF-8, so it is not given the carriage-return name (escaped since coreutils 9) nor the
@@ -297,7 +297,7 @@ fn no_path_reads_standard_input_named_dash() {
 #[test]
 fn dash_reads_standard_input_among_files() {
     let dir = tempdir();
-    write(dir.path(), "empty", b"");
+    write_file(dir.path(), "empty", b"");
     run_stdin(
         dir.path(),
         ["-t", "plain", "empty", "-", "empty"],
@@ -313,7 +313,7 @@ fn dash_reads_standard_input_among_files() {
 #[test]
 fn mtsum_layout_on_standard_input_equals_the_files_digest() {
     let dir = tempdir();
-    write(dir.path(), "hello", b"hello\n");
+    write_file(dir.path(), "hello", b"hello\n");
     let expected = digest_of(dir.path(), &[], "hello");
     let r = run_stdin(dir.path(), ["-"], b"hello\n");
     r.assert(0, &format!("{expected}  -\n"), "");
@@ -322,7 +322,7 @@ fn mtsum_layout_on_standard_input_equals_the_files_digest() {
 #[test]
 fn mtsum_layout_on_standard_input_longer_than_it_holds_fails_with_the_stream_hint() {
     let dir = tempdir();
-    write(dir.path(), "empty", b"");
+    write_file(dir.path(), "empty", b"");
     let r = run_stdin(dir.path(), ["-", "empty"], &vec![0; LONGER_THAN_HELD]);
     assert_eq!(r.code, Some(1));
     assert_eq!(r.stdout(), format!("{MTSUM_SHA256_EMPTY}  empty\n"));
@@ -341,7 +341,7 @@ fn run_with_stdin_file(dir: &Path, args: &[&str], file: File) -> Run {
 #[test]
 fn mtsum_layout_on_standard_input_redirected_from_a_large_file_equals_the_files_digest() {
     let dir = tempdir();
-    let path = write(dir.path(), "big", &pattern(LONGER_THAN_HELD));
+    let path = write_file(dir.path(), "big", &pattern(LONGER_THAN_HELD));
     let digest = digest_of(dir.path(), &[], "big");
     let r = run_with_stdin_file(dir.path(), &[], File::open(&path).unwrap());
     r.assert(0, &format!("{digest}  -\n"), "");
@@ -351,8 +351,8 @@ fn mtsum_layout_on_standard_input_redirected_from_a_large_file_equals_the_files_
 fn standard_input_redirected_from_a_file_is_hashed_from_where_it_stands() {
     let dir = tempdir();
     let data = pattern(100_000);
-    let path = write(dir.path(), "data", &data);
-    write(dir.path(), "rest", &data[10..]);
+    let path = write_file(dir.path(), "data", &data);
+    write_file(dir.path(), "rest", &data[10..]);
     let digest = digest_of(dir.path(), &["-t", "plain"], "rest");
     // As after `head -c 10` read from it: coreutils hashes the bytes after those.
     let mut file = File::open(&path).unwrap();
@@ -417,7 +417,7 @@ fn standard_input_redirected_from_a_file_past_64_mib_is_hashed_from_where_it_sta
 fn standard_input_redirected_from_a_file_is_left_at_its_end_as_coreutils_leaves_it() {
     let dir = tempdir();
     let data = pattern(100_000);
-    let path = write(dir.path(), "data", &data);
+    let path = write_file(dir.path(), "data", &data);
     let end = data.len() as u64;
     // From its start, from an offset, and past its end (where nothing is read, so it stays).
     for (offset, left_at) in [(0, end), (10, end), (end + 10, end + 10)] {
@@ -442,7 +442,7 @@ fn standard_input_redirected_from_a_file_is_left_at_its_end_as_coreutils_leaves_
 #[test]
 fn standard_input_from_a_file_past_its_end_is_empty() {
     let dir = tempdir();
-    let path = write(dir.path(), "data", &pattern(100));
+    let path = write_file(dir.path(), "data", &pattern(100));
     let r = run_with_stdin_file(dir.path(), &["-t", "plain"], opened_at(&path, 200));
     r.assert(0, &format!("{SHA256_EMPTY}  -\n"), "");
 }
@@ -452,8 +452,8 @@ fn standard_input_open_for_writing_only_is_a_bad_file_descriptor_even_with_nothi
     // `mtsum 0> empty` or `0>> data`: sha256sum's read fails, so there is no digest of it,
     // although an empty file, or one standing at its end, needs no read to learn its bytes.
     let dir = tempdir();
-    let empty = write(dir.path(), "empty", b"");
-    let data = write(dir.path(), "data", &pattern(100));
+    let empty = write_file(dir.path(), "empty", b"");
+    let data = write_file(dir.path(), "data", &pattern(100));
     let write_only = |path: &Path, at: u64| {
         let mut file = fs::OpenOptions::new().append(true).open(path).unwrap();
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at)).unwrap();
@@ -475,8 +475,8 @@ fn standard_input_open_for_writing_only_is_a_bad_file_descriptor_even_with_nothi
 fn standard_input_named_twice_from_a_file_at_an_offset_gives_the_rest_then_nothing() {
     let dir = tempdir();
     let data = pattern(100_000);
-    let path = write(dir.path(), "data", &data);
-    write(dir.path(), "rest", &data[10..]);
+    let path = write_file(dir.path(), "data", &data);
+    write_file(dir.path(), "rest", &data[10..]);
     let rest = digest_of(dir.path(), &[], "rest");
     let r = run_with_stdin_file(dir.path(), &["-", "-"], opened_at(&path, 10));
     r.assert(0, &format!("{rest}  -\n{MTSUM_SHA256_EMPTY}  -\n"), "");
@@ -486,14 +486,14 @@ fn standard_input_named_twice_from_a_file_at_an_offset_gives_the_rest_then_nothi
 fn check_lines_naming_standard_input_from_a_file_at_an_offset_check_the_rest() {
     let dir = tempdir();
     let data = pattern(100_000);
-    let path = write(dir.path(), "data", &data);
-    write(dir.path(), "rest", &data[10..]);
+    let path = write_file(dir.path(), "data", &data);
+    write_file(dir.path(), "rest", &data[10..]);
     let rest = digest_of(dir.path(), &[], "rest");
-    write(dir.path(), "sums", format!("{rest}  -\n").as_bytes());
+    write_file(dir.path(), "sums", format!("{rest}  -\n").as_bytes());
     let r = run_with_stdin_file(dir.path(), &["-c", "sums"], opened_at(&path, 10));
     r.assert(0, "-: OK\n", "");
     // The sum file itself on standard input, read from where it stands.
-    let sums = write(
+    let sums = write_file(
         dir.path(),
         "junk then sums",
         format!("junk\n{rest}  rest\n").as_bytes(),
@@ -507,7 +507,7 @@ fn merkle_and_rfc6962_on_standard_input_equal_the_files_digest() {
     let dir = tempdir();
     // Three and a bit default leaves; 769 and a bit 4 KiB leaves.
     let data = pattern((3 << 20) + 5);
-    write(dir.path(), "data", &data);
+    write_file(dir.path(), "data", &data);
     for layout in [
         &["-t", "merkle"][..],
         &["-t", "merkle", "-l", "4K"],
@@ -529,8 +529,8 @@ fn standard_input_named_twice_gives_its_bytes_to_the_first_dash_and_nothing_to_t
     // Several MiB, so that two workers reading it at once would each get a part of it.
     let dir = tempdir();
     let data = pattern(30 << 20);
-    write(dir.path(), "data", &data);
-    write(dir.path(), "empty", b"");
+    write_file(dir.path(), "data", &data);
+    write_file(dir.path(), "empty", b"");
     for layout in [&["-t", "plain"][..], &["-t", "merkle"], &["-t", "mtsum"]] {
         let from_file = digest_of(dir.path(), layout, "data");
         let empty = digest_of(dir.path(), layout, "empty");
@@ -552,21 +552,21 @@ fn standard_input_named_twice_gives_its_bytes_to_the_first_dash_and_nothing_to_t
 #[test]
 fn zero_processors_is_a_usage_error() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     run(dir.path(), ["-p", "0", "a"]).assert_usage_error("at least 1");
 }
 
 #[test]
 fn non_numeric_processors_is_a_usage_error() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     run(dir.path(), ["-p", "abc", "a"]).assert_usage_error("'abc' is not a number of processors");
 }
 
 #[test]
 fn unknown_algorithm_is_a_usage_error_listing_the_algorithms() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let r = run(dir.path(), ["-a", "sha3", "a"]);
     r.assert_usage_error("sha3");
     for alg in [
@@ -579,7 +579,7 @@ fn unknown_algorithm_is_a_usage_error_listing_the_algorithms() {
 #[test]
 fn unknown_layout_is_a_usage_error_listing_the_layouts() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let r = run(dir.path(), ["-t", "sha256tree", "a"]);
     r.assert_usage_error("sha256tree");
     for layout in ["mtsum", "plain", "merkle", "rfc6962"] {
@@ -594,7 +594,7 @@ fn unknown_layout_is_a_usage_error_listing_the_layouts() {
 #[test]
 fn zero_leaf_size_is_a_usage_error() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     for layout in ["merkle", "rfc6962"] {
         run(dir.path(), ["-t", layout, "-l", "0", "a"]).assert_usage_error("at least 1 byte");
     }
@@ -603,7 +603,7 @@ fn zero_leaf_size_is_a_usage_error() {
 #[test]
 fn malformed_leaf_size_is_a_usage_error() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     for size in ["1X", "K", "-4K", "1.5M", "4 K B", ""] {
         // `--leaf-size=` so that `-4K` and the empty string reach the parser as values.
         let arg = format!("--leaf-size={size}");
@@ -616,7 +616,7 @@ fn malformed_leaf_size_is_a_usage_error() {
 #[test]
 fn leaf_size_for_a_layout_without_leaves_is_a_usage_error() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     for layout in [
         &["-l", "4K"][..],
         &["-t", "mtsum", "-l", "4K"],
@@ -631,7 +631,7 @@ fn leaf_size_for_a_layout_without_leaves_is_a_usage_error() {
 #[test]
 fn usage_errors_are_one_line_starting_with_mtsum() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     for args in [
         &["-p", "0"][..],
         &["-p", "abc"],
@@ -657,7 +657,7 @@ fn usage_errors_are_one_line_starting_with_mtsum() {
 #[test]
 fn options_that_would_be_ignored_are_usage_errors() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     // -c reads the sum files it is given, not the trees below them; --repair prints what it
     // did as text.
     for (args, named) in [
@@ -681,10 +681,10 @@ fn options_that_would_be_ignored_are_usage_errors() {
 #[test]
 fn odd_arguments_and_inputs_never_panic() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
-    write(dir.path(), "empty", b"");
+    write_file(dir.path(), "a", b"a");
+    write_file(dir.path(), "empty", b"");
     // More leaves of one byte than a graph may show.
-    write(dir.path(), "r70k", &pattern(70_000));
+    write_file(dir.path(), "r70k", &pattern(70_000));
     let invalid_utf8 = OsStr::from_bytes(b"\xff\xfe");
     let cases: Vec<Vec<&OsStr>> = [
         &[][..],
@@ -754,7 +754,7 @@ fn odd_arguments_and_inputs_never_panic() {
 #[test]
 fn too_many_processors_for_the_system_is_an_error_not_a_panic() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let expected = line_of(dir.path(), &[], "a");
     // A limit of 32 processes for an unprivileged user (root ignores it) makes thread creation
     // fail after a few workers, the way the system's thread limit does for larger -p, without
@@ -788,7 +788,7 @@ fn too_many_processors_for_the_system_is_an_error_not_a_panic() {
 #[test]
 fn the_ranges_options_with_audit_or_check_name_the_option_given() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     for mode in ["--audit", "--check"] {
         for ranges in [&["--plan", "4"][..], &["--range", "0-1/1"], &["--combine"]] {
             let r = run(dir.path(), [&[mode][..], ranges, &["a"]].concat());

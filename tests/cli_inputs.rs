@@ -4,7 +4,7 @@
 mod common;
 
 use common::cli::*;
-use common::{MTSUM, is_root, mtsum_unprivileged, skip, tempdir, wait_until};
+use common::{MTSUM, is_root, mtsum_unprivileged, skip, tempdir, wait_until, write_file};
 use std::fs::{self, File};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -23,8 +23,8 @@ use assert_cmd::Command;
 #[test]
 fn missing_file_is_no_such_file_and_the_others_are_still_hashed() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
-    write(dir.path(), "b", b"b");
+    write_file(dir.path(), "a", b"a");
+    write_file(dir.path(), "b", b"b");
     let expected = line_of(dir.path(), &[], "a") + &line_of(dir.path(), &[], "b");
     run(dir.path(), ["a", "missing", "b"]).assert(
         1,
@@ -39,7 +39,7 @@ fn missing_file_is_no_such_file_and_the_others_are_still_hashed() {
 #[test]
 fn url_in_a_build_without_remote_objects_fails_alone_and_the_others_are_still_hashed() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let url = "http://127.0.0.1:9/object";
     run(dir.path(), [url, "a"]).assert(
         1,
@@ -55,7 +55,7 @@ fn url_in_a_build_without_remote_objects_fails_alone_and_the_others_are_still_ha
 fn directory_is_a_directory_and_the_others_are_still_hashed() {
     let dir = tempdir();
     fs::create_dir(dir.path().join("sub")).unwrap();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let expected = line_of(dir.path(), &[], "a");
     for layout in ["mtsum", "plain", "merkle", "rfc6962"] {
         let a = line_of(dir.path(), &["-t", layout], "a");
@@ -89,9 +89,9 @@ fn unreadable_file_is_permission_denied_and_the_others_are_still_hashed() {
     let dir = tempdir();
     // The unprivileged user must be able to enter the directory and read the other file.
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     fs::set_permissions(dir.path().join("a"), fs::Permissions::from_mode(0o644)).unwrap();
-    let secret = write(dir.path(), "secret", b"secret");
+    let secret = write_file(dir.path(), "secret", b"secret");
     fs::set_permissions(&secret, fs::Permissions::from_mode(0o000)).unwrap();
     let expected = line_of(dir.path(), &[], "a");
     let mut cmd = Command::from_std(cmd);
@@ -104,7 +104,7 @@ fn unreadable_file_is_permission_denied_and_the_others_are_still_hashed() {
 #[test]
 fn empty_file_has_the_digest_of_the_reference_tool() {
     let dir = tempdir();
-    write(dir.path(), "empty", b"");
+    write_file(dir.path(), "empty", b"");
     let expected = [
         ("mtsum", MTSUM_SHA256_EMPTY),
         ("plain", SHA256_EMPTY),
@@ -120,7 +120,7 @@ fn empty_file_has_the_digest_of_the_reference_tool() {
 fn fifo_is_streamed_for_stream_capable_layouts() {
     let dir = tempdir();
     let data = pattern((2 << 20) + 3);
-    write(dir.path(), "data", &data);
+    write_file(dir.path(), "data", &data);
     for layout in [
         &["-t", "plain"][..],
         &["-t", "merkle"],
@@ -143,7 +143,7 @@ fn fifo_is_streamed_for_stream_capable_layouts() {
 fn fifo_with_mtsum_layout_hashes_like_a_file_of_its_bytes() {
     let dir = tempdir();
     let data = pattern((1 << 20) + 3);
-    write(dir.path(), "data", &data);
+    write_file(dir.path(), "data", &data);
     let digest = digest_of(dir.path(), &[], "data");
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
@@ -156,7 +156,7 @@ fn fifo_with_mtsum_layout_hashes_like_a_file_of_its_bytes() {
 #[test]
 fn fifo_with_mtsum_layout_longer_than_it_holds_is_a_stream_error_and_the_others_are_hashed() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
     let expected = line_of(dir.path(), &[], "a");
@@ -228,7 +228,7 @@ fn block_device_is_hashed_by_its_seekable_size_not_its_stat_size() {
     let dir = tempdir();
     // A multiple of the 512-byte sector, more than one default merkle leaf, not a power of two.
     let data = pattern((3 << 20) + 7 * 512);
-    write(dir.path(), "image", &data);
+    write_file(dir.path(), "image", &data);
     let device = match LoopDevice::attach(&dir.path().join("image")) {
         Ok(d) => d,
         Err(why) => return skip("block_device_is_hashed_by_its_seekable_size", &why),
@@ -271,8 +271,8 @@ const SLOW_HASH: [&str; 4] = ["-p", "1", "-a", "sha512"];
 #[test]
 fn file_growing_while_hashed_is_changed_while_being_read_and_the_others_are_still_hashed() {
     let dir = tempdir();
-    write(dir.path(), "before", b"before");
-    write(dir.path(), "after", b"after");
+    write_file(dir.path(), "before", b"before");
+    write_file(dir.path(), "after", b"after");
     let growing = dir.path().join("growing");
     File::create(&growing)
         .unwrap()
@@ -307,8 +307,8 @@ fn file_growing_while_hashed_is_changed_while_being_read_and_the_others_are_stil
 #[test]
 fn file_truncated_while_hashed_is_changed_while_being_read_and_the_others_are_still_hashed() {
     let dir = tempdir();
-    write(dir.path(), "before", b"before");
-    write(dir.path(), "after", b"after");
+    write_file(dir.path(), "before", b"before");
+    write_file(dir.path(), "after", b"after");
     let path = dir.path().join("shrinking");
     let file = File::create(&path).unwrap();
     file.set_len(CHANGING_SIZE).unwrap();

@@ -5,7 +5,7 @@
 mod common;
 
 use common::cli::*;
-use common::{MTSUM, skip, tempdir, wait_until};
+use common::{MTSUM, skip, tempdir, wait_until, write_file};
 use std::fs::{self};
 use std::path::Path;
 use std::process::Command as StdCommand;
@@ -23,7 +23,7 @@ fn closed_stdout_ends_quietly_by_sigpipe_like_coreutils() {
     // once, so mtsum is certain to write into the closed pipe.
     let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
     for (i, name) in names.iter().enumerate() {
-        write(dir.path(), name, format!("{i}\n").as_bytes());
+        write_file(dir.path(), name, format!("{i}\n").as_bytes());
     }
     let first = line_of(dir.path(), &["-a", "sha512"], &names[0]);
     // No pipefail in sh: mtsum's own status and stderr are saved to files.
@@ -46,11 +46,11 @@ fn closed_stdout_ends_quietly_by_sigpipe_like_coreutils() {
 #[test]
 fn results_are_written_while_a_later_input_waits_for_its_writer() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
-    write(dir.path(), "b", b"b");
+    write_file(dir.path(), "a", b"a");
+    write_file(dir.path(), "b", b"b");
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
-    write(dir.path(), "fifo bytes", b"fifo");
+    write_file(dir.path(), "fifo bytes", b"fifo");
     let fifo_digest = digest_of(dir.path(), &["-t", "plain"], "fifo bytes");
     let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
     let expected = [a, format!("{fifo_digest}  fifo\n"), b];
@@ -67,8 +67,8 @@ fn results_are_written_while_a_later_input_waits_for_its_writer() {
 #[test]
 fn check_writes_each_verdict_while_a_sum_file_on_a_pipe_waits_for_its_next_line() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
-    write(dir.path(), "b", b"b");
+    write_file(dir.path(), "a", b"a");
+    write_file(dir.path(), "b", b"b");
     let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
     let (b_start, b_end) = b.split_at(b.len() / 2);
     // The first line and half of the next, as a writer whose output is block-buffered
@@ -88,10 +88,10 @@ fn check_writes_each_verdict_while_a_sum_file_on_a_pipe_waits_for_its_next_line(
 #[test]
 fn check_writes_the_verdicts_of_a_sum_file_while_the_next_waits_for_its_writer() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
-    write(dir.path(), "b", b"b");
+    write_file(dir.path(), "a", b"a");
+    write_file(dir.path(), "b", b"b");
     let [a, b] = ["a", "b"].map(|name| line_of(dir.path(), &["-t", "plain"], name));
-    write(dir.path(), "SUMS", a.as_bytes());
+    write_file(dir.path(), "SUMS", a.as_bytes());
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
     let run = Background::start(dir.path(), ["-c", "-t", "plain", "SUMS", "fifo"], b"");
@@ -118,7 +118,7 @@ fn run_redirected(dir: &Path, args: &[&str], redirection: &str) -> Run {
 #[test]
 fn standard_input_closed_at_start_is_a_bad_file_descriptor_and_the_others_are_still_hashed() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let expected = line_of(dir.path(), &["-t", "plain"], "a");
     let r = run_redirected(dir.path(), &["-t", "plain", "-", "a"], "<&-");
     r.assert(1, &expected, &error_line("-", "Bad file descriptor"));
@@ -127,7 +127,7 @@ fn standard_input_closed_at_start_is_a_bad_file_descriptor_and_the_others_are_st
 #[test]
 fn standard_input_closed_at_start_fails_a_check_line_naming_it() {
     let dir = tempdir();
-    write(
+    write_file(
         dir.path(),
         "SUMS",
         format!("{SHA256_EMPTY}  -\n").as_bytes(),
@@ -146,7 +146,7 @@ fn standard_input_closed_at_start_fails_a_check_line_naming_it() {
 #[test]
 fn standard_output_closed_at_start_is_a_write_error_with_status_1() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let r = run_redirected(dir.path(), &["-t", "plain", "a"], ">&-");
     assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
     assert!(
@@ -161,8 +161,8 @@ fn standard_output_closed_at_start_is_a_write_error_with_status_1() {
 #[test]
 fn verbose_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     let dir = tempdir();
-    write(dir.path(), "a", b"hello\n");
-    write(dir.path(), "b", &pattern(3 << 20));
+    write_file(dir.path(), "a", b"hello\n");
+    write_file(dir.path(), "b", &pattern(3 << 20));
     let clean = run(dir.path(), ["-p", "3", "a", "b"]);
     let r = run(dir.path(), ["-p", "3", "--verbose", "a", "b"]);
     assert_eq!((r.code, r.stdout()), (Some(0), clean.stdout()));
@@ -181,7 +181,7 @@ fn verbose_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
 #[test]
 fn verbose_names_the_multi_buffer_kernel_and_none_when_forced_portable() {
     let dir = tempdir();
-    write(dir.path(), "a", b"hello\n");
+    write_file(dir.path(), "a", b"hello\n");
     let kernel = mtsum::lanes::Kernel::multi_buffer(mtsum::Algorithm::Sha1);
     let expected = format!(
         "Multi-buffer kernel: {}\n",
@@ -206,8 +206,8 @@ fn verbose_names_the_multi_buffer_kernel_and_none_when_forced_portable() {
 #[test]
 fn benchmark_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     let dir = tempdir();
-    write(dir.path(), "a", b"hello\n");
-    write(dir.path(), "b", &pattern(3 << 20));
+    write_file(dir.path(), "a", b"hello\n");
+    write_file(dir.path(), "b", &pattern(3 << 20));
     let clean = run(dir.path(), ["a", "b"]);
     let r = run(dir.path(), ["--benchmark", "a", "b"]);
     assert_eq!((r.code, r.stdout()), (Some(0), clean.stdout()));
@@ -221,11 +221,11 @@ fn benchmark_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
 /// `b` (3 MiB) tagged MD5. Returns the directory and the verdicts `-c` prints.
 fn sums_of_two_kinds() -> (tempfile::TempDir, String) {
     let dir = tempdir();
-    write(dir.path(), "a", b"hello\n");
-    write(dir.path(), "b", &pattern(3 << 20));
+    write_file(dir.path(), "a", b"hello\n");
+    write_file(dir.path(), "b", &pattern(3 << 20));
     let a = line_of(dir.path(), &["-t", "plain"], "a");
     let b = line_of(dir.path(), &["-t", "plain", "--tag", "-a", "md5"], "b");
-    write(dir.path(), "SUMS", (a + &b).as_bytes());
+    write_file(dir.path(), "SUMS", (a + &b).as_bytes());
     (dir, "a: OK\nb: OK\n".to_string())
 }
 
@@ -361,7 +361,7 @@ fn progress_flag_shows_the_bar_on_a_stderr_that_is_not_a_terminal() {
 #[test]
 fn progress_bar_of_standard_input_is_a_spinner_without_a_total() {
     let dir = tempdir();
-    write(dir.path(), "a", b"a");
+    write_file(dir.path(), "a", b"a");
     let mut run = Background::start(dir.path(), ["--progress", "-t", "plain", "a", "-"], b"b");
     wait_until("the bar shows", || !run.stderr().is_empty());
     run.close_stdin();
@@ -378,7 +378,7 @@ fn progress_bar_is_not_redrawn_for_each_result_going_elsewhere_than_its_terminal
     let dir = tempdir();
     let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
     for name in &names {
-        write(dir.path(), name, name.as_bytes());
+        write_file(dir.path(), name, name.as_bytes());
     }
     // Standard input first: every file's line is printed after the bar shows.
     let options = ["--progress", "-t", "plain", "-"];

@@ -101,7 +101,7 @@ fn write_patterns(dir: &Path, sizes: &[usize]) -> Vec<(PathBuf, Vec<u8>)> {
         .enumerate()
         .map(|(i, &n)| {
             let data = pattern(n, i as u64);
-            (write_file(dir, &format!("f{i}"), &data), data)
+            (write_file(dir, format!("f{i}"), &data), data)
         })
         .collect()
 }
@@ -296,7 +296,7 @@ fn engine_matches_reference_around_chunk_and_job_boundaries() {
             read_ahead,
         };
         let bytes = &data[..n as usize];
-        let path = write_file(dir.path(), &format!("f{i}"), bytes);
+        let path = write_file(dir.path(), format!("f{i}"), bytes);
         let got = hash(setup, &Request::new(layout, alg), &path).unwrap();
         assert_eq!(
             got.root,
@@ -353,7 +353,7 @@ fn leaves_read_a_line_apart_hash_like_the_reference() {
                 _ => Layout::Merkle(leaf(l)),
             };
             let bytes = &data[..n];
-            let path = write_file(dir.path(), &format!("f{case}"), bytes);
+            let path = write_file(dir.path(), format!("f{case}"), bytes);
             let want = reference::root(layout, alg, bytes);
             for (threads, mode) in [(1, ReadMode::Pread), (2, ReadMode::DontCache)] {
                 let progress = Arc::new(AtomicU64::new(0));
@@ -384,7 +384,7 @@ fn engine_defaults_match_reference_around_their_read_sizes() {
         let engine = Engine::new(NonZeroUsize::new(threads).unwrap());
         for (i, &n) in sizes.iter().enumerate() {
             let bytes = &data[..n];
-            let path = write_file(dir.path(), &format!("f{threads}-{i}"), bytes);
+            let path = write_file(dir.path(), format!("f{threads}-{i}"), bytes);
             for alg in [Algorithm::Xxh3, Algorithm::Sha1, Algorithm::Blake3] {
                 for layout in [Layout::Plain, Layout::Mtsum] {
                     let target = Target::Path(path.clone());
@@ -408,7 +408,7 @@ fn readers_hash_their_jobs_themselves_or_hand_them_over_with_the_same_roots() {
     let layouts = [Layout::Rfc6962(leaf(4096)), Layout::Plain, Layout::Mtsum];
     for (i, &n) in sizes.iter().enumerate() {
         let bytes = &data[..n];
-        let path = write_file(dir.path(), &format!("f{i}"), bytes);
+        let path = write_file(dir.path(), format!("f{i}"), bytes);
         for (threads, cores, chunk) in [
             (1, 1, 64 << 10),
             (2, 1, 3000),
@@ -838,7 +838,7 @@ proptest! {
             .map(|(i, step)| match *step {
                 Step::Hash(request, n) => {
                     let data = pattern(n as usize, seed ^ i as u64);
-                    let path = write_file(dir.path(), &format!("t{i}"), &data);
+                    let path = write_file(dir.path(), format!("t{i}"), &data);
                     contents.push(data);
                     Task::hash(Target::Path(path), request, i)
                 }
@@ -908,7 +908,7 @@ impl Sink<usize> for Recorder<'_> {
 #[test]
 fn a_pause_reports_every_earlier_task_and_idles_the_sink_before_the_next_is_taken() {
     let dir = TempDir::new().unwrap();
-    let data = |i| write_file(dir.path(), &format!("f{i}"), &pattern(1000, i as u64));
+    let data = |i| write_file(dir.path(), format!("f{i}"), &pattern(1000, i as u64));
     let paths: Vec<PathBuf> = (0..3).map(data).collect();
     let request = Request::new(Layout::Plain, Algorithm::Sha256);
     let log = RefCell::new(Vec::new());
@@ -1204,7 +1204,7 @@ proptest! {
             .enumerate()
             .map(|(i, &n)| {
                 let data = pattern(n as usize, seed ^ i as u64);
-                (write_file(dir.path(), &format!("f{i}"), &data), data)
+                (write_file(dir.path(), format!("f{i}"), &data), data)
             })
             .collect();
         let engine = Engine::new(NonZeroUsize::new(threads).unwrap())

@@ -5,19 +5,18 @@
 
 mod common;
 
+use common::check::{Out, TIMEOUT, mtsum_in, put, run_in};
+use common::cli::mkfifo;
 use common::{have, mtsum_unprivileged, os, pattern, skip, strs};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
-use std::time::Duration;
 
 use assert_cmd::Command;
 use serde_json::Value;
 use tempfile::TempDir;
-
-const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bytes as readable lines, for assertions whose failure shows the difference line by line.
 fn lines(bytes: &[u8], terminator: u8) -> Vec<String> {
@@ -35,57 +34,13 @@ fn show<N: AsRef<[u8]>>(names: &[N]) -> Vec<String> {
         .collect()
 }
 
-struct Out {
-    stdout: Vec<u8>,
-    stderr: String,
-    code: Option<i32>,
-}
-
-/// Runs `program args` in `dir` with `LC_ALL=C.UTF-8` and empty stdin.
+/// `program ARGS` in `dir`, with empty standard input.
 fn run(dir: &Path, program: &str, args: &[OsString]) -> Out {
-    let mut cmd = if program == "mtsum" {
-        Command::cargo_bin("mtsum").expect("the mtsum binary is built")
-    } else {
-        Command::new(program)
-    };
-    let output = cmd
-        .args(args)
-        .current_dir(dir)
-        .env("LC_ALL", "C.UTF-8")
-        .timeout(TIMEOUT)
-        .write_stdin(Vec::new())
-        .output()
-        .unwrap_or_else(|e| panic!("{program} {args:?} runs: {e}"));
-    let out = Out {
-        stdout: output.stdout,
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        code: output.status.code(),
-    };
-    assert!(
-        !out.stderr.contains("panicked"),
-        "{program} {args:?} panicked: {}",
-        out.stderr
-    );
-    out
+    run_in(dir, &[], &[&[OsString::from(program)], args].concat(), b"")
 }
 
 fn mtsum(dir: &Path, args: &[OsString]) -> Out {
-    run(dir, "mtsum", args)
-}
-
-fn put(dir: &Path, name: &[u8], bytes: &[u8]) {
-    let path = dir.join(OsStr::from_bytes(name));
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).unwrap();
-    }
-    fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-}
-
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
-    assert_eq!(rc, 0, "mkfifo {}", path.display());
+    mtsum_in(dir, args, b"")
 }
 
 /// A tree whose bytewise path order differs from a per-directory name sort (`dir/x` vs
@@ -134,7 +89,7 @@ fn find_sorted(dir: &Path, follow: bool, arg: &str) -> Vec<Vec<u8>> {
     }
     args.extend([arg, "-type", "f", "-print0"]);
     let out = run(dir, "find", &strs(&args));
-    assert_eq!(out.code, Some(0), "find {args:?}: {}", out.stderr);
+    assert_eq!(out.code, Some(0), "find {args:?}: {}", out.stderr());
     let mut names: Vec<Vec<u8>> = out
         .stdout
         .split(|&b| b == 0)
@@ -176,7 +131,7 @@ fn recursive_order_is_that_of_find_sorted_bytewise() {
         }
         args.push(arg.into());
         let out = mtsum(dir.path(), &args);
-        assert_eq!(out.code, Some(0), "mtsum {args:?}: {}", out.stderr);
+        assert_eq!(out.code, Some(0), "mtsum {args:?}: {}", out.stderr());
         let ours = names_of_z_lines(&out.stdout);
         let theirs = find_sorted(dir.path(), follow, arg);
         assert_eq!(show(&ours), show(&theirs), "mtsum {args:?} vs find | sort");
@@ -211,7 +166,7 @@ fn recursive_output_equals_sha256sum_of_the_sorted_find_list() {
             lines(&expected.stdout, terminator),
             "mtsum {ours:?} -r t vs sha256sum {theirs:?} $(find t -type f | sort)"
         );
-        assert_eq!((out.stderr.as_str(), out.code), ("", Some(0)));
+        assert_eq!((out.stderr().as_str(), out.code), ("", Some(0)));
     }
 }
 
@@ -255,7 +210,7 @@ fn recursive_digests_equal_those_of_each_file_hashed_alone() {
                 dir.path(),
                 &[args.clone(), strs(&["-p", "2", "-r", "t"])].concat(),
             );
-            assert_eq!((out.stderr.as_str(), out.code), ("", Some(0)));
+            assert_eq!((out.stderr().as_str(), out.code), ("", Some(0)));
             let alone: Vec<String> = names
                 .iter()
                 .flat_map(|name| {
@@ -276,7 +231,7 @@ fn recursive_digests_equal_those_of_each_file_hashed_alone() {
 fn recursion_skips_links_and_special_files_with_a_note_and_reports_loops() {
     let dir = tree();
     let quiet = mtsum(dir.path(), &strs(&["-r", "t"]));
-    assert_eq!((quiet.stderr.as_str(), quiet.code), ("", Some(0)));
+    assert_eq!((quiet.stderr().as_str(), quiet.code), ("", Some(0)));
     let verbose = mtsum(dir.path(), &strs(&["-r", "--verbose", "t"]));
     assert_eq!(verbose.code, Some(0));
     for note in [
@@ -285,9 +240,9 @@ fn recursion_skips_links_and_special_files_with_a_note_and_reports_loops() {
         "mtsum: t/linkdir: symbolic link not followed (use -L to follow)\n",
     ] {
         assert!(
-            verbose.stderr.contains(note),
+            verbose.stderr().contains(note),
             "{note:?} in {}",
-            verbose.stderr
+            verbose.stderr()
         );
     }
     assert_eq!(
@@ -301,7 +256,7 @@ fn recursion_skips_links_and_special_files_with_a_note_and_reports_loops() {
     let out = mtsum(dir.path(), &strs(&["-r", "-L", "-z", "t/dir"]));
     assert_eq!(out.code, Some(1));
     assert_eq!(
-        out.stderr,
+        out.stderr(),
         "mtsum: t/dir/sub/up: filesystem loop detected: leads back to t/dir\n"
     );
     let hashed = names_of_z_lines(&out.stdout);
@@ -323,13 +278,13 @@ fn following_links_hashes_no_file_twice_as_find_l() {
     // loop as t/dir".
     let ours = names_of_z_lines(&out.stdout);
     let expected: [&[u8]; 2] = [b"t/dir/up/a", b"t/dir/x"];
-    assert_eq!(show(&ours), show(&expected), "{}", out.stderr);
+    assert_eq!(show(&ours), show(&expected), "{}", out.stderr());
     assert_eq!(out.code, Some(1));
     assert!(
-        out.stderr
+        out.stderr()
             .contains("t/dir/up/dir: filesystem loop detected"),
         "{}",
-        out.stderr
+        out.stderr()
     );
 }
 
@@ -374,8 +329,8 @@ fn zero_terminated_output_equals_sha256sum_z() {
             );
             let what = format!("mtsum -z -a {alg} {tag:?} vs {tool} -z {tag:?}");
             assert_eq!(lines(&ours.stdout, 0), lines(&theirs.stdout, 0), "{what}");
-            let their_err = theirs.stderr.replace(&format!("{tool}: "), "mtsum: ");
-            assert_eq!(ours.stderr, their_err, "{what}");
+            let their_err = theirs.stderr().replace(&format!("{tool}: "), "mtsum: ");
+            assert_eq!(ours.stderr(), their_err, "{what}");
             assert_eq!(ours.code, theirs.code, "{what}");
         }
     }
@@ -402,7 +357,7 @@ fn tag_lines_name_the_layout_and_its_parameters() {
             dir.path(),
             &[strs(args), strs(&["--tag", "-r", "t"])].concat(),
         );
-        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr());
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             text.lines().count(),
@@ -469,7 +424,7 @@ fn json_lines_parse_and_carry_the_documented_fields() {
             "{args:?}: a missing input fails the run"
         );
         assert_eq!(
-            json.stderr,
+            json.stderr(),
             "mtsum: missing: No such file or directory\n\
              mtsum: t/dangling: No such file or directory\n",
             "{args:?}"

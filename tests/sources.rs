@@ -215,7 +215,7 @@ fn sizes_at_the_alignment_and_chunk_edges_give_the_reference_digest() {
     ];
     for (i, len) in sizes.into_iter().enumerate() {
         let data = pattern(len, i as u64);
-        let path = write_file(dir.path(), &format!("f{i}"), &data);
+        let path = write_file(dir.path(), format!("f{i}"), &data);
         for layout in [
             Layout::Mtsum,
             Layout::Plain,

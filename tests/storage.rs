@@ -74,7 +74,7 @@ fn oracle(python: &str, layout: &str, alg: Algorithm, part: u64, files: &[PathBu
 fn files(dir: &Path, sizes: &[u64]) -> Vec<PathBuf> {
     sizes
         .iter()
-        .map(|&n| write_file(dir, &format!("f{n}"), &pattern(n as usize, n)))
+        .map(|&n| write_file(dir, format!("f{n}"), &pattern(n as usize, n)))
         .collect()
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use assert_cmd::Command;
 
@@ -55,6 +55,15 @@ pub fn run(cmd: &mut Command) -> Run {
 /// `mtsum ARGS` in `dir`.
 pub fn mtsum_in(dir: &Path, args: &[&str]) -> Run {
     run(Command::new(MTSUM).args(args).current_dir(dir))
+}
+
+pub fn mtime(path: &Path) -> SystemTime {
+    fs::metadata(path).unwrap().modified().unwrap()
+}
+
+/// Bit rot: one byte changes, and nothing else does (size, mtime to the nanosecond).
+pub fn flip_byte_keeping_mtime(path: &Path, offset: u64) {
+    flip_bytes_keeping_mtime(path, &[offset]);
 }
 
 /// Bit rot: the bytes at `offsets` change, and nothing else does (size, mtime to the

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use super::{have, os, strs};
+use super::{have, os, strs, write_file};
 use assert_cmd::Command;
 use mtsum::Algorithm;
 use std::cell::RefCell;
@@ -240,10 +240,10 @@ pub fn open_tempdir() -> TempDir {
     dir
 }
 
-/// Writes `bytes` to `dir/name`, readable by everyone.
+/// Writes `bytes` to `dir/name` (any bytes but NUL in the name, directories made on the
+/// way), readable by everyone.
 pub fn put(dir: &Path, name: &[u8], bytes: &[u8]) -> PathBuf {
-    let path = dir.join(OsStr::from_bytes(name));
-    fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    let path = write_file(dir, OsStr::from_bytes(name), bytes);
     set_mode(&path, 0o644);
     path
 }

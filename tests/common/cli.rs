@@ -139,12 +139,6 @@ pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
-pub fn write(dir: &Path, name: impl AsRef<Path>, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    fs::write(&path, bytes).expect("write a test file");
-    path
-}
-
 /// Whether `program` can be started at all.
 pub fn have(program: &str) -> bool {
     StdCommand::new(program)

@@ -135,9 +135,13 @@ pub fn job_bytes(leaf: u64) -> u64 {
 // Files
 // ---------------------------------------------------------------------------------------------
 
-pub fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+/// Writes `data` to `dir/name`, making the directories on the way (`d/x`); its path.
+pub fn write_file(dir: &Path, name: impl AsRef<Path>, data: &[u8]) -> PathBuf {
     let path = dir.join(name);
-    std::fs::write(&path, data).unwrap();
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, data).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     path
 }
 
