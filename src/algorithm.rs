@@ -319,7 +319,7 @@ impl Hasher {
 
     /// This hasher, fed with `prefix` (a layout's prefix byte before a leaf's data).
     ///
-    /// BLAKE3 keeps it back and absorbs it with the first [`PREFIX_JOIN`] bytes of the data
+    /// BLAKE3 keeps it back and absorbs it with the first 16 KiB (`PREFIX_JOIN`) of the data
     /// in one slice. Fed alone, a prefix byte leaves every later chunk of the message a byte
     /// into the slices the crate gets, which then hashes the first two chunks one 64-byte
     /// block at a time and the next ones in subtrees of 2, 4 and 8 chunks, not in its widest

@@ -8,7 +8,7 @@
 //!
 //! Standard input is read once, front to back, as coreutils reads it: the first use (a sum
 //! file `-`, or a line naming `-`) gets its bytes, and a later use finds it at its end
-//! ([`source::stdin`](crate::source::stdin), which the engine claims for a line naming `-` as
+//! ([`source::stdin`], which the engine claims for a line naming `-` as
 //! it takes the line, in order, so that a sum file `-` read later gets nothing rather than
 //! racing the worker that hashes it).
 

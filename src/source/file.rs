@@ -83,7 +83,7 @@ pub(super) enum End {
 }
 
 impl Input {
-    /// Opens standard input, claimed ([`claim_stdin`]): as a file when it is one (`< file`),
+    /// Opens standard input, claimed (`claim_stdin`, once per process): as a file when it is one (`< file`),
     /// its bytes from where it stands, as a stream otherwise, and as an empty stream after
     /// the first claim in the process.
     pub fn stdin() -> Result<Input, InputError> {

@@ -27,7 +27,7 @@ pub(crate) fn claim_stdin() -> bool {
     !CLAIMED.swap(true, Ordering::Relaxed)
 }
 
-/// Standard input to read as a stream, claimed ([`claim_stdin`]): its bytes the first time
+/// Standard input to read as a stream, claimed (`claim_stdin`): its bytes the first time
 /// in the process, nothing after that.
 pub fn stdin() -> io::Result<Box<dyn Read + Send>> {
     Ok(match claim_stdin_file()? {

@@ -20,7 +20,7 @@
 //! (`locking_mode=EXCLUSIVE`), so a second audit of the same database is refused at once with
 //! [`DatabaseError::Busy`] instead of interleaving its records with the first one's.
 //! A reader (`--dry-run`, `--export`) opens the database read-only and holds SQLite's shared
-//! lock while it reads ([`ReadLock`]), so a writer is refused meanwhile; and while a writer
+//! lock while it reads (`ReadLock`), so a writer is refused meanwhile; and while a writer
 //! holds the database, a reader is refused at once as a second audit is: the audit may run
 //! for days, and a reader that waited a few seconds before saying so would only be slower.
 //!
