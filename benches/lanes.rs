@@ -6,27 +6,15 @@
 //! the same bytes with every contender, so the ratios hold even on a loaded machine; the
 //! figures and the machine are in `docs/performance.md` ("Multi-buffer kernels").
 
+mod common;
+
+use common::messages;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use md5::Digest as _;
 use mtsum::Algorithm;
 use mtsum::lanes::{self, Event, Kernel, Lanes};
-
-/// `count` messages of `len` bytes each, all different.
-fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
-    (0..count)
-        .map(|i| {
-            (0..len)
-                .map(|j| {
-                    (j as u32)
-                        .wrapping_mul(2_654_435_761)
-                        .wrapping_add(i as u32) as u8
-                })
-                .collect()
-        })
-        .collect()
-}
 
 /// The lane set fed as a stream: every message in `chunk`-byte pushes, round-robin, as the
 /// engine would feed leaves read in pieces.

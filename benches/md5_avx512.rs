@@ -15,6 +15,8 @@
 //! comparison. On AMD Zen 4 the 32-lane rows of both groups run as two passes of 16 lanes, as
 //! the kernel does there from 32 blocks on.
 
+mod common;
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::hint::black_box;
@@ -32,17 +34,6 @@ mod x86 {
         std::arch::is_x86_feature_detected!("avx512f")
     }
 
-    /// 32 different messages of `LEN` bytes.
-    fn messages() -> Vec<Vec<u8>> {
-        (0..32u32)
-            .map(|i| {
-                (0..LEN as u32)
-                    .map(|j| (j.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8)
-                    .collect()
-            })
-            .collect()
-    }
-
     /// The kernel with `N` lanes: `N * LEN` bytes per iteration.
     macro_rules! kernel {
         ($group:expr, $n:literal, $messages:expr) => {
@@ -57,7 +48,7 @@ mod x86 {
     }
 
     pub fn md5(c: &mut Criterion) {
-        let messages = messages();
+        let messages = crate::common::messages(32, LEN);
         let mut group = c.benchmark_group("md5 64 KiB per lane");
         kernel!(group, 16, messages);
         kernel!(group, 32, messages);

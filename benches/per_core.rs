@@ -11,21 +11,14 @@
 
 mod common;
 
+use common::messages;
+
 use std::hint::black_box;
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mtsum::Algorithm;
 use mtsum::lanes::{self, Kernel};
-
-/// `count` different messages of `len` bytes: the low bytes of a multiplicative hash of the
-/// position.
-fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
-    let bytes =
-        (0..count * len).map(|i| ((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8);
-    let bytes: Vec<u8> = bytes.collect();
-    bytes.chunks(len).map(<[u8]>::to_vec).collect()
-}
 
 /// The algorithms with multi-buffer kernels.
 const ALGORITHMS: [Algorithm; 4] = [

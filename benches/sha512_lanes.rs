@@ -5,6 +5,9 @@
 //! counts the bytes of all messages, so the figures compare directly with
 //! `openssl speed -evp sha512`. x86-64 only; a kernel the CPU cannot run is skipped.
 
+mod common;
+
+use common::messages;
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -13,21 +16,6 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 const LEN: usize = 64 << 10;
 /// SHA-512 blocks per message.
 const BLOCKS: usize = LEN / 128;
-
-/// `count` messages of [`LEN`] bytes each, all different.
-fn messages(count: usize) -> Vec<Vec<u8>> {
-    (0..count)
-        .map(|i| {
-            (0..LEN)
-                .map(|j| {
-                    (j as u32)
-                        .wrapping_mul(2_654_435_761)
-                        .wrapping_add(i as u32) as u8
-                })
-                .collect()
-        })
-        .collect()
-}
 
 #[cfg(target_arch = "x86_64")]
 fn lanes<const N: usize>(c: &mut Criterion) {
@@ -40,7 +28,7 @@ fn lanes<const N: usize>(c: &mut Criterion) {
     if !avx512 {
         eprintln!("no AVX-512F/VL on this CPU: the AVX-512 SHA-512 lanes kernel is not measured");
     }
-    let owned = messages(N);
+    let owned = messages(N, LEN);
     let data: [&[u8]; N] = std::array::from_fn(|i| owned[i].as_slice());
     let mut states = [[0u64; 8]; N];
     let mut group = c.benchmark_group("sha512 64 KiB");
@@ -62,7 +50,7 @@ fn lanes<const N: usize>(c: &mut Criterion) {
 }
 
 fn one_stream(c: &mut Criterion) {
-    let owned = messages(1);
+    let owned = messages(1, LEN);
     let message = owned[0].as_slice();
     let blocks: Vec<[u8; 128]> = message
         .chunks_exact(128)

@@ -7,6 +7,8 @@
 //! reference, since on a shared machine only figures measured together mean anything. x86-64
 //! only; a kernel the CPU lacks (SHA-NI, AVX2) is left out with a note.
 
+mod common;
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::hint::black_box;
@@ -33,17 +35,6 @@ mod x86 {
         std::arch::is_x86_feature_detected!("avx2")
     }
 
-    /// Eight different streams of `LEN` bytes.
-    fn streams() -> Vec<Vec<u8>> {
-        (0..8u32)
-            .map(|i| {
-                (0..LEN as u32)
-                    .map(|j| (j.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8)
-                    .collect()
-            })
-            .collect()
-    }
-
     /// `data` as the blocks RustCrypto's compression functions take.
     fn blocks(data: &[u8]) -> Vec<[u8; 64]> {
         data.chunks_exact(64)
@@ -68,7 +59,7 @@ mod x86 {
     }
 
     pub fn sha256(c: &mut Criterion) {
-        let streams = streams();
+        let streams = crate::common::messages(8, LEN);
         let mut group = c.benchmark_group("sha256 64 KiB per stream");
         if supported() {
             kernel!(group, bench_compress_sha256, 8, 1, streams);
@@ -95,7 +86,7 @@ mod x86 {
     }
 
     pub fn sha1(c: &mut Criterion) {
-        let streams = streams();
+        let streams = crate::common::messages(8, LEN);
         let mut group = c.benchmark_group("sha1 64 KiB per stream");
         if supported() {
             kernel!(group, bench_compress_sha1, 5, 1, streams);

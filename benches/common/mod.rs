@@ -16,3 +16,13 @@ pub fn thread_cpu() -> Duration {
     assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
+
+/// `count` different messages of `len` bytes (the low bytes of a multiplicative hash of the
+/// position): what the kernel benchmarks hash, whose rates do not depend on the bytes.
+#[allow(dead_code, reason = "each benchmark uses what it needs of this module")]
+pub fn messages(count: usize, len: usize) -> Vec<Vec<u8>> {
+    let bytes =
+        (0..count * len).map(|i| ((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8);
+    let bytes: Vec<u8> = bytes.collect();
+    bytes.chunks(len).map(<[u8]>::to_vec).collect()
+}
