@@ -121,16 +121,23 @@ fn tree_hash(alg: Algorithm, leaves: &[&[u8]], leaf_prefix: &[u8], node_prefix: 
     }
 }
 
-/// S3's multipart ETag (`alg` MD5) or composite checksum: an object of at most one part is a
-/// single upload, whose value is its plain digest; otherwise the digest of the concatenated
-/// raw digests of its `part`-byte parts, followed by `-N`.
+/// S3's multipart ETag (`alg` MD5) or composite checksum as the AWS CLI makes it: an object
+/// shorter than one part is a single upload, whose value is its plain digest; otherwise (one
+/// part or more: the CLI's threshold is inclusive) the digest of the concatenated raw digests
+/// of its `part`-byte parts, followed by `-N`; a value of one part keeps the part's digest
+/// beside it, as the engine's does.
 fn s3(alg: Algorithm, part: u64, data: &[u8]) -> Root {
-    if data.len() as u64 <= part {
+    if (data.len() as u64) < part {
         return Root::new(alg.hash(data));
     }
     let digests: Vec<Digest> = data.chunks(part as usize).map(|p| alg.hash(p)).collect();
     let concatenated: Vec<u8> = digests.iter().flat_map(|d| d.as_bytes().to_vec()).collect();
-    Root::new(alg.hash(&concatenated)).with_parts(digests.len() as u64)
+    let root = Root::new(alg.hash(&concatenated)).with_parts(digests.len() as u64);
+    match digests[..] {
+        // A single upload of the same bytes shows the part's own digest, which `-c` accepts.
+        [one] => root.with_single_part(one),
+        _ => root,
+    }
 }
 
 /// Glacier's tree hash (`alg` SHA-256), as Amazon's documentation computes it: the digests

@@ -172,10 +172,10 @@ fn a_full_object_crc_is_hashed_in_pieces_on_every_worker() {
 }
 
 #[test]
-fn a_file_of_at_most_one_part_has_its_plain_digest_without_a_count() {
+fn a_file_shorter_than_one_part_has_its_plain_digest_without_a_count() {
     let p = part(5 * MIB);
     for alg in [Algorithm::Md5, Algorithm::Sha256, Algorithm::Crc32c] {
-        for n in [0, 1, 5 * MIB] {
+        for n in [0, 1, 5 * MIB - 1] {
             let data = pattern(n as usize, 7);
             let root = reference::checksum(Layout::S3(p), alg, &data).unwrap();
             assert_eq!(root.digest(), &alg.hash(&data), "{alg} {n}");
@@ -185,6 +185,31 @@ fn a_file_of_at_most_one_part_has_its_plain_digest_without_a_count() {
     let one_more = pattern(5 * MIB as usize + 1, 7);
     let root = reference::checksum(Layout::S3(p), Algorithm::Md5, &one_more).unwrap();
     assert_eq!(root.parts(), Some(2));
+}
+
+#[test]
+fn a_file_of_exactly_one_part_is_a_multipart_upload_of_one_part_as_the_aws_cli_makes_it() {
+    // The AWS CLI (s3transfer) uploads in parts when the size is at least its threshold, which
+    // is the part size: H(H(part))-1, for the ETag and the composite checksums alike.
+    let p = part(5 * MIB);
+    for alg in [Algorithm::Md5, Algorithm::Sha256, Algorithm::Crc32c] {
+        let data = pattern(5 * MIB as usize, 7);
+        let root = reference::checksum(Layout::S3(p), alg, &data).unwrap();
+        assert_eq!(
+            root.digest(),
+            &alg.hash(alg.hash(&data).as_bytes()),
+            "{alg}"
+        );
+        assert_eq!(root.parts(), Some(1), "{alg}");
+        let dir = tempdir();
+        let path = write_file(dir.path(), "f", &data);
+        for threads in [1, 3] {
+            assert_eq!(
+                engine_value(Layout::S3(p), alg, &path, threads).unwrap(),
+                root
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -787,21 +812,31 @@ fn a_stream_on_standard_input_has_the_value_of_the_file() {
 }
 
 #[test]
-fn a_one_part_multipart_etag_checks_against_the_single_upload() {
+fn a_file_of_one_part_prints_the_aws_clis_etag_and_checks_against_a_single_upload_too() {
     // The AWS CLI uploads a file of exactly its 8 MiB threshold as a multipart upload of one
-    // part: ETag md5(md5(data))-1, where a single upload would have md5(data).
+    // part: ETag md5(md5(data))-1, which -t s3 prints; a single upload of the same bytes (any
+    // other client's) has md5(data), which -c accepts as well.
     let dir = tempdir();
     let p = dir.path();
     let data = pattern(PartSize::DEFAULT.get() as usize, 5);
     write_file(p, "f", &data);
     let md5 = Algorithm::Md5;
     let one_part = format!("{}-1", md5.hash(md5.hash(&data).as_bytes()));
-    write_file(p, "sums", format!("{one_part}  f\n").as_bytes());
-    let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "sums"]);
-    assert_eq!((code, out.as_str()), (0, "f: OK\n"), "{err}");
-    // Any part size of at least the file's gives it: auto names none.
-    let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
-    assert_eq!((code, out.as_str()), (0, "f: OK (one part)\n"), "{err}");
+    let single = md5.hash(&data).to_hex();
+    let (code, out, err) = mtsum(p, &["-t", "s3", "f"]);
+    assert_eq!((code, out), (0, format!("{one_part}  f\n")), "{err}");
+    for value in [&one_part, &single] {
+        write_file(p, "sums", format!("{value}  f\n").as_bytes());
+        let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "sums"]);
+        assert_eq!((code, out.as_str()), (0, "f: OK\n"), "{value}: {err}");
+        // Any part size of at least the file's gives it: auto names none.
+        let (code, out, err) = mtsum(p, &["-c", "-t", "s3", "--part-size", "auto", "sums"]);
+        assert_eq!(
+            (code, out.as_str()),
+            (0, "f: OK (one part)\n"),
+            "{value}: {err}"
+        );
+    }
     // Not for another count, nor for a layout without parts.
     let two_parts = one_part.replace("-1", "-2");
     write_file(p, "sums", format!("{two_parts}  f\n").as_bytes());
@@ -811,5 +846,7 @@ fn a_one_part_multipart_etag_checks_against_the_single_upload() {
     let plain = reference::checksum(Layout::Plain, md5, &data).unwrap();
     let expected = Root::parse(&one_part, 16).unwrap();
     assert!(Layout::S3(PartSize::DEFAULT).matches(md5, &root, &expected));
-    assert!(!Layout::Plain.matches(md5, &plain, &expected));
+    let expected = Root::parse(&single, 16).unwrap();
+    assert!(Layout::S3(PartSize::DEFAULT).matches(md5, &root, &expected));
+    assert!(!Layout::Plain.matches(md5, &plain, &Root::parse(&one_part, 16).unwrap()));
 }

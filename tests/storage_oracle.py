@@ -65,8 +65,9 @@ def chunks(data, size):
 
 
 def s3(h, part, data, encode):
-    """A single upload up to one part: the plain digest; else H(H(p1) || ... || H(pN))-N."""
-    if len(data) <= part:
+    """As the AWS CLI uploads (threshold inclusive): a single upload below one part, the plain
+    digest; else, from one part on, H(H(p1) || ... || H(pN))-N."""
+    if len(data) < part:
         return encode(h(data))
     parts = chunks(data, part)
     return encode(h(b"".join(h(p) for p in parts))) + "-%d" % len(parts)

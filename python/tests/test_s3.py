@@ -157,14 +157,15 @@ def test_every_object_has_the_digest_of_its_bytes_in_a_file(
 
 
 def test_the_s3_layout_gives_the_etag_the_transfer_manager_made(mtsum_bin, server, s3, objects):
-    # But for a file of exactly one part (8 MiB), which the AWS CLI uploads as one part of a
-    # multipart upload (md5 of the md5, "-1"), where mtsum -t s3 prints the plain MD5.
+    # At every size, the file of exactly one part (8 MiB) included: the transfer manager's
+    # threshold is inclusive, so it uploads that file as one part of a multipart upload (the
+    # md5 of the md5, "-1"), and -t s3 prints that, for the object and for the local file.
     env = writer_env(server)
-    for p, url in objects:
-        if p.stat().st_size == 8 * MIB:
-            continue
-        etag = s3.head_object(Bucket=BUCKET, Key=url.split("/", 3)[3])["ETag"].strip('"')
-        assert digests(run(mtsum_bin, "-t", "s3", url, env=env)) == [etag], url
+    etags = [s3.head_object(Bucket=BUCKET, Key=url.split("/", 3)[3])["ETag"].strip('"')
+             for _, url in objects]
+    assert digests(run(mtsum_bin, "-t", "s3", *[url for _, url in objects], env=env)) == etags
+    assert digests(run(mtsum_bin, "-t", "s3", *[str(p) for p, _ in objects])) == etags
+    assert [e.endswith("-1") for e in etags] == [n == 8 * MIB for n in SIZES]
 
 
 def test_a_large_object_in_any_number_of_connections(mtsum_bin, server, s3, tmp_path):

@@ -273,7 +273,8 @@ enum Item {
         file: usize,
         line: u64,
         name: Vec<u8>,
-        expected: Root,
+        /// Boxed: a root is large (a digest, and for S3 the digest of its one part).
+        expected: Box<Root>,
         /// The layout and algorithm the line is checked with.
         spec: (Layout, Algorithm),
         tagged: bool,
@@ -520,7 +521,7 @@ impl Lines<'_> {
                 file,
                 line: line_no,
                 name: entry.name.clone(),
-                expected: entry.expected,
+                expected: Box::new(entry.expected),
                 spec: (layout, alg),
                 tagged,
                 attempt,
@@ -761,7 +762,7 @@ impl Verdicts<'_> {
                     status,
                     layout: outcome.layout,
                     algorithm: alg,
-                    expected,
+                    expected: *expected,
                     digest: outcome.digest,
                     error: outcome.matched.err(),
                     sizes_tried: outcome.tried,

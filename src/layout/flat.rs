@@ -17,9 +17,11 @@ use crate::algorithm::{Algorithm, Digest, Hasher};
 pub(super) struct Flat {
     /// Bytes per part, the last one shorter.
     pub part: u64,
-    /// S3: a stream of at most one part was a single upload, whose value is the part's own
-    /// digest (the plain digest); an empty stream is one empty part. Otherwise (Dropbox) the
-    /// outer hash is always taken, over no part at all for an empty stream.
+    /// S3: a stream shorter than one part was a single upload, whose value is the part's own
+    /// digest (the plain digest); an empty stream is one empty part. A stream of exactly one
+    /// part was a multipart upload of one part, `H(H(part))-1`: the AWS CLI's threshold is
+    /// inclusive (a file of its 8 MiB chunk size is uploaded in parts). Otherwise (Dropbox)
+    /// the outer hash is always taken, over no part at all for an empty stream.
     pub single_part_is_plain: bool,
     /// S3: a multipart value is followed by `-N`, its part count.
     pub count_suffix: bool,
@@ -57,17 +59,33 @@ impl Flat {
     /// The part count that follows the value of a stream of `n` bytes: none for a shape
     /// without counts, nor for S3's single upload.
     pub fn count(&self, n: u64) -> Option<u64> {
-        let parts = self.parts(n);
-        let single = self.single_part_is_plain && parts == 1;
-        (self.count_suffix && !single).then_some(parts)
+        (self.count_suffix && !self.is_single_upload(n)).then_some(self.parts(n))
     }
 
-    /// The value of the same bytes uploaded as a multipart upload of one part, for a value of
-    /// a single upload (`root` without a count): `H(H(part))-1`. S3 clients choose: the AWS CLI
-    /// uploads a file of exactly its threshold (8 MiB) in one part, as multipart.
-    pub fn as_one_part(&self, alg: Algorithm, root: &Root) -> Option<Root> {
-        let single = self.single_part_is_plain && root.parts().is_none();
-        single.then(|| Root::new(alg.hash(root.digest().as_bytes())).with_parts(1))
+    /// Whether a stream of `n` bytes was a single upload: shorter than one part.
+    fn is_single_upload(&self, n: u64) -> bool {
+        self.single_part_is_plain && n < self.part
+    }
+
+    /// Whether `expected` is the value of the same one part of bytes as `root`, uploaded the
+    /// other way: S3 clients choose between a single upload (`H(part)`) and a multipart upload
+    /// of one part (`H(H(part))-1`). The AWS CLI uploads a file of exactly its threshold (8
+    /// MiB) in one part, as multipart; other clients (rclone, below its 200 MiB cutoff) upload
+    /// a file of any size up to their cutoff in one request.
+    pub fn same_part_other_upload(&self, alg: Algorithm, root: &Root, expected: &Root) -> bool {
+        if !self.single_part_is_plain {
+            return false;
+        }
+        let single = match (root.parts(), root.single_part()) {
+            (None, _) => *root.digest(),
+            (Some(1), Some(single)) => *single,
+            _ => return false,
+        };
+        let multipart = Root::new(alg.hash(single.as_bytes())).with_parts(1);
+        // A record that kept the bare digest of a single upload reads back with the count of
+        // today's rule ([`super::Layout::value_of`]): the part's digest followed by `-1`.
+        let bare = Root::new(single).with_parts(1);
+        *expected == single || *expected == multipart || *expected == bare
     }
 }
 
@@ -123,6 +141,8 @@ pub(super) struct Outer {
     parts: u64,
     /// The digest of the only part so far.
     single: Option<Digest>,
+    /// Bytes of the parts pushed so far.
+    bytes: u64,
     /// A job that covered many parts (a whole stream): its digest and part count.
     whole: Option<(Digest, u64)>,
 }
@@ -134,6 +154,7 @@ impl Outer {
             hasher: alg.hasher(),
             parts: 0,
             single: None,
+            bytes: 0,
             whole: None,
         }
     }
@@ -147,6 +168,7 @@ impl Outer {
     /// Takes the digest of the next job, which covers `range`: a part (an empty one only for
     /// the empty stream), or a whole stream of many parts hashed by one [`PartRun`].
     pub fn push(&mut self, range: Range<u64>, digest: Digest) {
+        self.bytes += range.end - range.start;
         match self.shape.parts(range.end - range.start) {
             0 => {}
             1 => self.add_part(digest),
@@ -158,8 +180,10 @@ impl Outer {
         let shape = self.shape;
         let (digest, parts) = match (self.whole, self.single) {
             (Some((digest, parts)), _) => (digest, parts),
+            (None, Some(one)) if shape.is_single_upload(self.bytes) => return Root::new(one),
             (None, Some(one)) if shape.single_part_is_plain && self.parts == 1 => {
-                return Root::new(one);
+                let root = Root::new(self.hasher.finalize()).with_parts(1);
+                return root.with_single_part(one);
             }
             (None, _) => (self.hasher.finalize(), self.parts),
         };

@@ -34,6 +34,9 @@ pub struct Root {
     /// The part count that follows a dash, for S3's multipart values.
     parts: Option<u64>,
     encoding: Encoding,
+    /// For S3's multipart value of one part, the part's own digest: the value a single upload
+    /// of the same bytes shows, which `H(H(part))` cannot give back.
+    single_part: Option<Digest>,
 }
 
 impl Root {
@@ -43,6 +46,7 @@ impl Root {
             digest,
             parts: None,
             encoding: Encoding::Hex,
+            single_part: None,
         }
     }
 
@@ -52,6 +56,20 @@ impl Root {
             parts: Some(parts),
             ..self
         }
+    }
+
+    /// The same root remembering `digest`, the digest of its one part (S3's multipart value
+    /// of one part), for [`Layout::matches`](super::Layout::matches).
+    pub fn with_single_part(self, digest: Digest) -> Root {
+        Root {
+            single_part: Some(digest),
+            ..self
+        }
+    }
+
+    /// For S3's multipart value of one part computed here, the part's own digest.
+    pub fn single_part(&self) -> Option<&Digest> {
+        self.single_part.as_ref()
     }
 
     /// The same root spelled in `encoding`.
@@ -110,6 +128,7 @@ impl Root {
             digest,
             parts,
             encoding,
+            single_part: None,
         })
     }
 }
