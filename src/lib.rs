@@ -51,6 +51,7 @@ pub mod reference;
 pub mod report;
 mod size;
 pub mod source;
+pub mod stored;
 pub mod sumfile;
 pub mod walk;
 

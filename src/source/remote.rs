@@ -19,9 +19,16 @@ use std::sync::{Arc, RwLock};
 use super::error::InputError;
 
 #[cfg(feature = "remote")]
+mod head;
+#[cfg(feature = "remote")]
 mod store;
+mod stored;
+
 #[cfg(feature = "remote")]
 pub(crate) use store::Object;
+pub use stored::{
+    CHECKSUM_ALGORITHMS, ChecksumKind, Parts, StoredChecksum, StoredObject, etag_parts,
+};
 
 /// Without the `remote` feature no object opens: an `Object` has no value.
 #[cfg(not(feature = "remote"))]
@@ -215,7 +222,7 @@ impl Url {
     }
 
     /// The URL of the object `key` of the same bucket, with the same options.
-    fn sibling(&self, key: &str) -> Url {
+    pub(crate) fn sibling(&self, key: &str) -> Url {
         let (bucket, text) = match &self.place {
             Place::S3 { bucket, .. } => (bucket, format!("s3://{bucket}/{key}")),
             Place::Http { .. } => unreachable!("only S3 URLs are listed"),
@@ -284,6 +291,29 @@ pub fn list(url: &Url) -> Result<Vec<Url>, InputError> {
         let _ = (url, Url::sibling);
         Err(unsupported())
     }
+}
+
+/// The objects below the prefix `url` ([`Url::is_prefix`]) with what the store reports of
+/// each, by key; an object whose `HEAD`s failed is its URL and the error, and the others
+/// are still read. The listing failing is the prefix's error.
+///
+/// Requests: the listing (one per 1 000 keys), then per object one `HEAD` with
+/// `x-amz-checksum-mode: ENABLED`, and for an object in parts one `HEAD` with
+/// `partNumber=1`, and one with `partNumber=N` for three parts or more; up to
+/// [`Options::connections`] of them at once.
+#[allow(clippy::type_complexity)]
+pub fn list_stored(url: &Url) -> Result<Vec<Result<StoredObject, (Url, InputError)>>, InputError> {
+    if !url.is_prefix() {
+        return Err(InputError::Remote(
+            "not a prefix: name one ending with / (s3://BUCKET/PREFIX/)".into(),
+        ));
+    }
+    #[cfg(feature = "remote")]
+    {
+        head::list_stored(url)
+    }
+    #[cfg(not(feature = "remote"))]
+    Err(unsupported())
 }
 
 #[cfg(not(feature = "remote"))]

@@ -360,6 +360,13 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "algorithm", "tree", "leaf_size", "part_size"])]
     combine: bool,
 
+    /// Print, without reading any object's bytes, a sum file of the values the store keeps
+    /// for each object below the s3://BUCKET/PREFIX/ operands (its ETag and checksums, with
+    /// the part size the store tells), names relative to the prefix: `mtsum -c` in a local
+    /// copy checks it. A value that checks nothing (an SSE-KMS ETag) is a # comment.
+    #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "no_names", "base64", "algorithm", "tree", "leaf_size", "part_size", "plan", "range", "combine"])]
+    stored: bool,
+
     /// Print the version and the SIMD kernels this CPU runs (within MTSUM_SIMD).
     #[arg(short = 'V', long = "version", visible_short_alias = 'v', action = clap::ArgAction::Version)]
     version: (),
@@ -536,6 +543,14 @@ pub enum Mode {
     Audit(Box<AuditSettings>),
     /// `--plan`, `--range`, `--combine`: one file in ranges.
     Ranges(RangeSettings),
+    /// `--stored`: what a store keeps about the objects below prefixes.
+    Stored(StoredSettings),
+}
+
+/// `--stored`.
+pub struct StoredSettings {
+    /// `-z`: lines end with NUL.
+    pub terminator: Terminator,
 }
 
 /// What every mode uses: the inputs, the engine that hashes them, and what goes to stderr.
@@ -622,7 +637,15 @@ impl Config {
         args.check_urls()?;
         // Before any target is made: operands, and the names in sum files (-c), take them.
         remote::set_default_options(args.remote_options());
-        let mode = if args.plan.is_some() || args.range.is_some() || args.combine {
+        let mode = if args.stored {
+            args.check_prefixes()?;
+            Mode::Stored(StoredSettings {
+                terminator: match args.zero {
+                    true => Terminator::Nul,
+                    false => Terminator::Newline,
+                },
+            })
+        } else if args.plan.is_some() || args.range.is_some() || args.combine {
             Mode::Ranges(RangeSettings::from_args(&args, layout))
         } else if args.audit || args.repair.is_some() {
             Mode::Audit(Box::new(AuditSettings::from_args(&args, layout)))
@@ -708,6 +731,21 @@ impl Args {
         for url in urls {
             let text = url.to_str().ok_or("a URL must be UTF-8")?;
             remote::Url::parse(text)?;
+        }
+        Ok(())
+    }
+
+    /// `--stored` reads prefixes of buckets: at least one, and nothing else.
+    fn check_prefixes(&self) -> Result<(), String> {
+        let wanted = "--stored reads prefixes of buckets: s3://BUCKET/PREFIX/ (ending with /)";
+        if self.paths.is_empty() {
+            return Err(wanted.into());
+        }
+        for path in &self.paths {
+            let url = path.to_str().and_then(|p| remote::Url::parse(p).ok());
+            if !url.is_some_and(|u| u.is_prefix()) {
+                return Err(format!("{}: {wanted}", path.to_string_lossy()));
+            }
         }
         Ok(())
     }

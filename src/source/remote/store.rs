@@ -29,7 +29,7 @@ use crate::source::InputError;
 
 /// The runtime the GETs run on: two threads move the bytes of 16 connections at loopback
 /// speed (they only copy what the sockets deliver); hashing stays on the engine's threads.
-fn runtime() -> &'static Runtime {
+pub(super) fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -128,13 +128,13 @@ fn retry() -> RetryConfig {
 
 /// Plain `http://` is allowed: the user named it (a MinIO on the local network, a test
 /// server); object_store refuses it unless told.
-fn client_options() -> ClientOptions {
+pub(super) fn client_options() -> ClientOptions {
     ClientOptions::new().with_allow_http(true)
 }
 
 /// An S3 client for `bucket`: explicit options first, then the environment (`AWS_*`), then
 /// the profile's files, then the container and instance credentials object_store finds.
-fn s3_builder(bucket: &str, options: &Options) -> Result<AmazonS3Builder, InputError> {
+pub(super) fn s3_builder(bucket: &str, options: &Options) -> Result<AmazonS3Builder, InputError> {
     let mut builder = AmazonS3Builder::from_env()
         .with_bucket_name(bucket)
         .with_retry(retry())
@@ -276,7 +276,7 @@ fn ini_section(text: &str, section: &str) -> Vec<(String, String)> {
 }
 
 /// The object's key in its store.
-fn key_of(url: &Url) -> Key {
+pub(super) fn key_of(url: &Url) -> Key {
     match &url.place {
         // A key as S3 spells it; object_store would re-encode characters it deems unsafe
         // if it were built from parts.
@@ -288,6 +288,11 @@ fn key_of(url: &Url) -> Key {
 
 /// The keys below the prefix `url`, without the "folders" (keys ending with `/`).
 pub(super) fn list(url: &Url) -> Result<Vec<String>, InputError> {
+    Ok(list_meta(url)?.into_iter().map(|(key, _)| key).collect())
+}
+
+/// The keys below the prefix `url` with their sizes, by key, without the "folders".
+pub(super) fn list_meta(url: &Url) -> Result<Vec<(String, u64)>, InputError> {
     let Place::S3 { key: prefix, .. } = &url.place else {
         return Err(InputError::Remote("cannot list an HTTP server".into()));
     };
@@ -295,11 +300,11 @@ pub(super) fn list(url: &Url) -> Result<Vec<String>, InputError> {
     let store = pool.store(url)?;
     let prefix = (!prefix.is_empty()).then(|| Key::from(prefix.as_str()));
     let listed = runtime().block_on(store.list(prefix.as_ref()).try_collect::<Vec<_>>());
-    let mut keys: Vec<String> = listed
+    let mut keys: Vec<(String, u64)> = listed
         .map_err(|e| fault(e, "bucket"))?
         .into_iter()
-        .map(|meta| meta.location.to_string())
-        .filter(|key| !key.ends_with('/'))
+        .map(|meta| (meta.location.to_string(), meta.size))
+        .filter(|(key, _)| !key.ends_with('/'))
         .collect();
     keys.sort();
     Ok(keys)
@@ -308,7 +313,7 @@ pub(super) fn list(url: &Url) -> Result<Vec<String>, InputError> {
 /// A store's error as the one-line cause after `mtsum: URL: `; `what` names what was
 /// missing on a 404 (`object`, `bucket`). S3's error code, where the answer had a body,
 /// tells a missing bucket from a missing object and bad credentials from a denial.
-fn fault(e: object_store::Error, what: &str) -> InputError {
+pub(super) fn fault(e: object_store::Error, what: &str) -> InputError {
     use object_store::Error as E;
     let text = chain(&e);
     let status = |n: &str| text.contains(&format!("status code: {n}"));
@@ -346,7 +351,8 @@ fn fault(e: object_store::Error, what: &str) -> InputError {
     InputError::Io(std::io::Error::new(kind, cause))
 }
 
-const ACCESS_DENIED: &str = "access denied (403): check the credentials and the bucket's policy";
+pub(super) const ACCESS_DENIED: &str =
+    "access denied (403): check the credentials and the bucket's policy";
 
 /// The S3 error code that an answer's body named, of those that say why.
 fn s3_code(text: &str) -> Option<&'static str> {
@@ -375,7 +381,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 /// The innermost cause of an error, without object_store's request dumps: "connection
 /// refused", "server returned 503 Service Unavailable", ...
-fn short(e: &dyn std::error::Error) -> String {
+pub(super) fn short(e: &dyn std::error::Error) -> String {
     let mut causes = vec![e.to_string()];
     let mut source = e.source();
     while let Some(s) = source {

@@ -1,0 +1,265 @@
+//! The `HEAD`s that read what a store holds about an object ([`super::stored`]), sent past
+//! object_store.
+//!
+//! object_store's `head` sends no header of ours and no query, and keeps of the answer only
+//! size, ETag and date: it cannot ask for the checksums (`x-amz-checksum-mode: ENABLED`) nor
+//! for a part (`?partNumber=N`), nor hand back `x-amz-checksum-*` or
+//! `x-amz-mp-parts-count`. So these requests are made here, as small as can be: the URL
+//! of the key as object_store addresses it (path-style or virtual-hosted, its encoding of
+//! the key; taken from a URL it signs with a throwaway key, whose signature is cut off),
+//! signed by object_store's own SigV4 signer ([`AwsAuthorizer`]) with the credentials its
+//! chain found, and sent by its HTTP client. The same credentials, endpoint and addressing
+//! as every other request, and no second implementation of either.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use object_store::aws::{AmazonS3, AmazonS3ConfigKey, AwsAuthorizer};
+use object_store::client::{
+    HttpClient, HttpConnector, HttpRequest, HttpRequestBody, ReqwestConnector,
+};
+use object_store::path::Path as Key;
+use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, Signer};
+
+use super::store::{ACCESS_DENIED, client_options, fault, key_of, runtime, s3_builder, short};
+use super::stored::{
+    CHECKSUM_ALGORITHMS, Parts, StoredChecksum, StoredObject, checksum_kind, etag_parts,
+};
+use super::{Place, Url};
+use crate::source::InputError;
+
+/// See [`super::list_stored`].
+#[allow(clippy::type_complexity)]
+pub(super) fn list_stored(
+    url: &Url,
+) -> Result<Vec<Result<StoredObject, (Url, InputError)>>, InputError> {
+    let Place::S3 {
+        bucket,
+        key: prefix,
+    } = &url.place
+    else {
+        return Err(InputError::Remote("cannot list an HTTP server".into()));
+    };
+    let listed = super::store::list_meta(url)?;
+    let heads = Heads::new(bucket, &url.options)?;
+    let connections = url.options.connections.get();
+    let objects = listed.into_iter().map(|(key, _)| {
+        let name = key
+            .strip_prefix(prefix.as_str())
+            .unwrap_or(&key)
+            .to_string();
+        let object = url.sibling(&key);
+        let heads = &heads;
+        async move {
+            heads
+                .object(&object, name)
+                .await
+                .map_err(|e| (object.clone(), e))
+        }
+    });
+    Ok(runtime().block_on(
+        futures_util::stream::iter(objects)
+            .buffered(connections)
+            .collect(),
+    ))
+}
+
+/// What the `HEAD`s of one bucket share.
+struct Heads {
+    /// Signs nothing: builds the URL of a key as object_store would request it.
+    addresser: AmazonS3,
+    /// The store with the user's credentials; `None` with `--no-sign-request`.
+    signer: Option<AmazonS3>,
+    region: String,
+    client: HttpClient,
+}
+
+impl Heads {
+    fn new(bucket: &str, options: &super::Options) -> Result<Heads, InputError> {
+        let builder = s3_builder(bucket, options)?;
+        let region = builder
+            .get_config_value(&AmazonS3ConfigKey::Region)
+            .unwrap_or_else(|| "us-east-1".into());
+        let built = |b: object_store::aws::AmazonS3Builder| {
+            b.build().map_err(|e| InputError::Remote(short(&e)))
+        };
+        // A throwaway key: the URL object_store signs with it is the one it would request,
+        // and only its signature, which is cut off, depends on the key.
+        let addresser = built(
+            builder
+                .clone()
+                .with_skip_signature(false)
+                .with_access_key_id("mtsum")
+                .with_secret_access_key("mtsum"),
+        )?;
+        let signer = match options.no_sign_request {
+            true => None,
+            false => Some(built(builder)?),
+        };
+        let client = ReqwestConnector::default()
+            .connect(&client_options())
+            .map_err(|e| InputError::Remote(short(&e)))?;
+        Ok(Heads {
+            addresser,
+            signer,
+            region,
+            client,
+        })
+    }
+
+    /// What the store says of the object at `url`, named `name` below the prefix.
+    async fn object(&self, url: &Url, name: String) -> Result<StoredObject, InputError> {
+        let key = key_of(url);
+        let head = self.head(&key, None).await?;
+        let header = |name: &str| {
+            head.get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.trim().to_string())
+        };
+        let size = header("content-length")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| InputError::Remote("the store sent no Content-Length".into()))?;
+        let etag = header("etag").map(|e| e.trim_matches('"').to_string());
+        let encryption = match header("x-amz-server-side-encryption") {
+            Some(sse) if sse.starts_with("aws:kms") => Some(sse),
+            _ => header("x-amz-server-side-encryption-customer-algorithm").map(|_| "SSE-C".into()),
+        };
+        let kind = header("x-amz-checksum-type");
+        let multipart = etag.as_deref().and_then(etag_parts).is_some();
+        let checksums = CHECKSUM_ALGORITHMS
+            .iter()
+            .filter_map(|&algorithm| {
+                let value = header(&format!("x-amz-checksum-{}", algorithm.name()))?;
+                Some(StoredChecksum {
+                    algorithm,
+                    kind: checksum_kind(kind.as_deref(), &value, multipart),
+                    value,
+                })
+            })
+            .collect();
+        let parts = match etag.as_deref().and_then(etag_parts) {
+            Some(count) => Some(self.parts(&key, size, count).await?),
+            None => None,
+        };
+        Ok(StoredObject {
+            name,
+            url: url.clone(),
+            size,
+            etag,
+            encryption,
+            checksums,
+            parts,
+        })
+    }
+
+    /// The first part's size and the count (`partNumber=1`), and for three parts or more
+    /// the last part's size (`partNumber=N`), where the first fits the size and count.
+    async fn parts(&self, key: &Key, size: u64, count: u64) -> Result<Parts, InputError> {
+        let part = |head: &HeaderMap, name: &str| {
+            head.get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let first = self.head(key, Some(1)).await?;
+        // A store that ignores partNumber answers with the whole object and no count.
+        let count = part(&first, "x-amz-mp-parts-count").unwrap_or(count);
+        let first =
+            part(&first, "x-amz-mp-parts-count").and_then(|_| part(&first, "content-length"));
+        let mut parts = Parts {
+            count,
+            first,
+            last: None,
+        };
+        if count >= 3 && parts.part_size(size).is_some() {
+            let last = self.head(key, Some(count)).await?;
+            parts.last = part(&last, "content-length");
+        }
+        Ok(parts)
+    }
+
+    /// A `HEAD` of `key` with the checksums asked for, of the whole object or of one part;
+    /// the answer's headers. Retried as object_store retries: 5 times, 100 ms apart doubling,
+    /// on a 5xx answer or a failed connection.
+    async fn head(&self, key: &Key, part: Option<u64>) -> Result<HeaderMap, InputError> {
+        let mut wait = Duration::from_millis(100);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.head_once(key, part).await {
+                Err(Attempt::Retry(_)) if tries < 6 => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(3));
+                }
+                Err(Attempt::Retry(e) | Attempt::Fail(e)) => return Err(e),
+                Ok(headers) => return Ok(headers),
+            }
+        }
+    }
+
+    async fn head_once(&self, key: &Key, part: Option<u64>) -> Result<HeaderMap, Attempt> {
+        let fail = |e: &dyn std::error::Error| Attempt::Fail(InputError::Remote(short(e)));
+        let mut url = self
+            .addresser
+            .signed_url(Method::HEAD, key, Duration::from_secs(60))
+            .await
+            .map_err(|e| fail(&e))?;
+        let kept: Vec<(String, String)> = url
+            .query_pairs()
+            .filter(|(k, _)| !k.to_ascii_lowercase().starts_with("x-amz-"))
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        url.set_query(None);
+        if !kept.is_empty() || part.is_some() {
+            let mut query = url.query_pairs_mut();
+            query.extend_pairs(kept);
+            if let Some(n) = part {
+                query.append_pair("partNumber", &n.to_string());
+            }
+        }
+        let mut request = HttpRequest::new(HttpRequestBody::empty());
+        *request.method_mut() = Method::HEAD;
+        *request.uri_mut() = url.as_str().parse().map_err(|e| fail(&e))?;
+        request.headers_mut().insert(
+            HeaderName::from_static("x-amz-checksum-mode"),
+            HeaderValue::from_static("ENABLED"),
+        );
+        if let Some(signer) = &self.signer {
+            let credential = signer
+                .credentials()
+                .get_credential()
+                .await
+                .map_err(|e| Attempt::Fail(fault(e, "object")))?;
+            AwsAuthorizer::new(&credential, "s3", &self.region)
+                .try_authorize(&mut request, None)
+                .map_err(|e| fail(&e))?;
+        }
+        let response = match self.client.execute(request).await {
+            Ok(response) => response,
+            Err(e) => return Err(Attempt::Retry(InputError::Remote(short(&e)))),
+        };
+        let status = response.status();
+        match status.as_u16() {
+            200..=299 => Ok(response.headers().clone()),
+            404 => Err(Attempt::Fail(InputError::Io(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such object (404)",
+            )))),
+            403 => Err(Attempt::Fail(InputError::Io(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                ACCESS_DENIED,
+            )))),
+            500..=599 => Err(Attempt::Retry(InputError::Remote(format!(
+                "the server answered {status}"
+            )))),
+            _ => Err(Attempt::Fail(InputError::Remote(format!(
+                "the server answered {status}"
+            )))),
+        }
+    }
+}
+
+/// One try of a request: worth another, or final.
+enum Attempt {
+    Retry(InputError),
+    Fail(InputError),
+}
