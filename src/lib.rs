@@ -25,7 +25,9 @@
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
 //! - [`report`]: what is printed besides checksum lines (timings, error lines);
-//! - [`dialect`]: errors that suggest a setting, named as the command line or Python names it.
+//! - [`dialect`]: errors that suggest a setting, named as the command line or Python names it;
+//! - [`stored`]: what a store already holds about its objects (`--stored`), and the layout,
+//!   algorithm and value a local copy must give for each value it reports.
 //!
 //! No file imports one that imports it back: a type lives in the lowest module that all its
 //! users share.
