@@ -22,6 +22,9 @@ use serde_json::{Map, Value};
 use crate::algorithm::Algorithm;
 use crate::audit::{Action, Prior, Status, Summary, Verdict};
 use crate::check::verdict::LineVerdict;
+use crate::compare::record::{
+    Record as Compared, Status as CompareStatus, Summary as CompareSummary,
+};
 use crate::engine::FileDigest;
 use crate::layout::Layout;
 
@@ -217,6 +220,67 @@ pub fn check_summary(
     if let Some(e) = error {
         o.insert("error".into(), e.into());
     }
+    summary(o)
+}
+
+/// The line for a name `--compare` met: `{"path":…,"status":…,"method":…,"size":…,
+/// "remote_size":…,"layout":…,"leaf_size":…,"algorithm":…,"expected":…,"digest":…,
+/// "part_sizes_tried":…,"why":…,"error":…}`, as `-c --json` names the same things: `path`
+/// relative to both roots, `status` one of `ok`, `differs`, `only-local`, `only-remote`,
+/// `unverified`, `unreadable`; `method` how it was decided (`size`, `stored`: the local file
+/// against the store's value, `read`: both sides' bytes); `expected` the remote side's value,
+/// `digest` the local one's; `why` for `unverified`, `error` (and `error_path`, the side that
+/// failed) for `unreadable`. Fields that do not apply are left out.
+pub fn compare_record(r: &Compared) -> Vec<u8> {
+    let mut o = path(&r.name);
+    o.insert("status".into(), r.status.name().into());
+    if let Some(method) = r.method {
+        o.insert("method".into(), method.name().into());
+    }
+    if let Some(size) = r.size {
+        o.insert("size".into(), size.into());
+    }
+    if let Some(size) = r.remote_size {
+        o.insert("remote_size".into(), size.into());
+    }
+    if let (Some(layout), Some(alg)) = (r.layout, r.algorithm) {
+        insert_kind(&mut o, layout, alg);
+    }
+    if let Some(expected) = &r.expected {
+        o.insert("expected".into(), expected.to_string().into());
+    }
+    if let Some(digest) = &r.digest {
+        o.insert("digest".into(), digest.to_string().into());
+    }
+    if let Some(tried) = r.sizes_tried {
+        o.insert("part_sizes_tried".into(), tried.into());
+    }
+    if let Some(why) = &r.why {
+        o.insert("why".into(), why.as_str().into());
+    }
+    if let Some((side, e)) = &r.error {
+        o.insert("error".into(), e.to_string().into());
+        insert_name(&mut o, "error_path", side);
+    }
+    line(o)
+}
+
+/// The last line of `--compare`: `{"summary":{"names":…,"ok":…,"differs":…,"only-local":…,
+/// "only-remote":…,"unverified":…,"unreadable":…,"by_stored":…,"by_read":…,"bytes":…,
+/// "seconds":…,"clean":…}}`: a count per status, the names decided by the store's values
+/// without reading remote bytes and those whose remote bytes were read, and whether every
+/// name is `ok`.
+pub fn compare_summary(s: &CompareSummary) -> Vec<u8> {
+    let mut o = Object::new();
+    o.insert("names".into(), s.names().into());
+    for status in CompareStatus::ALL {
+        o.insert(status.name().into(), s.count(status).into());
+    }
+    o.insert("by_stored".into(), s.by_stored.into());
+    o.insert("by_read".into(), s.by_read.into());
+    o.insert("bytes".into(), s.bytes.into());
+    o.insert("seconds".into(), s.elapsed.as_secs_f64().into());
+    o.insert("clean".into(), s.is_clean().into());
     summary(o)
 }
 

@@ -42,6 +42,7 @@ pub mod algorithm;
 pub mod audit;
 pub mod batch;
 pub mod check;
+pub mod compare;
 pub mod dialect;
 pub mod engine;
 pub mod graph;

@@ -101,7 +101,7 @@ fn long_flags() -> Vec<String> {
             // The option's own line starts with it (`-c, --check`, `--audit`).
             (at <= 4).then(|| {
                 let flag = &l[at..];
-                flag.split([' ', ',', '='])
+                flag.split([' ', ',', '=', '['])
                     .next()
                     .unwrap_or(flag)
                     .to_string()

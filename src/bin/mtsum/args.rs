@@ -17,6 +17,7 @@ use mtsum::audit::plan::IoPriority;
 use mtsum::audit::transfer::TransferFormat;
 use mtsum::audit::{self, Operation, Resolution, Store};
 use mtsum::check::{self, CheckOptions, Untagged, Verbosity};
+use mtsum::compare;
 use mtsum::engine::{Engine, Request};
 use mtsum::layout::{Encoding, LayoutError, LeafSizeError, PartSize};
 use mtsum::report::Figures;
@@ -87,7 +88,7 @@ fn clap_early_exit(e: clap::Error) -> EarlyExit {
     // As getopt_long in coreutils: a repeated flag is fine, a long option may be abbreviated.
     args_override_self = true,
     infer_long_args = true,
-    group(clap::ArgGroup::new("verify").args(["check", "audit"])),
+    group(clap::ArgGroup::new("verify").args(["check", "audit", "compare"])),
     group(clap::ArgGroup::new("records").args(["audit", "repair"]).multiple(true)),
     group(clap::ArgGroup::new("ranges").args(["plan", "range", "combine"]))
 )]
@@ -163,7 +164,8 @@ pub struct Args {
     #[arg(short = 'c', long)]
     check: bool,
 
-    /// With -c: do not print OK for each verified file (with --audit: no ok lines).
+    /// With -c: do not print OK for each verified file (with --audit and --compare: no ok
+    /// lines).
     #[arg(long, requires = "verify", overrides_with_all = ["status", "warn"])]
     quiet: bool,
 
@@ -243,6 +245,30 @@ pub struct Args {
     /// new records are plain blake3 unless -a/-t say otherwise.
     #[arg(long, conflicts_with_all = ["tag", "zero", "graph", "no_names", "benchmark"])]
     audit: bool,
+
+    /// Compare the tree at the first PATH (a directory) with the one at the second (an
+    /// s3://BUCKET/PREFIX/ or a directory): one line STATUS  NAME per file, STATUS one of ok,
+    /// differs, only-local, only-remote, unverified (nothing the store reports vouches for
+    /// the bytes), unreadable; a summary on stderr. Objects are checked against the values the
+    /// store reports (a checksum, the ETag with its part size), reading the local files only;
+    /// two directories are hashed alike (-t plain -a blake3 unless -t/-a say). Exit status 1
+    /// if anything is not ok.
+    #[arg(long, conflicts_with_all = ["tag", "zero", "graph", "no_names", "base64", "benchmark"])]
+    compare: bool,
+
+    /// With --compare: report only what the first tree holds and the second lacks or holds
+    /// otherwise, not the names only the second has.
+    #[arg(long = "one-way", requires = "compare")]
+    one_way: bool,
+
+    /// With --compare: take files of equal size for equal, reading nothing.
+    #[arg(long = "size-only", requires = "compare")]
+    size_only: bool,
+
+    /// With --compare: read the bytes of the objects no stored value vouches for, instead of
+    /// calling them unverified; =all reads every object's bytes, trusting no stored value.
+    #[arg(long = "read-remote", value_name = "all", requires = "compare", num_args = 0..=1, require_equals = true, default_missing_value = "unverified", value_parser = ["unverified", "all"])]
+    read_remote: Option<String>,
 
     /// With --audit: keep the records in this manifest file instead of extended attributes.
     #[arg(long, value_name = "FILE", requires = "audit")]
@@ -545,6 +571,8 @@ pub enum Mode {
     Ranges(RangeSettings),
     /// `--stored`: what a store keeps about the objects below prefixes.
     Stored(StoredSettings),
+    /// Compare two trees.
+    Compare(CompareSettings),
 }
 
 /// `--stored`.
@@ -604,6 +632,17 @@ pub struct CheckSettings {
     pub options: CheckOptions,
 }
 
+/// `--compare`.
+pub struct CompareSettings {
+    pub local: Target,
+    pub remote: Target,
+    pub options: compare::Options,
+    /// `--quiet`: no `ok` lines.
+    pub quiet: bool,
+    /// `--json`: one object per name and a summary object on stdout.
+    pub json: bool,
+}
+
 /// `--export` or `--import` instead of an audit.
 pub enum Transfer {
     Export {
@@ -651,6 +690,8 @@ impl Config {
             Mode::Audit(Box::new(AuditSettings::from_args(&args, layout)))
         } else if args.check {
             Mode::Check(CheckSettings::from_args(&args, layout))
+        } else if args.compare {
+            Mode::Compare(CompareSettings::from_args(&args, layout)?)
         } else {
             Mode::Hash(HashSettings::from_args(&args, layout))
         };
@@ -868,6 +909,38 @@ impl CheckSettings {
             figures: args.figures(),
         };
         CheckSettings { options }
+    }
+}
+
+impl CompareSettings {
+    fn from_args(args: &Args, layout: Layout) -> Result<CompareSettings, String> {
+        let [local, remote] = &args.paths[..] else {
+            return Err("--compare takes two paths: LOCAL REMOTE (try 'mtsum --help')".into());
+        };
+        let mut options = compare::Options::default();
+        // Both sides' bytes are hashed alike: plain BLAKE3 unless -t or -a say otherwise.
+        if args.tree.is_some() {
+            options.request.layout = layout;
+            options.request.algorithm = layout.default_algorithm();
+        }
+        if let Some(alg) = args.algorithm {
+            options.request.algorithm = alg;
+        }
+        options.read_remote = match args.read_remote.as_deref() {
+            None => compare::ReadRemote::Never,
+            Some("all") => compare::ReadRemote::All,
+            Some(_) => compare::ReadRemote::Unverified,
+        };
+        options.one_way = args.one_way;
+        options.size_only = args.size_only;
+        options.recursion = Recursion::from_flags(true, args.follow);
+        Ok(CompareSettings {
+            local: Target::from_arg(local),
+            remote: Target::from_arg(remote),
+            options,
+            quiet: args.quiet,
+            json: args.json,
+        })
     }
 }
 

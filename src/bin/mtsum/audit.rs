@@ -18,7 +18,7 @@ use mtsum::{json, report};
 
 use crate::args::{AuditSettings, Common, Transfer};
 use crate::progress::totals;
-use crate::session::{self, Printer, Status as Exit};
+use crate::session::{self, Printer, Status as Exit, count, human_bytes};
 
 pub fn run(common: &Common, settings: &AuditSettings) -> Exit {
     if let Some(t) = &settings.transfer {
@@ -352,28 +352,6 @@ fn dry_run_note(dry_run: bool) -> &'static str {
     }
 }
 
-/// `n` of `noun`, in the plural but for one: "1 file", "2 files".
-fn count(n: u64, noun: &str) -> String {
-    match n {
-        1 => format!("1 {noun}"),
-        _ => format!("{n} {noun}s"),
-    }
-}
-
-fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes < 1024 {
-        return count(bytes, "byte");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,12 +362,5 @@ mod tests {
             damaged_suffix(&[0..65536, 131072..131073]),
             "  (bytes 0-65536, 131072-131073)\n"
         );
-    }
-
-    #[test]
-    fn sizes_read_in_binary_units() {
-        assert_eq!(human_bytes(5), "5 bytes");
-        assert_eq!(human_bytes(640 << 20), "640.0 MiB");
-        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
     }
 }

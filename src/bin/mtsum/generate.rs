@@ -113,6 +113,12 @@ Record each file's digest, size and modification time (in the extended attribute
 Rewrite only the leaves of a corrupt FILE that its database records locate as damaged,
 from a copy whose every leaf is checked first.
 .TP
+\fBmtsum \-\-compare\fR [\fIOPTIONS\fR] \fILOCAL\fR \fIREMOTE\fR
+Compare a directory with an \fBs3://\fR prefix (or another directory): one line
+\fISTATUS\fR\ \ \fINAME\fR per file (\fBok\fR, \fBdiffers\fR, \fBonly\-local\fR,
+\fBonly\-remote\fR, \fBunverified\fR, \fBunreadable\fR), reading only the local files where
+the store reports a value that vouches for the object (a checksum, the ETag with its part size).
+.TP
 \fBmtsum \-\-plan\fR \fIN\fR | \fB\-\-range\fR \fISTART\-END\fR | \fB\-\-combine\fR
 Hash one file in ranges anywhere (other machines, a batch system) and join the partial lines
 into the root that a local run prints.

@@ -2,14 +2,15 @@
 //! what happened to an exit code. Nothing here knows how hashing works.
 //!
 //! The modules depend one way, so that a mode can be read (and a flag added) without the
-//! others: `main` → the mode runners (`hash`, `check`, `audit`, `ranges`, `stored`) and
-//! `generate` (`--version`, the man page, the completions) → `session` (start-up, printing,
-//! exit status) and `progress` → `args` (the command line, validated into common and
-//! per-mode settings) → the library.
+//! others: `main` → the mode runners (`hash`, `check`, `audit`, `ranges`, `stored`,
+//! `compare`) and `generate` (`--version`, the man page, the completions) → `session`
+//! (start-up, printing, exit status) and `progress` → `args` (the command line, validated
+//! into common and per-mode settings) → the library.
 
 mod args;
 mod audit;
 mod check;
+mod compare;
 mod generate;
 mod hash;
 mod progress;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Mode::Audit(settings) => audit::run(common, settings),
         Mode::Ranges(settings) => ranges::run(common, settings),
         Mode::Stored(settings) => stored::run(common, settings),
+        Mode::Compare(settings) => compare::run(common, settings),
     };
     ExitCode::from(status as u8)
 }

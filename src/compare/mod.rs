@@ -1,0 +1,458 @@
+//! `--compare LOCAL REMOTE`: whether two trees hold the same files, a local directory and
+//! an `s3://` prefix (or two directories), with one verdict per name ([`Record`]) and the
+//! counts at the end ([`Summary`]).
+//!
+//! Where the store reports a value that vouches for an object's bytes (a checksum, an MD5
+//! ETag with the part size the store tells), only the local file is read and hashed for that
+//! value ([`choose`]): a bucket is compared without downloading it. Where it reports none
+//! (SSE-KMS, a garbled ETag), the name is `unverified` unless [`ReadRemote`] says to read the
+//! object's bytes, which are then hashed like the local file's, as the two sides of two
+//! local trees always are. Every read goes through the [`Engine`]: files and objects alike,
+//! many at once, large ones on every core.
+//!
+//! Both sides are listed first, then paired by name in bytewise order (the order of the
+//! walk, `find | LC_ALL=C sort`, and of an S3 listing), so verdicts come out sorted by name.
+
+pub mod choose;
+pub mod record;
+
+use std::cell::Cell;
+use std::ops::ControlFlow;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::Instant;
+
+use crate::algorithm::Algorithm;
+use crate::engine::{Engine, FileDigest, Request, Task};
+use crate::layout::Layout;
+use crate::source::{InputError, Target, remote};
+use crate::walk::{Recursion, Walked, walk};
+
+pub use choose::{Checksum, Choice, Reported, Value, choose};
+pub use record::{Method, Record, Status, Summary};
+
+/// When the remote side's bytes are read rather than its reported values used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadRemote {
+    /// Never: a name no reported value vouches for is `unverified`.
+    #[default]
+    Never,
+    /// For the names no reported value vouches for (`--read-remote`).
+    Unverified,
+    /// For every name: only bytes are trusted (`--read-remote=all`).
+    All,
+}
+
+/// How to compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// What the bytes of both sides are hashed with where both are read (two local trees,
+    /// [`ReadRemote`]): plain BLAKE3 by default, the fastest on every core.
+    pub request: Request,
+    pub read_remote: ReadRemote,
+    /// `--one-way`: only what the first side holds must be on the second; names only the
+    /// second has are not reported.
+    pub one_way: bool,
+    /// `--size-only`: equal sizes are taken for equal bytes; nothing is read.
+    pub size_only: bool,
+    /// How local directories are walked (`-L` follows symbolic links).
+    pub recursion: Recursion,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            request: Request::new(Layout::Plain, Algorithm::Blake3),
+            read_remote: ReadRemote::Never,
+            one_way: false,
+            size_only: false,
+            recursion: Recursion::SkipSymlinks,
+        }
+    }
+}
+
+/// A root that could not be listed: nothing was compared.
+#[derive(Debug, thiserror::Error)]
+#[error("{cause}")]
+pub struct ListError {
+    /// The root as named.
+    pub root: Vec<u8>,
+    pub cause: InputError,
+}
+
+/// Compares the tree at `local` (a directory, or an `s3://` prefix) with the one at
+/// `remote`, handing `sink` one [`Record`] per name in bytewise order of the names; a sink
+/// that breaks stops the comparison after the names under way. The names of a side whose
+/// root cannot be listed are not compared: that is an error.
+pub fn compare(
+    engine: &Engine,
+    local: &Target,
+    remote: &Target,
+    options: &Options,
+    sink: &mut dyn FnMut(&Record) -> ControlFlow<()>,
+) -> Result<Summary, ListError> {
+    let started = Instant::now();
+    let first = list(local, options.recursion)?;
+    let second = list(remote, options.recursion)?;
+    let stopped = Cell::new(false);
+    let pairs = pair(first, second).filter(|(_, first, _)| !options.one_way || first.is_some());
+    let tasks = pairs
+        .take_while(|_| !stopped.get())
+        .flat_map(|(name, first, second)| plan(name, first, second, options));
+    let mut summary = Summary::default();
+    let mut pieces: Vec<(Piece, Option<Result<FileDigest, InputError>>)> = Vec::new();
+    engine.run(tasks, |mut piece: Piece, outcome| {
+        let finish = piece.finish.take();
+        if let Some(Ok(digest)) = &outcome {
+            summary.bytes += digest.size;
+        }
+        pieces.push((piece, outcome));
+        let Some(pending) = finish else {
+            return;
+        };
+        let record = decide(pending, std::mem::take(&mut pieces));
+        summary.add(&record);
+        if stopped.get() {
+            return;
+        }
+        if sink(&record).is_break() {
+            stopped.set(true);
+        }
+    });
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+/// One name of a listing.
+#[derive(Debug)]
+struct Entry {
+    /// What to read for its bytes.
+    target: Target,
+    /// Its size, where known without reading it.
+    size: Option<u64>,
+    /// What the store reports of it.
+    reported: Option<Reported>,
+    /// Why it cannot be read (met while walking, or by `stat`).
+    error: Option<InputError>,
+}
+
+impl Entry {
+    fn full_name(&self) -> Vec<u8> {
+        self.target.name_bytes().to_vec()
+    }
+}
+
+/// The names below `root` with what is known of each, sorted by name.
+fn list(root: &Target, recursion: Recursion) -> Result<Vec<(Vec<u8>, Entry)>, ListError> {
+    let fail = |cause| ListError {
+        root: root.name_bytes().to_vec(),
+        cause,
+    };
+    let mut entries = match root {
+        Target::Url(url) => list_remote(url).map_err(fail)?,
+        Target::Path(path) | Target::File(path) => list_local(path, recursion).map_err(fail)?,
+        Target::Stdin => {
+            let cause = "--compare takes directories and s3:// prefixes, not standard input";
+            return Err(fail(InputError::Io(std::io::Error::other(cause))));
+        }
+    };
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+fn list_local(root: &Path, recursion: Recursion) -> Result<Vec<(Vec<u8>, Entry)>, InputError> {
+    if !std::fs::metadata(root)?.is_dir() {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOTDIR).into());
+    }
+    let relative = |path: &Path| -> Vec<u8> {
+        let name = path.strip_prefix(root).unwrap_or(path);
+        name.as_os_str().as_bytes().to_vec()
+    };
+    let mut entries = Vec::new();
+    for item in walk([Target::Path(root.to_path_buf())], recursion) {
+        let (path, target, error) = match item {
+            Walked::Input(target) => match target.path() {
+                Some(path) => (path.to_path_buf(), target, None),
+                None => continue,
+            },
+            Walked::Error { path, error } => (path.clone(), Target::File(path), Some(error)),
+            Walked::Skipped { .. } => continue,
+        };
+        let (size, error) = match error {
+            Some(e) => (None, Some(e)),
+            None => match std::fs::metadata(&path) {
+                Ok(meta) => (Some(meta.len()), None),
+                Err(e) => (None, Some(e.into())),
+            },
+        };
+        let entry = Entry {
+            target,
+            size,
+            reported: None,
+            error,
+        };
+        entries.push((relative(&path), entry));
+    }
+    Ok(entries)
+}
+
+/// The objects below the prefix `url` (a `/` is added to a URL that has none: `s3://b/dir`
+/// compares as `s3://b/dir/`, as `aws s3 sync` takes it).
+fn list_remote(url: &remote::Url) -> Result<Vec<(Vec<u8>, Entry)>, InputError> {
+    let prefix = match url.is_prefix() {
+        true => url.clone(),
+        false => remote::Url::with_options(&format!("{url}/"), url.options().clone())
+            .map_err(InputError::Remote)?,
+    };
+    if !prefix.is_prefix() {
+        return Err(InputError::Remote(
+            "not an s3:// prefix: --compare lists s3://BUCKET/PREFIX/".into(),
+        ));
+    }
+    let objects = remote::list(&prefix)?;
+    let start = prefix.as_str().len();
+    Ok(objects
+        .into_iter()
+        .map(|object| {
+            let name = object.as_str().as_bytes()[start..].to_vec();
+            let entry = Entry {
+                target: Target::Url(object),
+                size: None,
+                reported: None,
+                error: None,
+            };
+            (name, entry)
+        })
+        .collect())
+}
+
+/// The names of two sorted listings, each with its entry on either side.
+fn pair(
+    first: Vec<(Vec<u8>, Entry)>,
+    second: Vec<(Vec<u8>, Entry)>,
+) -> impl Iterator<Item = (Vec<u8>, Option<Entry>, Option<Entry>)> {
+    let mut first = first.into_iter().peekable();
+    let mut second = second.into_iter().peekable();
+    std::iter::from_fn(move || {
+        let order = match (first.peek(), second.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(a), Some(b)) => a.0.cmp(&b.0),
+        };
+        Some(match order {
+            std::cmp::Ordering::Less => {
+                let (name, a) = first.next()?;
+                (name, Some(a), None)
+            }
+            std::cmp::Ordering::Greater => {
+                let (name, b) = second.next()?;
+                (name, None, Some(b))
+            }
+            std::cmp::Ordering::Equal => {
+                let (name, a) = first.next()?;
+                let (_, b) = second.next()?;
+                (name, Some(a), Some(b))
+            }
+        })
+    })
+}
+
+/// Which side of the comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    First,
+    Second,
+}
+
+/// One task of a name: a read of one side, or nothing to read.
+#[derive(Debug)]
+struct Piece {
+    what: Work,
+    /// The last piece of a name carries what decides it.
+    finish: Option<Pending>,
+}
+
+#[derive(Debug)]
+enum Work {
+    /// Decided without reading.
+    Nothing,
+    /// One side hashed for a value the other side's store reports.
+    Value(Side, Value),
+    /// One side's bytes, hashed with the options' request.
+    Bytes(Side),
+}
+
+/// A name's record so far, and the full names of its sides for messages.
+#[derive(Debug)]
+struct Pending {
+    record: Record,
+    names: [Vec<u8>; 2],
+}
+
+/// The tasks of one name: none to read (a name on one side, sizes that differ, a value
+/// nobody reports), one per value to try on the local side, or one per side to read.
+fn plan(
+    name: Vec<u8>,
+    first: Option<Entry>,
+    second: Option<Entry>,
+    options: &Options,
+) -> Vec<Task<Piece>> {
+    let decided = |record: Record, names: [Vec<u8>; 2]| {
+        let finish = Some(Pending { record, names });
+        vec![Task::pass(Piece {
+            what: Work::Nothing,
+            finish,
+        })]
+    };
+    let (mut a, mut b) = match (first, second) {
+        (Some(a), Some(b)) => (a, b),
+        (a, _) => {
+            let status = match a.is_some() {
+                true => Status::OnlyLocal,
+                false => Status::OnlyRemote,
+            };
+            return decided(Record::new(name, status), [Vec::new(), Vec::new()]);
+        }
+    };
+    let names = [a.full_name(), b.full_name()];
+    let mut record = Record::new(name, Status::Ok);
+    record.size = a.size;
+    record.remote_size = b.size;
+    for (entry, side) in [(&mut a, 0), (&mut b, 1)] {
+        if let Some(cause) = entry.error.take() {
+            record.status = Status::Unreadable;
+            record.error = Some((names[side].clone(), cause));
+            return decided(record, names);
+        }
+    }
+    if let (Some(x), Some(y)) = (a.size, b.size)
+        && (x != y || options.size_only)
+    {
+        record.method = Some(Method::Size);
+        record.status = if x == y { Status::Ok } else { Status::Differs };
+        return decided(record, names);
+    }
+    // The local side hashed for a value the other reports, where one does.
+    let vouched = match (&a.reported, &b.reported) {
+        _ if options.read_remote == ReadRemote::All => None,
+        (None, Some(r)) => Some((Side::First, &a, r)),
+        (Some(r), None) => Some((Side::Second, &b, r)),
+        _ => None,
+    };
+    let both_local = a.reported.is_none() && b.reported.is_none() && is_local(&a) && is_local(&b);
+    let mut why = None;
+    if let Some((side, local, reported)) = vouched {
+        match choose(reported, local.size.unwrap_or_default()) {
+            Choice::Values(values) => {
+                let target = local.target.clone();
+                record.sizes_tried = (values.len() > 1).then_some(values.len());
+                let last = values.len() - 1;
+                let mut finish = Some(Pending { record, names });
+                return values
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let piece = Piece {
+                            what: Work::Value(side, v),
+                            finish: if i == last { finish.take() } else { None },
+                        };
+                        Task::hash(target.clone(), Request::new(v.layout, v.algorithm), piece)
+                    })
+                    .collect();
+            }
+            Choice::Unverifiable(reason) => why = Some(reason),
+        }
+    }
+    let read = both_local || options.read_remote != ReadRemote::Never;
+    if !read {
+        record.status = Status::Unverified;
+        record.why = Some(why.unwrap_or_else(|| "the store reports no value of it".into()));
+        return decided(record, names);
+    }
+    let request = options.request;
+    record.layout = Some(request.layout);
+    record.algorithm = Some(request.algorithm);
+    let piece = |side, finish| Piece {
+        what: Work::Bytes(side),
+        finish,
+    };
+    let finish = Pending { record, names };
+    vec![
+        Task::hash(a.target, request, piece(Side::First, None)),
+        Task::hash(b.target, request, piece(Side::Second, Some(finish))),
+    ]
+}
+
+fn is_local(entry: &Entry) -> bool {
+    !matches!(entry.target, Target::Url(_))
+}
+
+/// The record of a name from what its pieces gave.
+fn decide(
+    pending: Pending,
+    pieces: Vec<(Piece, Option<Result<FileDigest, InputError>>)>,
+) -> Record {
+    let Pending { mut record, names } = pending;
+    let unreadable = |mut record: Record, side: Side, e: InputError| {
+        let index = if side == Side::First { 0 } else { 1 };
+        record.status = Status::Unreadable;
+        record.error = Some((names[index].clone(), e));
+        record
+    };
+    let mut hashed: Vec<(Side, Value, FileDigest)> = Vec::new();
+    let mut read: [Option<FileDigest>; 2] = [None, None];
+    let mut failed = None;
+    for (piece, outcome) in pieces {
+        match (piece.what, outcome) {
+            (Work::Nothing, _) => {}
+            (Work::Value(side, v), Some(Ok(digest))) => hashed.push((side, v, digest)),
+            (Work::Bytes(side), Some(Ok(digest))) => read[side as usize] = Some(digest),
+            (Work::Value(side, _) | Work::Bytes(side), Some(Err(e))) => {
+                failed.get_or_insert((side, e));
+            }
+            (Work::Value(side, _) | Work::Bytes(side), None) => {
+                let e = InputError::Interrupted;
+                failed.get_or_insert((side, e));
+            }
+        }
+    }
+    if let [Some(first), Some(second)] = read {
+        record.method = Some(Method::Read);
+        record.status = match first.root == second.root {
+            true => Status::Ok,
+            false => Status::Differs,
+        };
+        record.expected = Some(second.root);
+        record.digest = Some(first.root);
+        record.size = Some(first.size);
+        record.remote_size = Some(second.size);
+        return record;
+    }
+    let matched = hashed
+        .iter()
+        .position(|(_, v, d)| v.layout.matches(v.algorithm, &d.root, &v.expected));
+    let shown = match (matched, hashed.is_empty()) {
+        (_, true) => None,
+        (Some(i), _) => Some(i),
+        (None, false) => Some(0),
+    };
+    if let Some(i) = shown {
+        let (_, v, digest) = &hashed[i];
+        record.method = Some(Method::Stored);
+        record.status = match matched {
+            Some(_) => Status::Ok,
+            None => Status::Differs,
+        };
+        record.layout = Some(v.layout);
+        record.algorithm = Some(v.algorithm);
+        record.expected = Some(v.expected);
+        record.digest = Some(digest.root.with_encoding(v.expected.encoding()));
+        record.sizes_tried = record.sizes_tried.map(|_| hashed.len());
+        return record;
+    }
+    match failed {
+        Some((side, e)) => unreadable(record, side, e),
+        None => record,
+    }
+}
