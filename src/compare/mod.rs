@@ -26,9 +26,10 @@ use crate::algorithm::Algorithm;
 use crate::engine::{Engine, FileDigest, Request, Task};
 use crate::layout::Layout;
 use crate::source::{InputError, Target, remote};
+use crate::stored::{StoredObject, StoredValue};
 use crate::walk::{Recursion, Walked, walk};
 
-pub use choose::{Checksum, Choice, Reported, Value, choose};
+pub use choose::{Choice, choose};
 pub use record::{Method, Record, Status, Summary};
 
 /// When the remote side's bytes are read rather than its reported values used.
@@ -131,7 +132,7 @@ struct Entry {
     /// Its size, where known without reading it.
     size: Option<u64>,
     /// What the store reports of it.
-    reported: Option<Reported>,
+    stored: Option<StoredObject>,
     /// Why it cannot be read (met while walking, or by `stat`).
     error: Option<InputError>,
 }
@@ -188,7 +189,7 @@ fn list_local(root: &Path, recursion: Recursion) -> Result<Vec<(Vec<u8>, Entry)>
         let entry = Entry {
             target,
             size,
-            reported: None,
+            stored: None,
             error,
         };
         entries.push((relative(&path), entry));
@@ -209,19 +210,36 @@ fn list_remote(url: &remote::Url) -> Result<Vec<(Vec<u8>, Entry)>, InputError> {
             "not an s3:// prefix: --compare lists s3://BUCKET/PREFIX/".into(),
         ));
     }
-    let objects = remote::list(&prefix)?;
     let start = prefix.as_str().len();
-    Ok(objects
+    let name = |url: &remote::Url| url.as_str().as_bytes()[start..].to_vec();
+    let listed = remote::list_stored(&prefix)?;
+    Ok(listed
         .into_iter()
-        .map(|object| {
-            let name = object.as_str().as_bytes()[start..].to_vec();
-            let entry = Entry {
-                target: Target::Url(object),
-                size: None,
-                reported: None,
-                error: None,
-            };
-            (name, entry)
+        .map(|listed| match listed {
+            Ok(object) => {
+                let entry = Entry {
+                    target: Target::Url(object.url.clone()),
+                    size: Some(object.size),
+                    error: None,
+                    stored: None,
+                };
+                (
+                    name(&object.url),
+                    Entry {
+                        stored: Some(object),
+                        ..entry
+                    },
+                )
+            }
+            Err((url, error)) => {
+                let entry = Entry {
+                    target: Target::Url(url.clone()),
+                    size: None,
+                    stored: None,
+                    error: Some(error),
+                };
+                (name(&url), entry)
+            }
         })
         .collect())
 }
@@ -278,7 +296,7 @@ enum Work {
     /// Decided without reading.
     Nothing,
     /// One side hashed for a value the other side's store reports.
-    Value(Side, Value),
+    Value(Side, StoredValue),
     /// One side's bytes, hashed with the options' request.
     Bytes(Side),
 }
@@ -334,16 +352,16 @@ fn plan(
         return decided(record, names);
     }
     // The local side hashed for a value the other reports, where one does.
-    let vouched = match (&a.reported, &b.reported) {
+    let vouched = match (&a.stored, &b.stored) {
         _ if options.read_remote == ReadRemote::All => None,
         (None, Some(r)) => Some((Side::First, &a, r)),
         (Some(r), None) => Some((Side::Second, &b, r)),
         _ => None,
     };
-    let both_local = a.reported.is_none() && b.reported.is_none() && is_local(&a) && is_local(&b);
+    let both_local = is_local(&a) && is_local(&b);
     let mut why = None;
-    if let Some((side, local, reported)) = vouched {
-        match choose(reported, local.size.unwrap_or_default()) {
+    if let Some((side, local, stored)) = vouched.filter(|(_, local, _)| is_local(local)) {
+        match choose(stored) {
             Choice::Values(values) => {
                 let target = local.target.clone();
                 record.sizes_tried = (values.len() > 1).then_some(values.len());
@@ -400,7 +418,7 @@ fn decide(
         record.error = Some((names[index].clone(), e));
         record
     };
-    let mut hashed: Vec<(Side, Value, FileDigest)> = Vec::new();
+    let mut hashed: Vec<(Side, StoredValue, FileDigest)> = Vec::new();
     let mut read: [Option<FileDigest>; 2] = [None, None];
     let mut failed = None;
     for (piece, outcome) in pieces {
