@@ -3,8 +3,8 @@
 //! Everything here is glue: parameters are parsed once into the library's types, the work runs
 //! in the library with the GIL released (so that other Python threads run meanwhile, and two
 //! threads hashing at once use two cores), and errors come back as Python exceptions with the
-//! CLI's messages (see [`errors`]). The public Python API, its documentation and its types
-//! are in `mtsum/__init__.py` (and the stubs of this module in `mtsum/_mtsum.pyi`).
+//! CLI's messages (see the module `errors`). The public Python API, its documentation and its
+//! types are in `mtsum/__init__.py` (and the stubs of this module in `mtsum/_mtsum.pyi`).
 
 mod buffer;
 mod errors;
