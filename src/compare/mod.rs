@@ -4,7 +4,7 @@
 //!
 //! Where the store reports a value that vouches for an object's bytes (a checksum, an MD5
 //! ETag with the part size the store tells), only the local file is read and hashed for that
-//! value ([`choose`]): a bucket is compared without downloading it. Where it reports none
+//! value ([`choose()`]): a bucket is compared without downloading it. Where it reports none
 //! (SSE-KMS, a garbled ETag), the name is `unverified` unless [`ReadRemote`] says to read the
 //! object's bytes, which are then hashed like the local file's, as the two sides of two
 //! local trees always are. Every read goes through the [`Engine`]: files and objects alike,
