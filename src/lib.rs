@@ -27,7 +27,8 @@
 //! - [`report`]: what is printed besides checksum lines (timings, error lines);
 //! - [`dialect`]: errors that suggest a setting, named as the command line or Python names it;
 //! - [`stored`]: what a store already holds about its objects (`--stored`), and the layout,
-//!   algorithm and value a local copy must give for each value it reports.
+//!   algorithm and value a local copy must give for each value it reports;
+//! - [`compare`]: `--compare`, two trees (a directory, an `s3://` prefix) name by name.
 //!
 //! No file imports one that imports it back: a type lives in the lowest module that all its
 //! users share.
