@@ -150,6 +150,74 @@ fn the_man_page_has_the_sections_a_user_looks_for_and_every_flag() {
     }
 }
 
+/// The man page as a reader sees its words: roff's font changes and hyphen escapes undone.
+fn man_page_words() -> String {
+    let page = stdout_of(&["--generate", "man"], &[]);
+    ["\\fB", "\\fI", "\\fR"]
+        .iter()
+        .fold(page, |text, font| text.replace(font, ""))
+        .replace("\\-", "-")
+}
+
+#[test]
+fn every_form_of_range_in_the_man_page_takes_a_line_of_plan() {
+    // `--range` takes what `--plan` prints, `START-END/SIZE`; a form without the size is
+    // refused, so the synopsis and the modes must not show one.
+    let page = man_page_words();
+    let forms: Vec<&str> = page
+        .match_indices("--range ")
+        .filter_map(|(at, flag)| {
+            let value = page[at + flag.len()..].split_whitespace().next()?;
+            let value = value.trim_start_matches('<').trim_end_matches('>');
+            value.starts_with("START").then_some(value)
+        })
+        .collect();
+    assert!(forms.len() >= 3, "synopsis, options and modes: {forms:?}");
+    assert!(forms.iter().all(|f| *f == "START-END/SIZE"), "{forms:?}");
+}
+
+#[test]
+fn the_man_pages_examples_of_writing_and_checking_sums_check_out() {
+    let page = man_page_words();
+    let examples = page
+        .split("\n.SH EXAMPLES\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n.SH ").next())
+        .expect("an EXAMPLES section");
+    let commands: Vec<&str> = examples
+        .lines()
+        .filter_map(|l| l.strip_prefix("mtsum "))
+        .collect();
+    let write = commands.iter().find(|c| c.contains("> SHA256SUMS"));
+    let check = commands.iter().find(|c| c.starts_with("-c "));
+    let (write, check) = write
+        .zip(check)
+        .expect("an example that writes sums, one that checks them");
+    let dir = common::tempdir();
+    common::write_file(dir.path(), "a.iso", &common::pattern(3 << 20, 1));
+    common::write_file(dir.path(), "b.iso", b"b");
+    let run = |args: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("\"$0\" {args}"))
+            .arg(MTSUM)
+            .current_dir(dir.path())
+            .output()
+            .expect("sh runs")
+    };
+    assert_eq!(run(write).status.code(), Some(0), "{write}");
+    let out = run(check);
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).as_ref()
+        ),
+        (Some(0), "a.iso: OK\nb.iso: OK\n"),
+        "{check}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn every_completion_offers_every_flag_of_help() {
     let flags = long_flags();

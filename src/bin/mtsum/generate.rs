@@ -85,7 +85,7 @@ mtsum -c [--quiet | --status | --warn] [--strict] [--ignore-missing] [--json] [-
 mtsum --audit [--manifest FILE | --db FILE] [--update | --fix | --forget | --export FILE | \
 --import FILE] [-r] PATH...
 mtsum --repair FILE --from COPY --db DB
-mtsum [-a ALG] [-t LAYOUT] [-l SIZE | --part-size SIZE] --plan N FILE | --range START-END FILE
+mtsum [-a ALG] [-t LAYOUT] [-l SIZE | --part-size SIZE] --plan N FILE | --range START-END/SIZE FILE
 mtsum --combine [--tag | -z | --no-names] [--base64] PARTIALS...
 mtsum --generate man|complete-bash|complete-zsh|complete-fish|complete-powershell";
 
@@ -119,7 +119,7 @@ Compare a directory with an \fBs3://\fR prefix (or another directory): one line
 \fBonly\-remote\fR, \fBunverified\fR, \fBunreadable\fR), reading only the local files where
 the store reports a value that vouches for the object (a checksum, the ETag with its part size).
 .TP
-\fBmtsum \-\-plan\fR \fIN\fR | \fB\-\-range\fR \fISTART\-END\fR | \fB\-\-combine\fR
+\fBmtsum \-\-plan\fR \fIN\fR | \fB\-\-range\fR \fISTART\-END/SIZE\fR | \fB\-\-combine\fR
 Hash one file in ranges anywhere (other machines, a batch system) and join the partial lines
 into the root that a local run prints.
 .SH LAYOUTS
@@ -179,8 +179,9 @@ A manifest (one record per line) or a SQLite database of the audit's records.
 \fBmtsum \-t plain *.iso > SHA256SUMS\fR
 What \fBsha256sum\fR writes, hashed on every core where the algorithm allows it.
 .TP
-\fBmtsum \-c SHA256SUMS\fR
-Check the files listed.
+\fBmtsum \-c \-t plain SHA256SUMS\fR
+Check the files listed (also a file \fBsha256sum\fR wrote); without \fB\-t plain\fR an
+untagged line is taken for the default tree layout.
 .TP
 \fBmtsum \-t s3 \-\-part\-size 16M big.tar\fR
 The ETag S3 reports for an upload in 16 MiB parts.
