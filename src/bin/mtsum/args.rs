@@ -106,13 +106,15 @@ pub struct Args {
     /// Hash algorithm: md5, sha1, sha224, sha256, sha384, sha512, blake3, xxh3, xxh128, and
     /// the CRCs crc32, crc32c, crc64nvme (with -t plain; crc32 and crc32c also with -t s3,
     /// which has no composite crc64nvme) [default: sha256; md5 with -t s3].
-    #[arg(short = 'a', value_name = "algorithm")]
+    #[arg(short = 'a', value_name = "algorithm", hide_possible_values = true,
+          value_parser = Offered::new(Algorithm::ALL.map(Algorithm::name), str::parse::<Algorithm>))]
     algorithm: Option<Algorithm>,
 
     /// Tree layout: mtsum (C++ mtsum 1.1.0), plain (what sha256sum prints), merkle, rfc6962;
     /// the values storage systems report: s3 (multipart ETag, composite checksums), glacier
     /// (tree hash), dropbox (content_hash), btv2 (BitTorrent v2 pieces root) [default: mtsum].
-    #[arg(short = 't', long = "tree", value_name = "LAYOUT", value_parser = parse_layout_name)]
+    #[arg(short = 't', long = "tree", value_name = "LAYOUT", hide_possible_values = true,
+          value_parser = Offered::new(mtsum::layout::NAMES, parse_layout_name))]
     tree: Option<String>,
 
     /// Leaf size of the merkle and rfc6962 layouts: 64, 4K, 1M, 1MiB, ... [default: 1M].
@@ -419,6 +421,60 @@ pub enum GenerateKind {
 
 fn parse_layout_name(s: &str) -> Result<String, LayoutError> {
     Layout::from_name(s, None).map(|_| s.to_string())
+}
+
+/// The parser of a flag that takes one of a few names (`-a`, `-t`): `parse` decides, so that
+/// its other spellings (`SHA-256`) and its message listing the names stay, and `names` are
+/// offered to the shell completions of `--generate` (`mtsum -t <TAB>`). The flags hide them
+/// from `--help`, whose text lists them already.
+struct Offered<T, E> {
+    names: Vec<&'static str>,
+    parse: fn(&str) -> Result<T, E>,
+}
+
+impl<T, E> Offered<T, E> {
+    fn new(names: impl IntoIterator<Item = &'static str>, parse: fn(&str) -> Result<T, E>) -> Self {
+        let names = names.into_iter().collect();
+        Offered { names, parse }
+    }
+}
+
+// Not derived: a derive would ask `T` and `E` to be `Clone`, where only the `fn` is copied.
+impl<T, E> Clone for Offered<T, E> {
+    fn clone(&self) -> Self {
+        let names = self.names.clone();
+        Offered {
+            names,
+            parse: self.parse,
+        }
+    }
+}
+
+impl<T, E> clap::builder::TypedValueParser for Offered<T, E>
+where
+    T: Clone + Send + Sync + 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let parse = self.parse;
+        clap::builder::StringValueParser::new()
+            .try_map(move |s| parse(&s))
+            .parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let names = self.names.iter().copied();
+        Some(Box::new(names.map(clap::builder::PossibleValue::new)))
+    }
 }
 
 /// `--part-size`: a size, or `auto` (with -c).
