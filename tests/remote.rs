@@ -343,3 +343,29 @@ fn positioned_reads_of_an_object_give_its_bytes_even_when_read_twice() {
         assert!(buf == data[at..at + len], "{len} bytes at {at}");
     }
 }
+
+#[test]
+fn check_finds_the_part_size_of_an_s3_value_naming_a_url() {
+    let server = HttpServer::start();
+    let dir = tempdir();
+    let (url, file) = serve_and_write(&server, dir.path(), "a", pattern(12 * (1 << 20) + 1, 8));
+    // The ETag of a multipart upload in parts of 5 MiB: three parts.
+    let etag = digests(&mtsum(&["-t", "s3", "--part-size", "5M", &file]));
+    assert!(etag[0].ends_with("-3"), "{etag:?}");
+    let check = |value: &str| {
+        let sums = write_file(dir.path(), "etags", format!("{value}  {url}\n").as_bytes());
+        let args = ["-c", "-t", "s3", "--part-size", "auto"];
+        mtsum(&[&args[..], &[sums.to_str().unwrap()]].concat())
+    };
+    let out = check(&etag[0]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("{url}: OK (--part-size 5M)\n"));
+    // A value of another object's: no size gives it.
+    let out = check(&format!("{}-3", "0".repeat(32)));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).starts_with(&format!("{url}: FAILED (")),
+        "{}",
+        stdout(&out)
+    );
+}

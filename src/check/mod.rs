@@ -308,17 +308,23 @@ struct Attempt {
     last: bool,
 }
 
-/// The layouts to try for a line of `layout` whose value is `expected`, for the file `target`
-/// (none for standard input or a file that cannot be read, which is then hashed once and
-/// reported as usual).
+/// The layouts to try for a line of `layout` whose value is `expected`, for the file or
+/// object `target` (none for standard input or an input that cannot be read, which is then
+/// hashed once and reported as usual). An object's size takes a `HEAD`, made only for S3's
+/// layout, the one that guesses sizes.
 fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout> {
-    let Some(path) = target.path() else {
-        return Vec::new();
+    let size = match target {
+        Target::Url(_) if !matches!(layout, Layout::S3(_)) => return Vec::new(),
+        Target::Url(_) => match source::Input::open(target) {
+            Ok(source::Input::Sized(object)) => object.len(),
+            _ => return Vec::new(),
+        },
+        _ => match target.path().map(std::fs::metadata) {
+            Some(Ok(meta)) => meta.len(),
+            _ => return Vec::new(),
+        },
     };
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Vec::new();
-    };
-    layout.size_guesses(meta.len(), expected)
+    layout.size_guesses(size, expected)
 }
 
 /// A sum file being read.
