@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyString};
 
 /// The options of `storage_options`, or `None` for the defaults. Keys as s3fs takes them:
 /// `key`, `secret`, `token`, `anon`, `endpoint_url`, `region` (also `client_kwargs` with
-/// `endpoint_url` and `region_name`), `profile`; and mtsum's `connections` and
+/// `endpoint_url`, `region_name` and `verify`, a CA bundle), `profile`; and mtsum's `connections` and
 /// `addressing_style` (`"path"` or `"virtual"`).
 pub fn options(storage_options: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Arc<Options>>> {
     let Some(given) = storage_options.filter(|o| !o.is_none()) else {
@@ -66,6 +66,15 @@ pub fn options(storage_options: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Ar
                 }
                 if let Some(region) = kwargs.get_item("region_name")? {
                     options.region = Some(region.extract()?);
+                }
+                // botocore's `verify`: a CA bundle's path. (Its `False`, no checking at all,
+                // is refused by the extraction: not a path.)
+                if let Some(bundle) = kwargs.get_item("verify")? {
+                    options.ca_bundle = Some(bundle.extract::<PathBuf>().map_err(|_| {
+                        PyTypeError::new_err(
+                            "storage_options[\"client_kwargs\"][\"verify\"] must be the path of a CA bundle",
+                        )
+                    })?);
                 }
             }
             other => {

@@ -49,12 +49,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_moto(log_dir: Path, **env: str) -> tuple[subprocess.Popen, str]:
-    """moto's server on a free port of 127.0.0.1, and its endpoint, once it accepts."""
+def start_moto(log_dir: Path, *args: str, **env: str) -> tuple[subprocess.Popen, str]:
+    """moto's server on a free port of 127.0.0.1 (with the further arguments `args`), and
+    its endpoint, once it accepts; what it logs goes to LOG_DIR/log."""
     port = free_port()
     log = open(log_dir / "log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port), *args],
         env=dict(os.environ, **env), stdout=log, stderr=subprocess.STDOUT,
     )
     log.close()
@@ -70,11 +71,11 @@ def start_moto(log_dir: Path, **env: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.1)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def start_moto_with_users(log_dir: Path) -> tuple[subprocess.Popen, str, dict]:
     """moto on 127.0.0.1 with authentication on after the first five requests, which make
-    the user `writer` (every right) and the user `nobody` (none), each with a key."""
-    proc, endpoint = start_moto(tmp_path_factory.mktemp("moto"), INITIAL_NO_AUTH_ACTION_COUNT="5")
+    the user `writer` (every right) and the user `nobody` (none): the server, its endpoint,
+    and each user's (key, secret)."""
+    proc, endpoint = start_moto(log_dir, INITIAL_NO_AUTH_ACTION_COUNT="5")
     try:
         iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
                            aws_access_key_id="x", aws_secret_access_key="x")
@@ -87,6 +88,17 @@ def server(tmp_path_factory):
                 iam.put_user_policy(UserName=user, PolicyName="all", PolicyDocument=(
                     '{"Version": "2012-10-17", "Statement": '
                     '[{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'))
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, endpoint, keys
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """moto with the users `writer` and `nobody` (start_moto_with_users): endpoint, keys."""
+    proc, endpoint, keys = start_moto_with_users(tmp_path_factory.mktemp("moto"))
+    try:
         yield endpoint, keys
     finally:
         proc.terminate()

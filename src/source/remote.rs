@@ -21,6 +21,8 @@ use super::error::InputError;
 #[cfg(feature = "remote")]
 mod head;
 #[cfg(feature = "remote")]
+mod profile;
+#[cfg(feature = "remote")]
 mod store;
 mod stored;
 
@@ -43,8 +45,9 @@ pub const RANGE_SIZE: u64 = 8 << 20;
 /// How to reach remote objects: concurrency, endpoint, credentials, addressing.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Options {
-    /// Range GETs in flight at once, and ranges held ahead of the readers: memory stays
-    /// below (`connections` + hashing threads) × [`RANGE_SIZE`].
+    /// Range GETs in flight at once, and ranges held ahead of the readers: the ranges in
+    /// memory stay below (`connections` + 2 × hashing threads) × [`RANGE_SIZE`] (counted:
+    /// one more than `connections` for plain SHA-256, up to two per thread for trees).
     pub connections: NonZeroUsize,
     /// The S3 API endpoint (MinIO, Ceph, R2, GCS's XML API ...), as `AWS_ENDPOINT_URL`.
     pub endpoint_url: Option<String>,
@@ -54,6 +57,10 @@ pub struct Options {
     pub addressing: Addressing,
     /// The profile of `~/.aws/config` and `~/.aws/credentials` to read, over `AWS_PROFILE`.
     pub profile: Option<String>,
+    /// The PEM file of the certificate authorities that `https://` servers are checked
+    /// against, instead of the system's (the AWS CLI's `--ca-bundle`), over `AWS_CA_BUNDLE`
+    /// and the profile's `ca_bundle`: a MinIO or a proxy with a private CA.
+    pub ca_bundle: Option<std::path::PathBuf>,
     /// Explicit credentials and region, over every other source.
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
@@ -86,6 +93,7 @@ impl Default for Options {
             no_sign_request: false,
             addressing: Addressing::Auto,
             profile: None,
+            ca_bundle: None,
             access_key_id: None,
             secret_access_key: None,
             session_token: None,
@@ -104,6 +112,7 @@ impl fmt::Debug for Options {
             .field("no_sign_request", &self.no_sign_request)
             .field("addressing", &self.addressing)
             .field("profile", &self.profile)
+            .field("ca_bundle", &self.ca_bundle)
             .field("access_key_id", &self.access_key_id)
             .field("secret_access_key", &hidden(&self.secret_access_key))
             .field("session_token", &hidden(&self.session_token))

@@ -217,7 +217,7 @@ pub struct Args {
     mmap: bool,
 
     /// Remote objects: range GETs in flight at once, and ranges of 8 MiB held ahead of the
-    /// hashing (memory: about N x 8 MiB) [default: 16].
+    /// hashing (memory: at most (N + 2 x threads) x 8 MiB of ranges) [default: 16].
     #[arg(long, value_name = "N", value_parser = parse_connections)]
     connections: Option<NonZeroUsize>,
 
@@ -234,6 +234,12 @@ pub struct Args {
     /// endpoint from [default: $AWS_PROFILE, else default].
     #[arg(long, value_name = "NAME")]
     profile: Option<String>,
+
+    /// The certificate authorities (PEM) to check https:// servers against, instead of the
+    /// system's, as the AWS CLI's --ca-bundle [default: $AWS_CA_BUNDLE, the profile's
+    /// ca_bundle].
+    #[arg(long = "ca-bundle", value_name = "FILE")]
+    ca_bundle: Option<PathBuf>,
 
     /// S3 URLs: path (ENDPOINT/BUCKET/KEY) or virtual (BUCKET.ENDPOINT/KEY) [default:
     /// virtual on AWS, path with --endpoint-url].
@@ -809,6 +815,7 @@ impl Args {
             endpoint_url: self.endpoint_url.clone(),
             no_sign_request: self.no_sign_request,
             profile: self.profile.clone(),
+            ca_bundle: self.ca_bundle.clone(),
             addressing: match self.addressing_style.as_deref() {
                 Some("path") => remote::Addressing::Path,
                 Some("virtual") => remote::Addressing::Virtual,

@@ -21,6 +21,7 @@ use object_store::client::{
 use object_store::path::Path as Key;
 use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, Signer};
 
+use super::profile::Profile;
 use super::store::{ACCESS_DENIED, client_options, fault, key_of, runtime, s3_builder, short};
 use super::stored::{
     CHECKSUM_ALGORITHMS, Parts, StoredChecksum, StoredObject, checksum_kind, etag_parts,
@@ -96,8 +97,9 @@ impl Heads {
             true => None,
             false => Some(built(builder)?),
         };
+        let profile = Profile::read(options.profile.clone());
         let client = ReqwestConnector::default()
-            .connect(&client_options())
+            .connect(&client_options(options, Some(&profile))?)
             .map_err(|e| InputError::Remote(short(&e)))?;
         Ok(Heads {
             addresser,
