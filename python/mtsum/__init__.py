@@ -24,7 +24,8 @@ concurrent range GETs (see ``storage_options`` below).
 Remote objects are reached as the CLI reaches them (``AWS_*`` variables, ``~/.aws`` profiles,
 ``AWS_ENDPOINT_URL``), or with ``storage_options``, a dict of s3fs's keys: ``key``, ``secret``,
 ``token``, ``anon`` (unsigned requests, for public buckets), ``endpoint_url``, ``region``,
-``profile``, ``client_kwargs`` (``endpoint_url``, ``region_name``), and mtsum's own
+``profile``, ``client_kwargs`` (``endpoint_url``, ``region_name``, ``verify``: the path of a
+CA bundle, the only CAs then trusted for ``https://``), and mtsum's own
 ``connections`` (range GETs at once, default 16) and ``addressing_style`` (``"path"`` or
 ``"virtual"``). A store's refusal is an ``OSError`` naming the URL: a missing object a
 ``FileNotFoundError``, a refused one a ``PermissionError``.
