@@ -176,14 +176,42 @@ fn every_form_of_range_in_the_man_page_takes_a_line_of_plan() {
     assert!(forms.iter().all(|f| *f == "START-END/SIZE"), "{forms:?}");
 }
 
+/// The text of the man page's section `name`, as [`man_page_words`] gives it.
+fn man_section(page: &str, name: &str) -> String {
+    let start = format!("\n.SH {name}\n");
+    let rest = page
+        .split(&start)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {name}"));
+    rest.split("\n.SH ").next().unwrap_or(rest).to_string()
+}
+
+#[test]
+fn every_mode_has_a_form_in_the_synopsis_and_an_entry_among_the_modes() {
+    // The flags that choose what a run does; each one a user should find in both places.
+    let page = man_page_words();
+    let synopsis = man_section(&page, "SYNOPSIS");
+    let modes = man_section(&page, "MODES");
+    for mode in [
+        "-c",
+        "--audit",
+        "--repair",
+        "--compare",
+        "--stored",
+        "--plan",
+        "--range",
+        "--combine",
+    ] {
+        let used = |text: &str| text.split_whitespace().any(|word| word == mode);
+        assert!(used(&synopsis), "{mode} has no form in the synopsis");
+        assert!(used(&modes), "{mode} is not among the modes");
+    }
+}
+
 #[test]
 fn the_man_pages_examples_of_writing_and_checking_sums_check_out() {
     let page = man_page_words();
-    let examples = page
-        .split("\n.SH EXAMPLES\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n.SH ").next())
-        .expect("an EXAMPLES section");
+    let examples = man_section(&page, "EXAMPLES");
     let commands: Vec<&str> = examples
         .lines()
         .filter_map(|l| l.strip_prefix("mtsum "))

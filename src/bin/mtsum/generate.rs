@@ -85,6 +85,8 @@ mtsum -c [--quiet | --status | --warn] [--strict] [--ignore-missing] [--json] [-
 mtsum --audit [--manifest FILE | --db FILE] [--update | --fix | --forget | --export FILE | \
 --import FILE] [-r] PATH...
 mtsum --repair FILE --from COPY --db DB
+mtsum --compare [--one-way] [--size-only] [--read-remote[=all]] [--quiet] [--json] LOCAL REMOTE
+mtsum --stored s3://BUCKET/PREFIX/...
 mtsum [-a ALG] [-t LAYOUT] [-l SIZE | --part-size SIZE] --plan N FILE | --range START-END/SIZE FILE
 mtsum --combine [--tag | -z | --no-names] [--base64] PARTIALS...
 mtsum --generate man|complete-bash|complete-zsh|complete-fish|complete-powershell";
@@ -118,6 +120,11 @@ Compare a directory with an \fBs3://\fR prefix (or another directory): one line
 \fISTATUS\fR\ \ \fINAME\fR per file (\fBok\fR, \fBdiffers\fR, \fBonly\-local\fR,
 \fBonly\-remote\fR, \fBunverified\fR, \fBunreadable\fR), reading only the local files where
 the store reports a value that vouches for the object (a checksum, the ETag with its part size).
+.TP
+\fBmtsum \-\-stored\fR \fBs3://\fR\fIBUCKET\fR/\fIPREFIX\fR/...
+Print, reading no object's bytes, a sum file of the values the store keeps for each object
+below the prefix (its ETag and checksums, with the part size the store tells), named relative
+to the prefix, so that \fBmtsum \-c\fR in a local copy checks it.
 .TP
 \fBmtsum \-\-plan\fR \fIN\fR | \fB\-\-range\fR \fISTART\-END/SIZE\fR | \fB\-\-combine\fR
 Hash one file in ranges anywhere (other machines, a batch system) and join the partial lines
