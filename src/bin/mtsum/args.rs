@@ -247,10 +247,10 @@ pub struct Args {
     addressing_style: Option<String>,
 
     /// Audit the files: record the digest, size and mtime of files without a record, and
-    /// print STATUS  NAME for the others, STATUS one of ok, corrupt, modified, new, missing,
-    /// changed, unreadable; a summary on stderr. Exit status 1 for corrupt or unreadable
-    /// files. Records live in the extended attribute user.mtsum unless --manifest is given;
-    /// new records are plain blake3 unless -a/-t say otherwise.
+    /// print STATUS  NAME for the others, STATUS one of ok, corrupt, repaired, modified, new,
+    /// missing, changed, unreadable; a summary on stderr. Exit status 1 for corrupt or
+    /// unreadable files. Records live in the extended attribute user.mtsum unless --manifest
+    /// or --db is given; new records are plain blake3 unless -a/-t say otherwise.
     #[arg(long, conflicts_with_all = ["tag", "zero", "graph", "no_names", "benchmark"])]
     audit: bool,
 
