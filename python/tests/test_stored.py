@@ -68,7 +68,9 @@ def test_stored_then_check_passes_in_the_local_copy_at_every_size(
     prefix = f"parts{part // MIB}"
     names = []
     for i, n in enumerate(sizes(part)):
+        # Below a "directory", and a name that signing must encode (space, plus, non-ASCII).
         name = f"d/{n:09d}" if i % 2 else f"{n:09d}"
+        name = f"{name} +é" if i == 2 else name
         upload(s3, local, prefix, name, random_bytes(n, i), part=part)
         names.append(name)
     out = stored(mtsum_bin, server, prefix)

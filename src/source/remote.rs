@@ -307,7 +307,7 @@ pub fn list(url: &Url) -> Result<Vec<Url>, InputError> {
 /// are still read. The listing failing is the prefix's error.
 ///
 /// Requests: the listing (one per 1 000 keys), then per object one `HEAD` with
-/// `x-amz-checksum-mode: ENABLED`, and for an object in parts one `HEAD` with
+/// `x-amz-checksum-mode: ENABLED`, and for an object of two parts or more one `HEAD` with
 /// `partNumber=1`, and one with `partNumber=N` for three parts or more; up to
 /// [`Options::connections`] of them at once.
 #[allow(clippy::type_complexity)]

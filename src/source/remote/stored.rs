@@ -89,7 +89,8 @@ impl fmt::Display for ChecksumKind {
 pub struct Parts {
     /// The part count (`x-amz-mp-parts-count`, or the ETag's `-N`).
     pub count: u64,
-    /// The first part's size, if the store answered `partNumber=1`.
+    /// The first part's size, if the store answered `partNumber=1` (of one part: the
+    /// object's size, asked of no one).
     pub first: Option<u64>,
     /// The last part's size, where it was asked for (three parts or more) or follows from
     /// the size and the first part (two).
