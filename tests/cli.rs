@@ -655,6 +655,32 @@ fn usage_errors_are_one_line_starting_with_mtsum() {
 }
 
 #[test]
+fn stored_takes_only_prefixes_of_buckets_and_nothing_of_hash_mode() {
+    // No store is asked: each of these is refused before any request, with exit 2.
+    let dir = tempdir();
+    write_file(dir.path(), "a", b"a");
+    for args in [
+        &["--stored"][..],
+        &["--stored", "a"],
+        &["--stored", "s3://bucket/key"],
+        &["--stored", "https://example.org/dir/"],
+        &["--stored", "s3://bucket/", "a"],
+        &["--stored", "-c", "s3://bucket/"],
+        &["--stored", "-t", "s3", "s3://bucket/"],
+        &["--stored", "--json", "s3://bucket/"],
+    ] {
+        let r = run(dir.path(), args.to_vec());
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{args:?}");
+        assert!(
+            r.stderr.starts_with("mtsum: ") && r.stderr.lines().count() == 1,
+            "{args:?}: not one `mtsum: ` line:\n{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
 fn options_that_would_be_ignored_are_usage_errors() {
     let dir = tempdir();
     write_file(dir.path(), "a", b"a");
