@@ -1191,7 +1191,7 @@ fn audit_readers_run_at_idle_io_priority_one_per_core_or_one_on_a_spinning_disk(
                 .into_iter()
                 .filter(|t| {
                     fs::read_to_string(t.path().join("comm"))
-                        .is_ok_and(|c| c.trim() == "mtsum-audit")
+                        .is_ok_and(|c| c.trim() == "mtsum-reader")
                 })
                 .filter_map(|t| t.file_name().to_str()?.parse::<libc::c_int>().ok())
                 .map(|tid| {

@@ -18,6 +18,9 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Mutex;
 
+/// The I/O priority classes live with the engine's readers, which apply them.
+pub use crate::engine::IoPriority;
+
 /// Where a file lies, as far as reading order is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Place {
@@ -219,67 +222,6 @@ pub fn place(path: &Path, meta: &std::fs::Metadata) -> Place {
     }
 }
 
-/// An I/O priority class, as `ionice` names them (`--io-priority`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum IoPriority {
-    /// Only when no one else wants the disk: the default for audits.
-    #[default]
-    Idle,
-    /// The ordinary class, at level 0 (highest) to 7.
-    BestEffort(u8),
-    /// Leave the priority as it is.
-    Unchanged,
-}
-
-impl std::str::FromStr for IoPriority {
-    type Err = String;
-
-    /// `idle`, `best-effort` (level 4), `best-effort:N` (0 to 7), `none`.
-    fn from_str(s: &str) -> Result<IoPriority, String> {
-        let bad = || {
-            format!("'{s}' is not an I/O priority: idle, best-effort, best-effort:0 to 7 or none")
-        };
-        match s.split_once(':') {
-            None => match s {
-                "idle" => Ok(IoPriority::Idle),
-                "best-effort" => Ok(IoPriority::BestEffort(4)),
-                "none" => Ok(IoPriority::Unchanged),
-                _ => Err(bad()),
-            },
-            Some(("best-effort", level)) => match level.parse::<u8>() {
-                Ok(n) if n <= 7 => Ok(IoPriority::BestEffort(n)),
-                _ => Err(bad()),
-            },
-            Some(_) => Err(bad()),
-        }
-    }
-}
-
-impl IoPriority {
-    /// The value `ioprio_set` takes: class in the top bits, level below (linux/ioprio.h).
-    pub fn value(self) -> Option<libc::c_int> {
-        const CLASS_SHIFT: libc::c_int = 13;
-        match self {
-            IoPriority::Idle => Some(3 << CLASS_SHIFT),
-            IoPriority::BestEffort(level) => Some((2 << CLASS_SHIFT) | libc::c_int::from(level)),
-            IoPriority::Unchanged => None,
-        }
-    }
-
-    /// Applies the priority to the calling thread (I/O priorities belong to threads); an
-    /// error is ignored: a kernel without I/O scheduling classes reads at its own pace.
-    pub fn apply_to_this_thread(self) {
-        const IOPRIO_WHO_PROCESS: libc::c_int = 1;
-        if let Some(value) = self.value() {
-            // SAFETY: ioprio_set takes three integers and touches no memory of ours; 0
-            // means the calling thread.
-            unsafe {
-                libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, value);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,19 +286,6 @@ mod tests {
         ];
         assert_eq!(read_order(&places), [2, 0, 3, 1]);
         assert!(read_order(&[]).is_empty());
-    }
-
-    #[test]
-    fn priorities_read_as_ionice_names_them() {
-        assert_eq!("idle".parse(), Ok(IoPriority::Idle));
-        assert_eq!("best-effort".parse(), Ok(IoPriority::BestEffort(4)));
-        assert_eq!("best-effort:0".parse(), Ok(IoPriority::BestEffort(0)));
-        assert_eq!("none".parse(), Ok(IoPriority::Unchanged));
-        for bad in ["", "realtime", "best-effort:8", "idle:1"] {
-            assert!(bad.parse::<IoPriority>().is_err(), "{bad}");
-        }
-        assert_eq!(IoPriority::Idle.value(), Some(3 << 13));
-        assert_eq!(IoPriority::BestEffort(7).value(), Some((2 << 13) | 7));
     }
 
     #[test]

@@ -25,8 +25,9 @@ use crate::source::{InputError, Mtime, Stamp};
 
 use super::AuditError;
 use super::outboard::{self, Outboard};
-use super::read::{self, Io, Want};
+use super::read::{self, Io};
 use super::store::{Change, Prior, Record, RecordStore, Status, Store, StoreError};
+use crate::engine::{Request, Side};
 
 /// Why a file was not repaired. The message is the part after `mtsum: FILE: `.
 #[derive(Debug, thiserror::Error)]
@@ -124,19 +125,22 @@ pub fn repair(
     if stamp != record.stamp && !ours {
         return Err(RepairError::Modified);
     }
-    let want = Want {
-        digests: vec![(record.layout, record.algorithm)],
-        leaves: Some((recorded.layout(), outboard::ALGORITHM)),
+    let request = Request {
+        side: Side {
+            digest: None,
+            leaves: Some((recorded.layout(), outboard::ALGORITHM)),
+        },
+        ..Request::new(record.layout, record.algorithm)
     };
-    let now = read::hash_file(file, &want, io, None)?;
-    let repaired = if record.matches(&now.digests[0]) && stamp == record.stamp {
+    let now = read::hash_file(file, &request, io)?;
+    let repaired = if record.matches(&now.root) && stamp == record.stamp {
         Repaired {
             ranges: Vec::new(),
             needed: false,
             written: false,
         }
     } else {
-        let current = now.leaves.expect("asked for");
+        let current = now.side.leaves.ok_or(InputError::Changed)?;
         let ranges = recorded.damaged(&current, record.stamp.len);
         let damage = Damage {
             record: &record,
@@ -214,12 +218,9 @@ pub fn from_copy(
     target.set_modified(system_time(record.stamp.mtime))?;
     target.sync_all()?;
     drop(target);
-    let want = Want {
-        digests: vec![(record.layout, record.algorithm)],
-        leaves: None,
-    };
-    let after = read::hash_file(file, &want, io, None)?;
-    if !record.matches(&after.digests[0]) {
+    let request = Request::new(record.layout, record.algorithm);
+    let after = read::hash_file(file, &request, io)?;
+    if !record.matches(&after.root) {
         return Err(RepairError::StillCorrupt);
     }
     Ok(Repaired {

@@ -16,13 +16,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use crate::algorithm::Algorithm;
+use crate::engine::{FileDigest, Request, Side};
 use crate::layout::{Layout, NoRoot};
 use crate::source::{InputError, Stamp, Target};
 use crate::walk::{SkipReason, Walk, Walked, walk};
 
 use super::outboard::{self, Outboard};
 use super::plan;
-use super::read::{self, Hashed, Want, Work};
+use super::read::{self, Work};
 use super::repair;
 use super::report::{Event, Postponed, Summary};
 use super::store::{Change, Prior, Record, RecordStore, StoreError};
@@ -85,7 +86,10 @@ pub(super) fn run(
     if planner.spinning {
         io.readers = io.readers.or(Some(std::num::NonZeroUsize::MIN));
     }
-    read::in_order(&io, &mut planner, &mut sink);
+    // With a time budget, a file or so per reader at a time, so that none is handed out
+    // long after the budget ran out.
+    let ahead = options.time_budget.map(|_| io.engine().threads());
+    read::in_order(&io, &mut planner, &mut sink, ahead);
     sink.release();
     let mut summary = sink.summary;
     let mut shared = shared.into_inner();
@@ -436,10 +440,13 @@ impl Planner<'_> {
             || fix
             || migrate_to.is_some();
         let keeps = self.shared.borrow().store.keeps_outboards();
-        let want = Want {
-            digests: std::iter::once(spec).chain(migrate_to).collect(),
-            leaves: (keeps && may_write)
-                .then(|| (outboard::layout(before.len), outboard::ALGORITHM)),
+        let request = Request {
+            side: Side {
+                digest: migrate_to,
+                leaves: (keeps && may_write)
+                    .then(|| (outboard::layout(before.len), outboard::ALGORITHM)),
+            },
+            ..Request::new(spec.0, spec.1)
         };
         let item = Item::File {
             path: path.clone(),
@@ -462,7 +469,7 @@ impl Planner<'_> {
                     _ => None,
                 },
                 path,
-                want,
+                request,
             }),
             context: item,
         };
@@ -551,7 +558,7 @@ impl read::Outcomes<Item> for Sink<'_> {
     type Decided = Decided;
 
     /// Decides, acts on the store at once and counts; the report waits for its turn.
-    fn decide(&mut self, item: Item, result: Option<Result<Hashed, InputError>>) -> Decided {
+    fn decide(&mut self, item: Item, result: Option<Result<FileDigest, InputError>>) -> Decided {
         // What the readers had in hand when the caller stopped is neither decided nor
         // recorded: the caller would not hear of it.
         if self.shared.borrow().stopped {
@@ -687,7 +694,7 @@ impl Sink<'_> {
         path: PathBuf,
         prior: Prior,
         planned: Planned,
-        hashed: Result<Hashed, InputError>,
+        hashed: Result<FileDigest, InputError>,
     ) -> Verdict {
         let Planned {
             before,
@@ -699,24 +706,27 @@ impl Sink<'_> {
         // A file whose file system does not tell its size (procfs, sysfs) was read to its
         // end: its length is the bytes read, and only its mtime can tell that it changed.
         let streamed = match &hashed {
-            Ok(h) if h.streamed => Some(h.size),
+            Ok(h) if h.stamp.is_none() => Some(h.size),
             _ => None,
         };
         let measured = |stamp: Stamp| Stamp::new(streamed.unwrap_or(stamp.len), stamp.mtime);
         let before = measured(before);
+        // The stamp after is the one the engine took when it opened the file, which held
+        // until the last byte was read; of a stream, one taken now.
+        let after = match &hashed {
+            Ok(FileDigest {
+                stamp: Some(stamp), ..
+            }) => Ok(*stamp),
+            _ => fs::metadata(&path).map(|m| measured(Stamp::of(&m))),
+        };
         let (hashed, migrated, leaves) = match hashed {
-            Ok(h) => (
-                Ok((h.digests[0], h.size)),
-                h.digests.get(1).copied(),
-                h.leaves,
-            ),
+            Ok(h) => (Ok((h.root, h.size)), h.side.digest, h.side.leaves),
             Err(e) => (Err(e), None, None),
         };
         let outboard = leaves.map(|leaves| Outboard {
             leaf: outboard::leaf_size(before.len),
             leaves,
         });
-        let after = fs::metadata(&path).map(|m| measured(Stamp::of(&m)));
         let spec = prior
             .spec()
             .unwrap_or((self.options.layout, self.options.algorithm));
@@ -737,7 +747,7 @@ impl Sink<'_> {
             }
         }
         let located = match status {
-            Status::Corrupt => self.locate(&path, before.len, outboard.as_ref()),
+            Status::Corrupt => self.locate(&path, spec, before.len, outboard.as_ref()),
             _ => None,
         };
         let mut repair_error = None;
@@ -794,6 +804,7 @@ impl Sink<'_> {
     fn locate(
         &mut self,
         path: &Path,
+        (layout, algorithm): (Layout, Algorithm),
         len: u64,
         current: Option<&Outboard>,
     ) -> Option<(Outboard, Vec<Range<u64>>)> {
@@ -804,12 +815,17 @@ impl Sink<'_> {
         let leaves = match current.filter(|c| c.leaf == recorded.leaf) {
             Some(c) => c.leaves.clone(),
             None => {
-                let want = Want {
-                    digests: Vec::new(),
-                    leaves: Some((Layout::Rfc6962(recorded.leaf), outboard::ALGORITHM)),
+                // The record's digest too, which the engine computes of any read.
+                let request = Request {
+                    side: Side {
+                        digest: None,
+                        leaves: Some((recorded.layout(), outboard::ALGORITHM)),
+                    },
+                    ..Request::new(layout, algorithm)
                 };
-                read::hash_file(path, &want, &self.options.io, None)
+                read::hash_file(path, &request, &self.options.io)
                     .ok()?
+                    .side
                     .leaves?
             }
         };

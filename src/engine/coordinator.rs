@@ -10,7 +10,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Select, Sender};
 
 use super::input::{Concluded, Fold, Opening, Planned, Unplanned};
-use super::{Done, FileDigest, Job, Opened, Sink, Step, Task};
+use super::{Done, FileDigest, Job, Opened, Order, Sink, Step, Task};
 use crate::source::{InputError, MAX_HELD_STREAM};
 
 /// Inputs per batch handed to a reader to open: one hand-off from the coordinator per batch
@@ -28,6 +28,11 @@ const OPEN_BATCH: usize = 64;
 /// the run): 154 writes; 246 when the sink is told whenever nothing is ready at once; 25
 /// when results waited for a full buffer or a second, and for a FIFO's writer too.
 const IDLE_AFTER: Duration = Duration::from_millis(10);
+
+/// How often the sink is told again that the engine still waits (one long file): a sink
+/// that commits what it gathered by time (an audit's batches of records) then keeps its
+/// promise however long the wait.
+const IDLE_EVERY: Duration = Duration::from_millis(200);
 
 type Outcome = Option<Result<FileDigest, InputError>>;
 
@@ -68,6 +73,8 @@ pub(super) struct Channels<'a> {
 /// Hands inputs out, folds the jobs of shared inputs, and hands results out in input order.
 pub(super) struct Coordinator<T, F> {
     multi_buffer: bool,
+    /// Whether the sink takes outcomes in the order of the tasks or as they come.
+    order: Order,
     pending: HashMap<usize, Pending<T>>,
     /// Streams to hold in memory before they can be planned.
     to_hold: VecDeque<Unplanned>,
@@ -77,6 +84,7 @@ pub(super) struct Coordinator<T, F> {
     outbox: VecDeque<Job>,
     /// Finished tasks waiting for an earlier one.
     ready: BTreeMap<usize, (T, Outcome)>,
+    /// In the order of the tasks, the next to report; else how many are reported.
     next_out: usize,
     /// Tasks taken so far: the index of the next.
     taken: usize,
@@ -88,9 +96,10 @@ impl<T, F> Coordinator<T, F>
 where
     F: Sink<T>,
 {
-    pub(super) fn new(multi_buffer: bool, sink: F) -> Coordinator<T, F> {
+    pub(super) fn new(multi_buffer: bool, order: Order, sink: F) -> Coordinator<T, F> {
         Coordinator {
             multi_buffer,
+            order,
             pending: HashMap::new(),
             to_hold: VecDeque::new(),
             held: 0,
@@ -153,10 +162,15 @@ where
             let send_batch = (!batches.is_empty()).then(|| select.send(&c.opens));
             let from_hashers = select.recv(c.done);
             let from_readers = select.recv(c.opened);
-            let op = select.select_timeout(IDLE_AFTER).unwrap_or_else(|_| {
-                self.sink.idle();
-                select.select()
-            });
+            let op = match select.select_timeout(IDLE_AFTER) {
+                Ok(op) => op,
+                Err(_) => loop {
+                    self.sink.idle();
+                    if let Ok(op) = select.select_timeout(IDLE_EVERY) {
+                        break op;
+                    }
+                },
+            };
             let index = Some(op.index());
             if index == send_job {
                 let job = self.outbox.pop_front().expect("a job to send");
@@ -299,7 +313,9 @@ where
     }
 
     fn emit(&mut self, index: usize, context: T, outcome: Outcome) {
-        if index != self.next_out {
+        // As they come, a count stands for the order: a pause waits for as many as came
+        // before it, which are those before it, as none after it is taken meanwhile.
+        if index != self.next_out && self.order == Order::Tasks {
             self.ready.insert(index, (context, outcome));
             return;
         }

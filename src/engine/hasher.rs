@@ -2,27 +2,25 @@
 //! of lane slots through one SIMD lane set, and reports each job's digest.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::pace::Meter;
+use super::side::{Hashing, Out};
 use super::{Done, JobKey, LaneOp, Msg};
 use crate::lanes::{Event, Kernel, Lane, Lanes};
-use crate::layout::JobHasher;
 use crate::source::{Buffer, Chunk, InputError};
 
-/// Hashes one chunk into `hasher`, counts it for the progress display, and hands back its
-/// buffer with whether its bytes were really the file's (see [`Chunk::finish`]).
+/// Hashes one chunk into `hasher`, counts it ([`Meter::count`]: progress, rate limit), and
+/// hands back its buffer with whether its bytes were really the file's (see
+/// [`Chunk::finish`]).
 pub(super) fn absorb(
-    hasher: &mut JobHasher,
+    hasher: &mut Hashing,
     chunk: Chunk,
-    progress: Option<&AtomicU64>,
+    meter: &Meter,
 ) -> (Buffer, Result<(), InputError>) {
     hasher.update_pieces(chunk.pieces());
-    if let Some(p) = progress {
-        p.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-    }
+    meter.count(chunk.len() as u64);
     chunk.finish()
 }
 
@@ -31,12 +29,12 @@ pub(super) fn hash_jobs(
     chunks: Receiver<Msg>,
     free: Sender<Vec<Buffer>>,
     done: Sender<Vec<Done>>,
-    progress: Option<Arc<AtomicU64>>,
+    meter: Meter,
 ) {
     let out = Outlets {
         free: &free,
         done: &done,
-        progress: progress.as_deref(),
+        meter: &meter,
     };
     let mut hasher = None;
     // A chunk whose bytes turned out not to be the file's (a mapped page past its end).
@@ -44,10 +42,10 @@ pub(super) fn hash_jobs(
     let mut lanes: Option<LaneHasher> = None;
     for msg in chunks {
         match msg {
-            Msg::Begin(layout, alg, kind) => hasher = Some(layout.hasher_for(alg, kind)),
+            Msg::Begin(hashing) => hasher = Some(*hashing),
             Msg::Chunk(chunk) => {
                 let h = hasher.as_mut().expect("Begin comes first");
-                let (buf, ok) = absorb(h, chunk, out.progress);
+                let (buf, ok) = absorb(h, chunk, out.meter);
                 let _ = free.send(vec![buf]);
                 if let Err(e) = ok {
                     spoiled.get_or_insert(e);
@@ -92,7 +90,7 @@ pub(super) fn hash_jobs(
 struct Outlets<'a> {
     free: &'a Sender<Vec<Buffer>>,
     done: &'a Sender<Vec<Done>>,
-    progress: Option<&'a AtomicU64>,
+    meter: &'a Meter,
 }
 
 /// A chunk in a lane, with the job it belongs to.
@@ -169,7 +167,7 @@ impl LaneHasher {
         // which is what lets the reader, with two rounds of buffers, never wait for one the
         // hasher holds; and every job the reader closed is finished, its lane free.
         while let Some(event) = self.set.flush() {
-            self.handle(event, out.progress);
+            self.handle(event, out.meter);
         }
         if !self.emptied.is_empty() {
             let _ = out.free.send(std::mem::take(&mut self.emptied));
@@ -194,12 +192,10 @@ impl LaneHasher {
         self.jobs.insert(key, job);
     }
 
-    fn handle(&mut self, event: Event<JobKey, Part>, progress: Option<&AtomicU64>) {
+    fn handle(&mut self, event: Event<JobKey, Part>, meter: &Meter) {
         match event {
             Event::Consumed(part) => {
-                if let Some(p) = progress {
-                    p.fetch_add(part.chunk.len() as u64, Ordering::Relaxed);
-                }
+                meter.count(part.chunk.len() as u64);
                 let (buf, ok) = part.chunk.finish();
                 self.emptied.push(buf);
                 if let Err(e) = ok {
@@ -212,7 +208,7 @@ impl LaneHasher {
                 let read = job.read.expect("a job ends before its digest");
                 let result = match job.spoiled {
                     Some(e) => Err(e),
-                    None => read.map(|len| (job.start..job.start + len, digest)),
+                    None => read.map(|len| (job.start..job.start + len, Out::One(digest))),
                 };
                 let (input, index) = key;
                 self.finished.push(Done {

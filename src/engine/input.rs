@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use super::side::{Out, SideFold, SidePlan};
 use super::{Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, Request, SharedFile, Slice};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
-use crate::layout::{Combiner, JobKind, Root};
+use crate::layout::{Combiner, JobKind, Layout, Root};
 use crate::source::{
     FileSystems, Input, InputError, MAX_HELD_STREAM, ReadMode, Target, claim_stdin, hold_stream,
 };
@@ -21,8 +22,11 @@ use crate::source::{
 /// within the read, so they would each be one stream.
 const LANE_JOB_MIN_LEAF: u64 = (Engine::DEFAULT_CHUNK_SIZE / 4) as u64 + 1;
 
-/// A job's byte range and digest.
-pub(super) type JobDigest = (Range<u64>, Digest);
+/// A job's byte range and digest (or, for a job read with side outputs, digests).
+pub(super) type JobDigest = (Range<u64>, Out);
+
+/// A job of a slice ([`Engine::hash_jobs_in`]): its byte range and digest.
+type SliceJob = (Range<u64>, Digest);
 
 /// An input to open, with what to compute for it: task `input` of [`Engine::run`].
 pub(super) struct Opening {
@@ -76,6 +80,7 @@ impl Opening {
             started,
             opened,
             held: 0,
+            streamed: false,
         }
     }
 }
@@ -89,6 +94,8 @@ pub(super) struct Unplanned {
     opened: Result<Input, InputError>,
     /// The bytes of a stream held in memory to be hashed as a file ([`Unplanned::hold`]).
     held: u64,
+    /// Whether the input is, or was before it was held, a stream.
+    streamed: bool,
 }
 
 /// An input planned: its jobs, and the fold their digests go into.
@@ -101,8 +108,9 @@ impl Unplanned {
     /// Whether the input is a stream that its layout can only hash once it knows the length:
     /// it must be held in memory first ([`Unplanned::hold`]).
     pub(super) fn must_be_held(&self) -> bool {
+        let side = self.request.side.digest.map(|(layout, _)| layout);
         matches!(self.opened, Ok(Input::Stream(_)))
-            && self.request.layout.needs_length()
+            && (self.request.layout.needs_length() || side.is_some_and(Layout::needs_length))
             && self.slice.is_none()
     }
 
@@ -113,12 +121,20 @@ impl Unplanned {
             Ok(Input::Stream(stream)) => hold_stream(&mut **stream, MAX_HELD_STREAM),
             _ => return self,
         };
+        self.streamed = true;
         self.opened = match held {
             Ok(Some(file)) => {
                 self.held = file.len();
                 Ok(Input::Sized(file))
             }
-            Ok(None) => Err(InputError::StreamNeedsLength(self.request.layout.name())),
+            Ok(None) => {
+                let side = self.request.side.digest.map(|(layout, _)| layout);
+                let layout = match side {
+                    Some(side) if !self.request.layout.needs_length() => side,
+                    _ => self.request.layout,
+                };
+                Err(InputError::StreamNeedsLength(layout.name()))
+            }
             Err(e) => Err(e),
         };
         self
@@ -134,8 +150,30 @@ impl Unplanned {
             started,
             opened,
             held,
+            mut streamed,
         } = self;
         let (layout, alg) = (request.layout, request.algorithm);
+        let opened = opened?;
+        streamed |= matches!(opened, Input::Stream(_));
+        // Side outputs, but not of a slice: its caller wants job digests of one layout.
+        let side = match (request.side.is_empty() || slice.is_some(), &opened) {
+            (true, _) => None,
+            (false, Input::Stream(_)) => Some(SidePlan::of_stream((layout, alg), request.side)),
+            (false, Input::Sized(file)) => {
+                request
+                    .side
+                    .digest
+                    .map_or(Ok(()), |(l, _)| l.check_size(file.len()))?;
+                let spec = (layout, alg);
+                Some(SidePlan::of_file(
+                    spec,
+                    request.keep_leaves,
+                    request.side,
+                    file.len(),
+                ))
+            }
+        }
+        .map(Arc::new);
         let job = |index: usize, later, start: u64, kind, source| Job {
             input,
             index,
@@ -145,8 +183,9 @@ impl Unplanned {
             alg,
             kind,
             source,
+            side: side.clone(),
         };
-        let (file, jobs) = match opened? {
+        let (file, jobs) = match opened {
             Input::Stream(_) if layout.needs_length() => {
                 return Err(InputError::StreamNeedsLength(layout.name()));
             }
@@ -170,14 +209,21 @@ impl Unplanned {
                         .leaf_size()
                         .is_some_and(|l| l.get() >= LANE_JOB_MIN_LEAF)
                     && Kernel::multi_buffer(alg).is_some();
-                let mut plan =
-                    layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves);
+                // With side outputs, the jobs read, where every layout's jobs nest.
+                let plan = match side.as_deref() {
+                    Some(side) => (side.reads.iter())
+                        .map(|(r, _)| (r.clone(), JobKind::Layout))
+                        .collect(),
+                    None => layout.plan(alg, file.len(), request.keep_leaves || lanes_take_leaves),
+                };
+                let mut plan: Vec<(Range<u64>, JobKind)> = plan;
                 if let Some(slice) = &slice {
                     plan.retain(|(r, _)| slice.holds(r.start));
                 }
-                if request.keep_leaves && plan.len() > MAX_KEPT_LEAVES {
+                let leaves = side.as_ref().map_or(plan.len(), |side| side.main_jobs());
+                if request.keep_leaves && leaves > MAX_KEPT_LEAVES {
                     return Err(InputError::TooManyLeaves {
-                        leaves: plan.len(),
+                        leaves,
                         max: MAX_KEPT_LEAVES,
                     });
                 }
@@ -198,17 +244,20 @@ impl Unplanned {
             }
         };
         let jobs: Vec<Job> = jobs;
+        let main_jobs = side.as_ref().map_or(jobs.len(), |plan| plan.main_jobs());
         let fold = Fold {
             request,
             file,
             combiner: layout.combiner(alg),
             remaining: jobs.len(),
             size: 0,
-            leaves: (request.keep_leaves && slice.is_none()).then(|| vec![None; jobs.len()]),
+            leaves: (request.keep_leaves && slice.is_none()).then(|| vec![None; main_jobs]),
             jobs: slice.map(|_| vec![None; jobs.len()]),
+            side: side.map(|plan| (plan.side_fold(), plan)),
             error: None,
             started,
             held,
+            streamed,
         };
         Ok(Planned { jobs, fold })
     }
@@ -224,14 +273,20 @@ pub(super) struct Fold {
     size: u64,
     leaves: Option<Vec<Option<Digest>>>,
     /// A task of a slice: every job's range and digest, in place of the combiner's fold.
-    jobs: Option<Vec<Option<JobDigest>>>,
+    jobs: Option<Vec<Option<SliceJob>>>,
+    /// With side outputs: their fold, and the plan that says which digests a job read gave.
+    side: Option<(SideFold, Arc<SidePlan>)>,
     error: Option<InputError>,
     started: Instant,
     /// The bytes of a stream held in memory (see [`Unplanned::hold`]).
     pub(super) held: u64,
+    /// Whether the input was a stream: it has no stamp, and no leaves of a side output.
+    streamed: bool,
 }
 
-/// What an input's fold gives once every job is in.
+/// What an input's fold gives once every job is in. Made once per input and taken apart at
+/// once: a box for the larger variant would cost an allocation per file for nothing.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Concluded {
     /// The input's root, or why not.
     Result(Result<FileDigest, InputError>),
@@ -256,14 +311,22 @@ impl Fold {
                 }
                 self.error.get_or_insert(e);
             }
-            Ok((range, digest)) if self.error.is_none() => {
+            Ok((range, out)) if self.error.is_none() => {
                 self.size = self.size.max(range.end);
-                if let Some(leaves) = &mut self.leaves {
-                    leaves[index] = Some(digest);
-                }
-                match &mut self.jobs {
-                    Some(jobs) => jobs[index] = Some((range, digest)),
-                    None => self.combiner.add(index, range, digest),
+                let (leaves, combiner) = (&mut self.leaves, &mut self.combiner);
+                let mut main = |index: usize, range: Range<u64>, digest: Digest| {
+                    if let Some(leaves) = leaves {
+                        leaves[index] = Some(digest);
+                    }
+                    combiner.add(index, range, digest);
+                };
+                match (out, &mut self.side, &mut self.jobs) {
+                    (Out::Side(digests), Some((fold, plan)), _) => {
+                        plan.add(index, range.end, &digests, fold, main)
+                    }
+                    (Out::One(digest), _, Some(jobs)) => jobs[index] = Some((range, digest)),
+                    (Out::One(digest), _, None) => main(index, range, digest),
+                    (Out::Side(_), None, _) => unreachable!("side outputs are planned"),
                 }
             }
             Ok(_) => {}
@@ -287,8 +350,10 @@ impl Fold {
             size,
             leaves,
             jobs,
+            side,
             error,
             started,
+            streamed,
             ..
         } = self;
         let of_slice = jobs.is_some();
@@ -309,6 +374,11 @@ impl Fold {
                     leaves: leaves.map(|l| l.into_iter().flatten().collect()),
                     elapsed: started.elapsed(),
                     fallback: file.as_ref().and_then(|f| f.file.fallback().cloned()),
+                    side: match side {
+                        Some((fold, _)) => fold.finish(size, streamed)?,
+                        None => Default::default(),
+                    },
+                    stamp: file.as_ref().filter(|_| !streamed).map(|f| f.file.stamp()),
                     jobs: jobs.map(|j| j.into_iter().flatten().collect()),
                 })
             }),
@@ -322,6 +392,7 @@ impl Fold {
                     started,
                     opened: f.file.to_stream().map(Input::Stream),
                     held: 0,
+                    streamed: true,
                 })
             }
             _ => Concluded::Result(result),

@@ -11,6 +11,8 @@
 //! | `reader.rs` | the reader half of a worker: takes work from the shared queues, reads jobs ahead |
 //! | `whole.rs` | a reader's batch of inputs: opens each, hashes the small ones whole itself (in a lane set of its own), hands the others back |
 //! | `hasher.rs` | the hasher half of a worker: hashes chunks as one stream, or rounds of SIMD lanes |
+//! | `side.rs` | side outputs ([`Side`]): more digests of the same read, its jobs cut where every layout's jobs nest |
+//! | `pace.rs` | reader options: a rate limit shared by every worker, an I/O priority |
 //!
 //! A call of [`Engine::run`] is: the coordinator hands tasks out in batches on one bounded
 //! queue → a reader opens each input of a batch, hashes a small one itself and reports its
@@ -51,13 +53,20 @@
 mod coordinator;
 mod hasher;
 mod input;
+mod pace;
 mod reader;
+mod side;
 mod whole;
 
 use coordinator::{Channels, Coordinator};
 use hasher::hash_jobs;
 use input::{Opening, Planned, Unplanned};
+use pace::Meter;
 use reader::{Dealer, Reader};
+use side::{Hashing, Out, SidePlan};
+
+pub use pace::{IoPriority, RateLimiter};
+pub use side::{Side, SideDigests};
 
 use std::io::Read;
 use std::num::NonZeroUsize;
@@ -73,7 +82,7 @@ use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::{self, Kernel};
 use crate::layout::{JobKind, Layout, Root};
 use crate::source::{
-    Buffer, Chunk, Fallback, FileSystems, InputError, ReadMode, SizedFile, Target,
+    Buffer, Chunk, Fallback, FileSystems, InputError, ReadMode, SizedFile, Stamp, Target,
 };
 
 /// The most jobs queued for the workers: each holds an open file.
@@ -89,6 +98,8 @@ pub struct Request {
     pub algorithm: Algorithm,
     /// Also return every leaf digest (at most [`MAX_KEPT_LEAVES`]), to draw the tree.
     pub keep_leaves: bool,
+    /// More digests of the same read ([`FileDigest::side`]); not for [`Engine::hash_jobs_in`].
+    pub side: Side,
 }
 
 impl Request {
@@ -98,6 +109,7 @@ impl Request {
             layout,
             algorithm,
             keep_leaves: false,
+            side: Side::default(),
         }
     }
 }
@@ -116,7 +128,7 @@ pub trait Sink<T> {
 
     /// Called when no result is ready and the engine is about to wait for one (or to read a
     /// stream into memory, or to ask a task source that paused for its next task,
-    /// [`Task::pause`]). Does nothing by default.
+    /// [`Task::pause`]), and again every 200 ms while it waits. Does nothing by default.
     fn idle(&mut self) {}
 }
 
@@ -143,6 +155,13 @@ pub struct FileDigest {
     /// The engine's [`ReadMode`] that this input refused, and what it was read with instead
     /// (`O_DIRECT` on tmpfs, say), for a note under `--verbose`.
     pub fallback: Option<Fallback>,
+    /// What [`Request::side`] asked, from the same read.
+    pub side: SideDigests,
+    /// The size and modification time of a file when it was opened, which still held once
+    /// its last byte was read (else the input failed with [`InputError::Changed`]): a caller
+    /// that stamped the file before (an audit) compares with this, with no `stat` of its own
+    /// after. `None` for a stream, whose size is the bytes read.
+    pub stamp: Option<Stamp>,
     /// For a task of [`Engine::hash_jobs_in`]: its jobs' ranges and digests, in order (the
     /// root is then not computed). Private, so that only that method makes such a result.
     jobs: Option<Vec<(Range<u64>, Digest)>>,
@@ -158,8 +177,10 @@ pub struct Engine {
     read_mode: ReadMode,
     /// Whether jobs may be hashed several at once in SIMD lanes.
     multi_buffer: bool,
-    /// Bytes hashed so far, for a progress display.
-    progress: Option<Arc<AtomicU64>>,
+    /// Counts the bytes hashed: progress, rate limit.
+    meter: Meter,
+    /// The I/O priority of the reader threads.
+    priority: IoPriority,
     /// Set from outside to stop the calls under way ([`Engine::with_cancel`]).
     cancel: Option<Arc<AtomicBool>>,
     /// The cores the workers share ([`Engine::with_cores`]).
@@ -207,7 +228,8 @@ impl Engine {
             read_ahead: Self::DEFAULT_READ_AHEAD,
             read_mode: ReadMode::Pread,
             multi_buffer: true,
-            progress: None,
+            meter: Meter::default(),
+            priority: IoPriority::Unchanged,
             cancel: None,
             cores: thread::available_parallelism().unwrap_or(NonZeroUsize::MIN),
         }
@@ -264,7 +286,22 @@ impl Engine {
     /// Adds every byte hashed to `counter` as it is hashed, so that another thread can show
     /// progress without the engine knowing how it is shown.
     pub fn with_progress(mut self, counter: Arc<AtomicU64>) -> Engine {
-        self.progress = Some(counter);
+        self.meter.progress = Some(counter);
+        self
+    }
+
+    /// Hashes no more than `bytes_per_second` on average over every worker (`--limit-rate`):
+    /// a worker waits after each chunk until its bytes are due, and its reader, at most its
+    /// read-ahead ahead, with it. The digest does not depend on it.
+    pub fn with_rate_limit(mut self, bytes_per_second: u64) -> Engine {
+        self.meter.limiter = Some(Arc::new(RateLimiter::new(bytes_per_second)));
+        self
+    }
+
+    /// Reads at I/O priority `priority` (`--io-priority`): each reader thread sets it for
+    /// itself (I/O priorities belong to threads). Unchanged by default.
+    pub fn with_io_priority(mut self, priority: IoPriority) -> Engine {
+        self.priority = priority;
         self
     }
 
@@ -368,7 +405,29 @@ impl Engine {
 
     /// [`Engine::run`] with a [`Sink`] that may also want to know when the engine waits, to
     /// write out the results it gathered.
-    pub fn run_to<T, I, S>(&self, tasks: I, mut sink: S)
+    pub fn run_to<T, I, S>(&self, tasks: I, sink: S)
+    where
+        I: IntoIterator<Item = Task<T>>,
+        S: Sink<T>,
+    {
+        self.run_with(tasks, sink, Order::Tasks)
+    }
+
+    /// [`Engine::run_to`], but `sink` takes each outcome as soon as it is known, not in the
+    /// order of the tasks: for a caller that acts on each result at once and orders what it
+    /// tells itself (an audit writes a file's record as soon as it is read, so that a file
+    /// read behind a long one, or in the order of a disk rather than of the walk, is
+    /// recorded when a `kill -9` comes). [`Task::pause`] still waits for every task before
+    /// it.
+    pub fn run_as_done_to<T, I, S>(&self, tasks: I, sink: S)
+    where
+        I: IntoIterator<Item = Task<T>>,
+        S: Sink<T>,
+    {
+        self.run_with(tasks, sink, Order::Done)
+    }
+
+    fn run_with<T, I, S>(&self, tasks: I, mut sink: S, order: Order)
     where
         I: IntoIterator<Item = Task<T>>,
         S: Sink<T>,
@@ -423,7 +482,7 @@ impl Engine {
                 died: &died,
                 cancelled: &|| self.cancelled(),
             };
-            Coordinator::new(self.multi_buffer, sink).run(tasks, channels);
+            Coordinator::new(self.multi_buffer, order, sink).run(tasks, channels);
         });
     }
 }
@@ -460,17 +519,18 @@ impl Engine {
             out: chunk_tx,
             done: done.clone(),
             opened: opened.clone(),
-            progress: self.progress.clone(),
+            meter: self.meter.clone(),
             cancel: self.cancel.clone(),
         };
-        let (done, progress) = (done.clone(), self.progress.clone());
+        let (done, meter) = (done.clone(), self.meter.clone());
+        let priority = self.priority;
         let (hasher_alive, reader_alive) = (Alive::new(died, &done), Alive::new(died, &done));
         // The hasher first: a reader without a hasher would take a job and lose it.
         thread::Builder::new()
             .name("mtsum-hasher".into())
             .spawn_scoped(scope, move || {
                 let _alive = hasher_alive;
-                hash_jobs(chunk_rx, free_tx, done, progress)
+                hash_jobs(chunk_rx, free_tx, done, meter)
             })?;
         // Counted idle before it runs, so that a reader already busy leaves it jobs.
         dealer.enlist();
@@ -478,6 +538,7 @@ impl Engine {
             .name("mtsum-reader".into())
             .spawn_scoped(scope, move || {
                 let _alive = reader_alive;
+                priority.apply_to_this_thread();
                 reader.run()
             })
             .inspect_err(|_| dealer.discharge())?;
@@ -530,7 +591,9 @@ impl Drop for Alive {
 /// ([`Task::pause`]).
 pub struct Task<T>(Step<T>);
 
-/// What a [`Task`] asks of the engine.
+/// What a [`Task`] asks of the engine. Every task but a rare pause runs an input: a box for
+/// its request would cost an allocation per file for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Step<T> {
     /// Hash `input` (nothing when `None`) and hand `context` back with the outcome.
     Run {
@@ -624,6 +687,26 @@ struct Job {
     /// and algorithm instead.
     kind: JobKind,
     source: JobSource,
+    /// For an input with side outputs: its plan, in which this job is read `index`; never
+    /// in lanes.
+    side: Option<Arc<SidePlan>>,
+}
+
+impl Job {
+    /// A hasher for the job.
+    fn hashing(&self) -> Hashing {
+        match &self.side {
+            Some(plan) => Hashing::Side(Box::new(plan.hasher(self.index))),
+            None => Hashing::One(self.layout.hasher_for(self.alg, self.kind)),
+        }
+    }
+}
+
+/// The order in which the sink takes the outcomes ([`Engine::run_as_done_to`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    Tasks,
+    Done,
 }
 
 enum JobSource {
@@ -641,8 +724,8 @@ struct SharedFile {
 
 /// From a reader to its hasher.
 enum Msg {
-    /// The chunks that follow, up to `End`, are one job.
-    Begin(Layout, Algorithm, JobKind),
+    /// The chunks that follow, up to `End`, are one job, hashed so.
+    Begin(Box<Hashing>),
     Chunk(Chunk),
     End {
         input: usize,
@@ -677,7 +760,7 @@ enum LaneOp {
 struct Done {
     input: usize,
     index: usize,
-    result: Result<(Range<u64>, Digest), InputError>,
+    result: Result<(Range<u64>, Out), InputError>,
 }
 
 /// A job by its input and its index in the input.

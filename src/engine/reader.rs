@@ -4,14 +4,15 @@
 use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crossbeam_channel::{Receiver, Select, Sender};
 
 use super::hasher::absorb;
+use super::pace::Meter;
+use super::side::Out;
 use super::{Done, Job, JobSource, LaneOp, Msg, Opened, Opening, SharedFile, is_set};
-use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::source::{Buffer, FileSystems, InputError, ReadMode, read_stream_chunk};
 
@@ -48,7 +49,8 @@ pub(super) struct Reader {
     pub(super) done: Sender<Vec<Done>>,
     /// Reports on the inputs this reader opened.
     pub(super) opened: Sender<Vec<Opened>>,
-    pub(super) progress: Option<Arc<AtomicU64>>,
+    /// Counts the bytes hashed here: progress, rate limit.
+    pub(super) meter: Meter,
     /// The engine's cancel flag: set, every job still read fails with `Interrupted`.
     pub(super) cancel: Option<Arc<AtomicBool>>,
 }
@@ -163,6 +165,9 @@ impl Reader {
         let JobSource::At(_, len) = &job.source else {
             return None;
         };
+        if job.side.is_some() {
+            return None;
+        }
         job.layout.message_prefix(*len)?;
         Kernel::multi_buffer(job.alg).filter(|_| self.multi_buffer)
     }
@@ -190,9 +195,7 @@ impl Reader {
                 }])
                 .ok();
         }
-        self.out
-            .send(Msg::Begin(job.layout, job.alg, job.kind))
-            .ok()?;
+        self.out.send(Msg::Begin(Box::new(job.hashing()))).ok()?;
         let chunk = self.file_chunk_size();
         let spread = spread_for(&job, chunk);
         let result = match job.source {
@@ -221,8 +224,8 @@ impl Reader {
         job: &Job,
         shared: &SharedFile,
         len: u64,
-    ) -> Option<Result<(Range<u64>, Digest), InputError>> {
-        let mut hasher = job.layout.hasher_for(job.alg, job.kind);
+    ) -> Option<Result<(Range<u64>, Out), InputError>> {
+        let mut hasher = job.hashing();
         let (start, chunk) = (job.start, self.chunk_size);
         let mut reader = shared.file.range_reader(start..start + len, chunk);
         if let Some(piece) = spread_for(job, chunk) {
@@ -233,7 +236,7 @@ impl Reader {
                 return Some(Err(e));
             }
             let (buf, ok) = match reader.next_chunk(self.next_buffer()?) {
-                Ok(chunk) => absorb(&mut hasher, chunk, self.progress.as_deref()),
+                Ok(chunk) => absorb(&mut hasher, chunk, &self.meter),
                 Err((buf, e)) => (buf, Err(e)),
             };
             self.spare.push(buf);
@@ -575,6 +578,9 @@ const SPREAD_LEAF_UNIT: usize = 4 << 10;
 ///
 /// [`Layout::lane_leaf`]: crate::layout::Layout::lane_leaf
 fn spread_for(job: &Job, chunk: usize) -> Option<NonZeroUsize> {
+    if job.side.is_some() {
+        return None;
+    }
     let leaf = job.layout.lane_leaf(job.alg, job.kind)?.get();
     let leaf = usize::try_from(leaf).ok()?;
     (leaf.is_multiple_of(SPREAD_LEAF_UNIT) && chunk.is_multiple_of(leaf))

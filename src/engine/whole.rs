@@ -20,12 +20,14 @@ use std::collections::{HashSet, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
 use super::hasher::Part;
 use super::input::{Concluded, Fold, JobDigest, Opening, Planned, Unplanned};
 use super::reader::{Reader, lane_chunk_size};
+use super::side::Out;
 use super::{Engine, Job, JobKey, JobSource, Opened, SharedFile};
 use crate::lanes::{Event, Kernel, Lane, Lanes};
 use crate::source::{InputError, RangeReader};
@@ -36,6 +38,11 @@ pub(super) const SMALL_INPUT: u64 = Engine::DEFAULT_CHUNK_SIZE as u64;
 
 /// Reports on inputs per message to the coordinator.
 const REPORT_BATCH: usize = 64;
+
+/// The longest a report waits for its batch: results of small files read slowly (a rate
+/// limit, a slow disk) reach the caller as they come, not 64 at a time; an audit records
+/// them, and a `kill -9` then loses only what was read in the last moments.
+const REPORT_WAIT: Duration = Duration::from_millis(100);
 
 impl Reader {
     /// Opens the inputs of `batch`, and of the next batches of the queue while its lanes
@@ -235,9 +242,7 @@ impl Reader {
         // Every busy lane has its next chunk or is finished, so no lane waits for bytes.
         match lanes.set.poll() {
             Some(Event::Consumed(part)) => {
-                if let Some(p) = &self.progress {
-                    p.fetch_add(part.chunk.len() as u64, Ordering::Relaxed);
-                }
+                self.meter.count(part.chunk.len() as u64);
                 let (buf, ok) = part.chunk.finish();
                 self.spare.push(buf);
                 let at = lanes.position(part.key);
@@ -255,7 +260,7 @@ impl Reader {
                 let job = lanes.jobs.swap_remove(at);
                 let result = match job.error {
                     Some(e) => Err(e),
-                    None => Ok((job.start..job.pos, digest)),
+                    None => Ok((job.start..job.pos, Out::One(digest))),
                 };
                 whole.job_done(key.0, key.1, result)
             }
@@ -271,6 +276,8 @@ struct Whole {
     /// The small inputs being hashed (a few: as many as the lanes hold), by input.
     folds: Vec<(usize, Fold)>,
     reports: Vec<Opened>,
+    /// When the oldest report of `reports` was queued.
+    since: Option<Instant>,
     /// The inputs taken whose report is not sent yet: a reader that stops early reports them
     /// lost, so that the coordinator never waits for them.
     unreported: HashSet<usize>,
@@ -285,6 +292,7 @@ impl Whole {
             lanes: None,
             folds: Vec::new(),
             reports: Vec::new(),
+            since: None,
             unreported: HashSet::new(),
             out,
             multi_buffer,
@@ -336,7 +344,8 @@ impl Whole {
     fn report(&mut self, report: Opened) -> Option<()> {
         let now = !matches!(report, Opened::Hashed { .. });
         self.reports.push(report);
-        if now || self.reports.len() >= REPORT_BATCH {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if now || self.reports.len() >= REPORT_BATCH || since.elapsed() >= REPORT_WAIT {
             return self.send();
         }
         Some(())
@@ -350,6 +359,7 @@ impl Whole {
         for report in &self.reports {
             report.for_each_input(|input| self.unreported.remove(&input));
         }
+        self.since = None;
         self.out.send(std::mem::take(&mut self.reports)).ok()
     }
 }

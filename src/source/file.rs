@@ -398,6 +398,12 @@ impl SizedFile {
         self.stamp.len - self.start
     }
 
+    /// The size and modification time when the file was opened (of a block device, its
+    /// size and the mtime of its node; of a remote object, its length and no time).
+    pub fn stamp(&self) -> Stamp {
+        self.stamp
+    }
+
     /// Whether the file is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -936,9 +936,8 @@ impl HashSettings {
         };
         HashSettings {
             request: Request {
-                layout,
-                algorithm: args.algorithm.unwrap_or(layout.default_algorithm()),
                 keep_leaves: args.graph,
+                ..Request::new(layout, args.algorithm.unwrap_or(layout.default_algorithm()))
             },
             recursion: args.recursion(),
             output,

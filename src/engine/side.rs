@@ -1,0 +1,358 @@
+//! Side outputs: more digests of the bytes that one read of an input hashes ([`Side`]), so
+//! that a caller who needs several (an audit: the record's digest, a migration's digest in
+//! another layout, the leaf digests that locate damage) reads the input once, on every
+//! worker, and every digest is of the same bytes.
+//!
+//! Each layout cuts the input into jobs of its own ([`Layout::plan`]). The jobs that are read
+//! are the finest cut that every layout's jobs nest in: a cut between two jobs of the
+//! request's layout stays where every side output has a job boundary too. `plain` BLAKE3's
+//! 4 MiB subtrees take 64 KiB leaves beside them, so a large file is still shared among every
+//! worker; `plain` SHA-256 is one message, so a file with it and a side output is read by one
+//! worker, as it would be anyway. A job read feeds each layout's jobs within it in order
+//! ([`SideHasher`]), and the input's fold takes each layout's digests by their own index.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::algorithm::{Algorithm, Digest};
+use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot, Root};
+use crate::source::Pieces;
+
+/// What else to compute from the bytes read for a [`Request`](super::Request).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Side {
+    /// A second digest of the input, in another layout or algorithm (an audit's migration
+    /// records it beside the one it verifies).
+    pub digest: Option<(Layout, Algorithm)>,
+    /// Every leaf digest of a fixed-leaf layout, in order (an audit's outboard, which says
+    /// where a corrupt file differs). Never of a stream: the leaves of a length learnt by
+    /// reading are of no use to whoever chose the leaf size from the length they expected.
+    pub leaves: Option<(Layout, Algorithm)>,
+}
+
+impl Side {
+    /// Whether anything is asked.
+    pub fn is_empty(&self) -> bool {
+        self.digest.is_none() && self.leaves.is_none()
+    }
+}
+
+/// What [`Side`] asked, in [`FileDigest::side`](super::FileDigest::side).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SideDigests {
+    /// The value of [`Side::digest`].
+    pub digest: Option<Root>,
+    /// The digests of [`Side::leaves`]; `None` for a stream.
+    pub leaves: Option<Vec<Digest>>,
+}
+
+/// One layout's jobs of an input.
+struct Spec {
+    layout: Layout,
+    alg: Algorithm,
+    jobs: Vec<(Range<u64>, JobKind)>,
+}
+
+/// The jobs of an input hashed with side outputs: those of each layout (the request's first,
+/// then [`Side::digest`]'s, then [`Side::leaves`]'), and the jobs read, each with the range
+/// of every layout's jobs that lie in it.
+pub(super) struct SidePlan {
+    specs: Vec<Spec>,
+    /// Where each spec is in `specs`: the side digest's and the leaves'.
+    digest_at: Option<usize>,
+    leaves_at: Option<usize>,
+    pub(super) reads: Vec<(Range<u64>, Vec<Range<usize>>)>,
+}
+
+impl SidePlan {
+    /// The plan of a file of `len` bytes hashed as `(layout, alg)` (its leaves one job each
+    /// if `keep_leaves`) and as `side` asks.
+    pub(super) fn of_file(
+        (layout, alg): (Layout, Algorithm),
+        keep_leaves: bool,
+        side: Side,
+        len: u64,
+    ) -> SidePlan {
+        let mut specs = vec![Spec {
+            layout,
+            alg,
+            jobs: layout.plan(alg, len, keep_leaves),
+        }];
+        let mut at = |spec: Option<(Layout, Algorithm)>, one_leaf_per_job| {
+            spec.map(|(layout, alg)| {
+                specs.push(Spec {
+                    layout,
+                    alg,
+                    jobs: layout.plan(alg, len, one_leaf_per_job),
+                });
+                specs.len() - 1
+            })
+        };
+        let digest_at = at(side.digest, false);
+        let leaves_at = at(side.leaves, true);
+        // A cut between jobs read is a boundary of every layout's jobs.
+        let mut cuts: Vec<u64> = boundaries(&specs[0].jobs);
+        for spec in &specs[1..] {
+            let theirs = boundaries(&spec.jobs);
+            cuts.retain(|c| theirs.binary_search(c).is_ok());
+        }
+        let mut starts = vec![0];
+        starts.extend(cuts);
+        let reads = starts
+            .iter()
+            .enumerate()
+            .map(|(k, &start)| {
+                let end = starts.get(k + 1).copied().unwrap_or(len);
+                let last = k + 1 == starts.len();
+                let holds = |r: &Range<u64>| r.start >= start && (r.start < end || last);
+                let ranges = specs
+                    .iter()
+                    .map(|spec| {
+                        let first = spec.jobs.partition_point(|(r, _)| r.start < start);
+                        let count = spec.jobs[first..]
+                            .iter()
+                            .take_while(|(r, _)| holds(r))
+                            .count();
+                        first..first + count
+                    })
+                    .collect();
+                (start..end, ranges)
+            })
+            .collect();
+        SidePlan {
+            specs,
+            digest_at,
+            leaves_at,
+            reads,
+        }
+    }
+
+    /// The plan of a stream, read as one job: each layout that takes a stream hashes it as
+    /// one job of unknown length; no leaves.
+    pub(super) fn of_stream((layout, alg): (Layout, Algorithm), side: Side) -> SidePlan {
+        let whole = |(layout, alg): (Layout, Algorithm)| Spec {
+            layout,
+            alg,
+            jobs: vec![(0..u64::MAX, JobKind::Layout)],
+        };
+        let mut specs = vec![whole((layout, alg))];
+        let digest_at = side.digest.map(|spec| {
+            specs.push(whole(spec));
+            1
+        });
+        let reads = vec![(0..u64::MAX, specs.iter().map(|_| 0..1).collect())];
+        SidePlan {
+            specs,
+            digest_at,
+            leaves_at: None,
+            reads,
+        }
+    }
+
+    /// The number of jobs of the request's own layout.
+    pub(super) fn main_jobs(&self) -> usize {
+        self.specs[0].jobs.len()
+    }
+
+    /// A fold for each layout but the request's own, whose fold is the input's.
+    pub(super) fn side_fold(&self) -> SideFold {
+        SideFold {
+            digest: self.digest_at.map(|i| {
+                let spec = &self.specs[i];
+                spec.layout.combiner(spec.alg)
+            }),
+            leaves: self.leaves_at.map(|i| vec![None; self.specs[i].jobs.len()]),
+        }
+    }
+
+    /// Calls `f` with the index, range and digest of every job of layout `spec` in job read
+    /// `read`, which ended at `end`, given `digests`, theirs in order. A stream's one job
+    /// ends where the stream did.
+    fn each(
+        &self,
+        spec: usize,
+        read: usize,
+        end: u64,
+        digests: &[Digest],
+        mut f: impl FnMut(usize, Range<u64>, Digest),
+    ) {
+        let indices = self.reads[read].1[spec].clone();
+        for (i, d) in indices.zip(digests) {
+            let r = &self.specs[spec].jobs[i].0;
+            f(i, r.start..r.end.min(end), *d);
+        }
+    }
+
+    /// Takes in what job read `read` gave, `end` its end: the request's own layout's job
+    /// digests go to `main`, the side outputs' to `side`.
+    pub(super) fn add(
+        &self,
+        read: usize,
+        end: u64,
+        per_spec: &[Vec<Digest>],
+        side: &mut SideFold,
+        mut main: impl FnMut(usize, Range<u64>, Digest),
+    ) {
+        self.each(0, read, end, &per_spec[0], &mut main);
+        if let (Some(at), Some(combiner)) = (self.digest_at, &mut side.digest) {
+            self.each(at, read, end, &per_spec[at], |i, r, d| {
+                combiner.add(i, r, d)
+            });
+        }
+        if let (Some(at), Some(leaves)) = (self.leaves_at, &mut side.leaves) {
+            self.each(at, read, end, &per_spec[at], |i, _, d| leaves[i] = Some(d));
+        }
+    }
+
+    /// A hasher for job read `read`.
+    pub(super) fn hasher(self: &Arc<SidePlan>, read: usize) -> SideHasher {
+        let sinks = (0..self.specs.len())
+            .map(|s| Sink {
+                next: self.reads[read].1[s].start,
+                current: None,
+                digests: Vec::new(),
+            })
+            .collect();
+        let mut hasher = SideHasher {
+            plan: Arc::clone(self),
+            read,
+            sinks,
+        };
+        for s in 0..hasher.sinks.len() {
+            hasher.advance(s);
+        }
+        hasher
+    }
+}
+
+/// The starts of every job but the first.
+fn boundaries(jobs: &[(Range<u64>, JobKind)]) -> Vec<u64> {
+    jobs.iter()
+        .map(|(r, _)| r.start)
+        .filter(|&s| s > 0)
+        .collect()
+}
+
+/// The side outputs of an input being folded.
+pub(super) struct SideFold {
+    digest: Option<Combiner>,
+    leaves: Option<Vec<Option<Digest>>>,
+}
+
+impl SideFold {
+    /// What the side outputs give for an input of `size` bytes; `stream`: no leaves.
+    pub(super) fn finish(self, size: u64, stream: bool) -> Result<SideDigests, NoRoot> {
+        Ok(SideDigests {
+            digest: self.digest.map(|c| c.finish(size)).transpose()?,
+            leaves: self
+                .leaves
+                .filter(|_| !stream)
+                .map(|l| l.into_iter().flatten().collect()),
+        })
+    }
+}
+
+/// One layout's jobs in a job read: the next to start, the one being fed (its hasher and
+/// the bytes it still takes), the digests of those done.
+struct Sink {
+    next: usize,
+    current: Option<(JobHasher, u64)>,
+    digests: Vec<Digest>,
+}
+
+/// Hashes one job read into the digests of every layout's jobs in it, fed in order.
+pub(super) struct SideHasher {
+    plan: Arc<SidePlan>,
+    read: usize,
+    sinks: Vec<Sink>,
+}
+
+impl SideHasher {
+    /// Finishes sink `s`'s jobs that need no more bytes and starts its next one that does.
+    fn advance(&mut self, s: usize) {
+        let end = self.plan.reads[self.read].1[s].end;
+        let sink = &mut self.sinks[s];
+        loop {
+            if let Some((_, 0)) = &sink.current {
+                let (hasher, _) = sink.current.take().expect("a job");
+                sink.digests.push(hasher.finalize());
+            }
+            if sink.current.is_some() || sink.next == end {
+                return;
+            }
+            let spec = &self.plan.specs[s];
+            let (range, kind) = &spec.jobs[sink.next];
+            sink.current = Some((
+                spec.layout.hasher_for(spec.alg, *kind),
+                range.end - range.start,
+            ));
+            sink.next += 1;
+        }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        for s in 0..self.sinks.len() {
+            let mut data = data;
+            while !data.is_empty() {
+                let Some((hasher, left)) = &mut self.sinks[s].current else {
+                    break;
+                };
+                let take = (*left).min(data.len() as u64) as usize;
+                hasher.update(&data[..take]);
+                *left -= take as u64;
+                data = &data[take..];
+                self.advance(s);
+            }
+        }
+    }
+
+    pub(super) fn update_pieces(&mut self, pieces: Pieces<'_>) {
+        pieces.iter().for_each(|piece| self.update(piece));
+    }
+
+    /// The digests of every layout's jobs in the job read, in order: a stream's one job ends
+    /// here, wherever it ended.
+    pub(super) fn finalize(self) -> Box<[Vec<Digest>]> {
+        self.sinks
+            .into_iter()
+            .map(|mut sink| {
+                if let Some((hasher, _)) = sink.current.take() {
+                    sink.digests.push(hasher.finalize());
+                }
+                sink.digests
+            })
+            .collect()
+    }
+}
+
+/// How a job is hashed: as one job of its layout, or as a job read with side outputs. It lives
+/// where a job is hashed (boxed only to cross to a hasher thread): boxing the common variant
+/// would cost an allocation per small file.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Hashing {
+    One(JobHasher),
+    Side(Box<SideHasher>),
+}
+
+/// What hashing a job gives.
+pub(super) enum Out {
+    One(Digest),
+    /// Every layout's job digests in a job read ([`SideHasher::finalize`]).
+    Side(Box<[Vec<Digest>]>),
+}
+
+impl Hashing {
+    pub(super) fn update_pieces(&mut self, pieces: Pieces<'_>) {
+        match self {
+            Hashing::One(h) => h.update_pieces(pieces),
+            Hashing::Side(h) => h.update_pieces(pieces),
+        }
+    }
+
+    pub(super) fn finalize(self) -> Out {
+        match self {
+            Hashing::One(h) => Out::One(h.finalize()),
+            Hashing::Side(h) => Out::Side(h.finalize()),
+        }
+    }
+}

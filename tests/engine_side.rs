@@ -1,0 +1,219 @@
+//! Side outputs of the engine ([`Side`]): more digests of the bytes of one read (an audit's
+//! migration digest and outboard leaves) must be exactly the reference's of the same bytes,
+//! whatever the layouts, lengths, threads and chunk sizes, and the request's own digest must
+//! not change for them. Also: outcomes as they are done ([`Engine::run_as_done_to`]), and the
+//! stamp a result carries.
+
+use std::fs;
+use std::io::Write;
+use std::num::NonZeroUsize;
+use std::path::Path;
+
+use mtsum::engine::{Engine, FileDigest, Request, Side, Task};
+use mtsum::layout::PartSize;
+use mtsum::source::{InputError, Stamp, Target};
+use mtsum::{Algorithm, Layout, LeafSize, reference};
+
+fn leaf(bytes: u64) -> LeafSize {
+    LeafSize::new(bytes).unwrap()
+}
+
+fn data(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+fn engines() -> Vec<Engine> {
+    let n = |t| NonZeroUsize::new(t).unwrap();
+    vec![
+        Engine::new(n(1)),
+        Engine::new(n(2)).with_chunk_size(4096),
+        Engine::new(n(3)).with_chunk_size(7 << 10),
+        Engine::new(n(2)).with_multi_buffer(false),
+    ]
+}
+
+/// Every leaf digest of `layout` over `data`, by the definition.
+fn reference_leaves(layout: Layout, alg: Algorithm, data: &[u8]) -> Vec<mtsum::Digest> {
+    let leaf = layout.leaf_size().unwrap().get() as usize;
+    data.chunks(leaf)
+        .map(|part| layout.hash_leaf(alg, part))
+        .collect()
+}
+
+/// Checks every digest of one read of `path` (holding `data`) against the reference.
+fn check(engine: &Engine, path: &Path, data: &[u8], request: Request) {
+    let what = format!("{} bytes, {request:?}", data.len());
+    let got = engine
+        .hash(&request, Target::File(path.to_path_buf()))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (layout, alg) = (request.layout, request.algorithm);
+    assert_eq!(
+        got.root,
+        reference::checksum(layout, alg, data).unwrap(),
+        "{what}"
+    );
+    assert_eq!(got.size, data.len() as u64, "{what}");
+    let side = request.side;
+    let digest = side
+        .digest
+        .map(|(layout, alg)| reference::checksum(layout, alg, data).unwrap());
+    assert_eq!(got.side.digest, digest, "{what}");
+    let leaves = side
+        .leaves
+        .map(|(layout, alg)| reference_leaves(layout, alg, data));
+    assert_eq!(got.side.leaves, leaves, "{what}");
+    if request.keep_leaves {
+        assert_eq!(
+            got.leaves,
+            Some(reference_leaves(layout, alg, data)),
+            "{what}"
+        );
+    }
+    let meta = fs::metadata(path).unwrap();
+    assert_eq!(got.stamp, Some(Stamp::of(&meta)), "{what}");
+}
+
+#[test]
+fn side_digests_and_leaves_of_one_read_are_the_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let outboard = (Layout::Rfc6962(leaf(64 << 10)), Algorithm::Blake3);
+    let mains = [
+        (Layout::Plain, Algorithm::Blake3),
+        (Layout::Plain, Algorithm::Sha256),
+        (Layout::Plain, Algorithm::Crc32c),
+        (Layout::Mtsum, Algorithm::Sha256),
+        (Layout::Merkle(leaf(4096)), Algorithm::Md5),
+        (Layout::Rfc6962(leaf(1 << 20)), Algorithm::Blake3),
+        (Layout::Glacier, Algorithm::Sha256),
+        (Layout::S3(PartSize::new(5 << 20).unwrap()), Algorithm::Md5),
+    ];
+    let sides = [
+        Side {
+            digest: None,
+            leaves: Some(outboard),
+        },
+        Side {
+            digest: Some((Layout::Plain, Algorithm::Sha256)),
+            leaves: None,
+        },
+        Side {
+            digest: Some((Layout::Mtsum, Algorithm::Blake3)),
+            leaves: Some(outboard),
+        },
+    ];
+    // Around a leaf, a read, BLAKE3's 4 MiB subtrees (shared among workers), a part.
+    let lens = [0, 1, 4095, 65_537, (1 << 20) + 3, (9 << 20) + 5];
+    let engines = engines();
+    for (n, len) in lens.into_iter().enumerate() {
+        let bytes = data(len);
+        let path = dir.path().join(n.to_string());
+        fs::write(&path, &bytes).unwrap();
+        for (i, &(layout, alg)) in mains.iter().enumerate() {
+            for (j, &side) in sides.iter().enumerate() {
+                let request = Request {
+                    side,
+                    // The tree's own leaves beside the side outputs, now and then.
+                    keep_leaves: matches!(layout, Layout::Merkle(_) | Layout::Rfc6962(_))
+                        && len > 0
+                        && (i + j) % 2 == 0,
+                    ..Request::new(layout, alg)
+                };
+                if layout.check_size(len as u64).is_err() {
+                    continue;
+                }
+                check(
+                    &engines[(n + i + j) % engines.len()],
+                    &path,
+                    &bytes,
+                    request,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_side_digest_of_a_stream_is_the_references_and_it_has_no_leaves_or_stamp() {
+    let bytes = data(300_000);
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let writer = {
+        let (fifo, bytes) = (fifo.clone(), bytes.clone());
+        std::thread::spawn(move || fs::File::create(fifo).unwrap().write_all(&bytes))
+    };
+    let side = Side {
+        // One that takes a stream, and one that needs the length: the stream is held.
+        digest: Some((Layout::Mtsum, Algorithm::Sha256)),
+        leaves: Some((Layout::Rfc6962(leaf(4096)), Algorithm::Blake3)),
+    };
+    let request = Request {
+        side,
+        ..Request::new(Layout::Plain, Algorithm::Blake3)
+    };
+    let got = Engine::default()
+        .hash(&request, Target::Path(fifo))
+        .unwrap();
+    writer.join().unwrap().unwrap();
+    assert_eq!(
+        got.root,
+        reference::checksum(Layout::Plain, Algorithm::Blake3, &bytes).unwrap()
+    );
+    let mtsum = reference::checksum(Layout::Mtsum, Algorithm::Sha256, &bytes).unwrap();
+    assert_eq!(got.side.digest, Some(mtsum));
+    assert_eq!(
+        (got.side.leaves, got.stamp, got.size),
+        (None, None, bytes.len() as u64)
+    );
+}
+
+#[test]
+fn a_side_digest_with_no_value_for_the_file_fails_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    fs::write(&empty, b"").unwrap();
+    let request = Request {
+        side: Side {
+            digest: Some((Layout::Btv2, Algorithm::Sha256)),
+            leaves: None,
+        },
+        ..Request::new(Layout::Plain, Algorithm::Blake3)
+    };
+    let e = Engine::default()
+        .hash(&request, Target::File(empty))
+        .unwrap_err();
+    assert!(matches!(e, InputError::NoRoot(_)), "{e}");
+}
+
+#[test]
+fn as_done_the_sink_takes_every_outcome_once_with_its_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..200usize {
+        if i % 9 == 4 {
+            tasks.push(Task::pass(i));
+            continue;
+        }
+        let path = dir.path().join(i.to_string());
+        // One large file early, which small ones after it finish before.
+        let len = if i == 1 { 6 << 20 } else { i * 100 };
+        fs::write(&path, data(len)).unwrap();
+        let request = Request::new(Layout::Plain, Algorithm::Sha256);
+        tasks.push(Task::hash(Target::File(path), request, i));
+    }
+    let mut seen = Vec::new();
+    let engine = Engine::new(NonZeroUsize::new(2).unwrap());
+    engine.run_as_done_to(
+        tasks,
+        |i: usize, outcome: Option<Result<FileDigest, InputError>>| {
+            let size = outcome.map(|r| r.unwrap().size);
+            let len = if i == 1 { 6 << 20 } else { i as u64 * 100 };
+            assert_eq!(size, (i % 9 != 4).then_some(len), "{i}");
+            seen.push(i);
+        },
+    );
+    seen.sort_unstable();
+    assert_eq!(seen, (0..200).collect::<Vec<_>>());
+}
