@@ -28,7 +28,9 @@
 //! - [`dialect`]: errors that suggest a setting, named as the command line or Python names it;
 //! - [`stored`]: what a store already holds about its objects (`--stored`), and the layout,
 //!   algorithm and value a local copy must give for each value it reports;
-//! - [`compare`]: `--compare`, two trees (a directory, an `s3://` prefix) name by name.
+//! - [`compare`]: `--compare`, two trees (a directory, an `s3://` prefix) name by name,
+//!   reading only the local side where the store's values vouch for an object; the verdict
+//!   on one name ([`compare::record`]) is a module of its own, which [`json`] renders.
 //!
 //! No file imports one that imports it back: a type lives in the lowest module that all its
 //! users share.

@@ -7,6 +7,7 @@ The Python face of the Rust library ``mtsum``: the same digests as the ``mtsum``
 - many files: :func:`sum_files`, one result per file, never raising for one bad file;
 - one file hashed in ranges anywhere (other processes, other machines) and combined into the
   root of a local run: :func:`plan`, :func:`hash_range`, :func:`combine`;
+- a local tree against a bucket (or another tree), name by name: :func:`compare`;
 - one file or a dataset on a Dask cluster: :mod:`mtsum.dask` (``pip install mtsum[dask]``).
 
 Every function takes the keywords of the CLI: ``algorithm`` (``-a``: md5, sha1, sha224,
@@ -57,6 +58,7 @@ BrokenPipeError). A read that waits on a silent FIFO ends only when its writer w
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Iterable, NamedTuple, Optional, Union
 
@@ -66,9 +68,11 @@ from ._mtsum import ALGORITHMS, LAYOUTS, Hasher
 __all__ = [
     "ALGORITHMS",
     "LAYOUTS",
+    "Compared",
     "FileSum",
     "Hasher",
     "combine",
+    "compare",
     "file_digest",
     "hash_range",
     "plan",
@@ -248,3 +252,82 @@ def combine(partials: Iterable[str]) -> str:
     partial given twice counts once. Lines may have white space around them (a line end).
     """
     return _mtsum.combine(partials)
+
+
+class Compared(NamedTuple):
+    """What :func:`compare` says of one name: the fields of ``mtsum --compare --json``'s
+    objects, ``None`` where the JSON leaves one out.
+
+    ``path`` is the name below both roots; ``status`` one of ``ok``, ``differs``,
+    ``only-local``, ``only-remote``, ``unverified`` (nothing the store reports vouches for
+    the bytes: ``why`` says what) and ``unreadable`` (``error`` says why, ``error_path``
+    which side); ``method`` how a name on both sides was decided: ``size``, ``stored`` (the
+    local file against a value the store reports, no remote byte read) or ``read`` (both
+    sides' bytes). ``expected`` is the remote side's value, ``digest`` the local one's, with
+    ``layout``, ``leaf_size`` and ``algorithm`` saying what they are.
+    """
+
+    path: str
+    status: str
+    method: Optional[str] = None
+    size: Optional[int] = None
+    remote_size: Optional[int] = None
+    layout: Optional[str] = None
+    leaf_size: Optional[int] = None
+    algorithm: Optional[str] = None
+    expected: Optional[str] = None
+    digest: Optional[str] = None
+    part_sizes_tried: Optional[int] = None
+    why: Optional[str] = None
+    error: Optional[str] = None
+    error_path: Optional[str] = None
+    path_bytes: Optional[list] = None
+    error_path_bytes: Optional[list] = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether both sides hold the same bytes."""
+        return self.status == "ok"
+
+
+def _compared(line: str) -> Compared:
+    """The record of one JSON line of ``--compare --json``."""
+    return Compared(**json.loads(line))
+
+
+def compare(
+    local: StrPath,
+    remote: StrPath,
+    algorithm: Optional[str] = None,
+    layout: Optional[str] = None,
+    leaf_size: LeafSize = None,
+    threads: Optional[int] = None,
+    storage_options: StorageOptions = None,
+    *,
+    one_way: bool = False,
+    size_only: bool = False,
+    read_remote: Union[bool, str] = False,
+    follow_symlinks: bool = False,
+) -> list[Compared]:
+    """Compares the tree at ``local`` (a directory) with the one at ``remote`` (an
+    ``s3://BUCKET/PREFIX/`` or a directory) as ``mtsum --compare`` does: one
+    :class:`Compared` per name, in bytewise order of the names.
+
+    Where the store reports a value that vouches for an object (a full-object checksum, the
+    ETag with the part size the store tells), only the local file is read. An object no value
+    vouches for is ``unverified`` unless ``read_remote=True`` (then its bytes are read and
+    hashed like the local file's) or ``read_remote="all"`` (every object's bytes, trusting
+    no stored value). Two directories are hashed alike: plain BLAKE3 unless ``layout`` or
+    ``algorithm`` say otherwise. ``one_way=True`` leaves out the names only ``remote`` has;
+    ``size_only=True`` takes equal sizes for equal bytes.
+
+    A file or object that cannot be read is a record with ``status="unreadable"``, never an
+    exception; a root that cannot be listed raises as ``open()`` would for it
+    (FileNotFoundError, PermissionError, NotADirectoryError). Objects are reached with
+    ``storage_options`` (see the module's help).
+    """
+    lines = _mtsum._compare(
+        local, remote, algorithm, layout, leaf_size, threads, storage_options,
+        one_way, size_only, read_remote, follow_symlinks,
+    )
+    return [_compared(line) for line in lines[:-1]]

@@ -57,6 +57,23 @@ def _message(path: _Path, cause: str) -> str: ...
 def _walk(
     paths: Iterable[_Path], follow_symlinks: bool
 ) -> list[tuple[bytes, bool, Optional[str]]]: ...
+def _compare(
+    local: _Path,
+    remote: _Path,
+    algorithm: Optional[str] = None,
+    layout: Optional[str] = None,
+    leaf_size: _Leaf = None,
+    threads: Optional[int] = None,
+    storage_options: _Options = None,
+    one_way: bool = False,
+    size_only: bool = False,
+    read_remote: Union[bool, str, None] = None,
+    follow_symlinks: bool = False,
+    names: Optional[list[tuple[bytes, bool, bool]]] = None,
+) -> list[str]: ...
+def _compare_names(
+    local: _Path, remote: _Path, storage_options: _Options = None, follow_symlinks: bool = False
+) -> list[tuple[bytes, bool, bool]]: ...
 
 # Built by __new__ and not subclassable at run time (a PyO3 class).
 @final

@@ -9,6 +9,8 @@ worker (which reads them): a shared or parallel file system.
   here (:func:`mtsum.combine`): the same digest as :func:`mtsum.file_digest`.
 - :func:`sum_files` spreads many files over the workers, small files in batches, large ones in
   ranges, and returns a pandas DataFrame in the order of the paths.
+- :func:`compare` compares a tree with a bucket (or another tree), the names spread over the
+  workers in batches, and returns a DataFrame of :class:`mtsum.Compared` rows.
 
 Work is sized by bytes, :data:`PART_BYTES` per task: a 1 TB file is about 4 000 tasks. Every
 task is pure (its result depends only on its arguments, which include the file's size and
@@ -51,7 +53,7 @@ except ImportError as e:  # pragma: no cover - depends on the installation
         "mtsum.dask needs Dask and pandas: pip install 'mtsum[dask]'"
     ) from e
 
-__all__ = ["PART_BYTES", "file_digest", "sum_files"]
+__all__ = ["PART_BYTES", "compare", "file_digest", "sum_files"]
 
 PART_BYTES = 256 << 20
 """Bytes per task: large enough that a task's overhead on the scheduler (about a millisecond)
@@ -305,5 +307,103 @@ def sum_files(
             "bytes": pandas.array([row[0] for row in rows], dtype="Int64"),
             "digest": pandas.array([row[1] for row in rows], dtype="string"),
             "error": pandas.array(messages, dtype="string"),
+        }
+    )
+
+
+BATCH_NAMES = 1000
+"""The most names in one task of :func:`compare`."""
+
+
+def _compare_batch(
+    local: Union[str, bytes],
+    remote: Union[str, bytes],
+    names: list,
+    algorithm: Optional[str],
+    layout: Optional[str],
+    leaf_size: LeafSize,
+    storage_options: StorageOptions,
+    size_only: bool,
+    read_remote: Union[bool, str],
+) -> Union[list[str], Exception]:
+    """A task: the JSON lines of the records of a batch of ``(name, local, remote)``, or the
+    exception that stopped it (returned, not raised: see the module's help)."""
+    try:
+        lines = _mtsum._compare(
+            local, remote, algorithm, layout, leaf_size, 1, storage_options,
+            False, size_only, read_remote, False, names,
+        )
+        return lines[:-1]
+    except (OSError, ValueError) as e:
+        return e
+
+
+def compare(
+    local: StrPath,
+    remote: StrPath,
+    client: Optional[distributed.Client] = None,
+    algorithm: Optional[str] = None,
+    layout: Optional[str] = None,
+    leaf_size: LeafSize = None,
+    storage_options: StorageOptions = None,
+    *,
+    one_way: bool = False,
+    size_only: bool = False,
+    read_remote: Union[bool, str] = False,
+    follow_symlinks: bool = False,
+) -> "pandas.DataFrame":
+    """:func:`mtsum.compare` on the cluster: the tree at ``local`` (a directory) against the
+    one at ``remote`` (an ``s3://BUCKET/PREFIX/`` or a directory), for trees of millions of
+    names.
+
+    The client lists the names only (a walk of the directory, the keys of the prefix: one
+    request per 1 000 keys) and hands them to the workers in batches of
+    :data:`BATCH_NAMES`; each worker asks the store what it reports of its objects (the
+    ``HEAD`` requests, the dear part of a listing) and hashes its own local files. **The
+    local side must be visible at the same absolute path on every worker** (a shared file
+    system); a relative root is relative to the client's current directory. Objects are
+    reached with ``storage_options`` from the workers, as by :func:`sum_files`.
+
+    Returns a DataFrame with one row per name in bytewise order, the columns the fields of
+    :class:`mtsum.Compared` (``path``, ``status``, ``method``, ``size``, ``remote_size``,
+    ... ``why``, ``error``); missing values are ``pandas.NA``. Errors are data: a file or
+    object that cannot be read, and every name of a batch whose task failed as a whole (a
+    worker without credentials), is a row with ``status="unreadable"`` and its ``error``. A
+    root that cannot be listed raises, as for :func:`mtsum.compare`.
+    """
+    client = _client(client)
+    local, remote = _absolute(os.fspath(local)), _absolute(os.fspath(remote))
+    listed = _mtsum._compare_names(local, remote, storage_options, follow_symlinks)
+    if one_way:
+        listed = [entry for entry in listed if entry[1]]
+    batches = [listed[i:i + BATCH_NAMES] for i in range(0, len(listed), BATCH_NAMES)]
+    futures = [
+        client.submit(
+            _compare_batch, local, remote, batch, algorithm, layout, leaf_size,
+            storage_options, size_only, read_remote,
+        )
+        for batch in batches
+    ]
+    records: list[mtsum.Compared] = []
+    for batch, future in zip(batches, futures):
+        result = future.result()
+        if isinstance(result, Exception):
+            cause = _cause(result)
+            records.extend(
+                mtsum.Compared(os.fsdecode(name), "unreadable", error=cause)
+                for name, _, _ in batch
+            )
+            continue
+        records.extend(mtsum._compared(line) for line in result)
+    columns = mtsum.Compared._fields
+    numbers = {"size", "remote_size", "leaf_size", "part_sizes_tried"}
+    return pandas.DataFrame(
+        {
+            column: pandas.array(
+                [getattr(r, column) for r in records],
+                dtype="Int64" if column in numbers
+                else object if column.endswith("_bytes") else "string",
+            )
+            for column in columns
         }
     )

@@ -7,6 +7,7 @@
 //! types are in `mtsum/__init__.py` (and the stubs of this module in `mtsum/_mtsum.pyi`).
 
 mod buffer;
+mod compare;
 mod errors;
 mod hasher;
 mod storage;
@@ -653,6 +654,8 @@ fn _mtsum(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_message, m)?)?;
     m.add_function(wrap_pyfunction!(storage::_list, m)?)?;
     m.add_function(wrap_pyfunction!(_walk, m)?)?;
+    m.add_function(wrap_pyfunction!(compare::_compare, m)?)?;
+    m.add_function(wrap_pyfunction!(compare::_compare_names, m)?)?;
     m.add_class::<Hasher>()?;
     m.add("ALGORITHMS", Algorithm::ALL.map(Algorithm::name).to_vec())?;
     // The library's own lists, so that a layout or algorithm added there is listed here.

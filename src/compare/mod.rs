@@ -95,6 +95,79 @@ pub fn compare(
     let started = Instant::now();
     let first = list(local, options.recursion)?;
     let second = list(remote, options.recursion)?;
+    Ok(run(engine, first, second, options, sink, started))
+}
+
+/// A name below the roots of a comparison, and whether the first and the second side hold it.
+pub type Listed = (Vec<u8>, bool, bool);
+
+/// The names below both roots in bytewise order, and which side holds each: what
+/// [`compare`] compares, listed cheaply (a walk of a directory, the keys of a prefix without
+/// their `HEAD`s), for a caller that hands them out in parts to [`compare_names`]
+/// (`mtsum.dask.compare`'s workers).
+pub fn names(
+    local: &Target,
+    remote: &Target,
+    recursion: Recursion,
+) -> Result<Vec<Listed>, ListError> {
+    let names = |root: &Target| -> Result<Vec<(Vec<u8>, ())>, ListError> {
+        let Target::Url(url) = root else {
+            let listed = list(root, recursion)?;
+            return Ok(listed.into_iter().map(|(name, _)| (name, ())).collect());
+        };
+        let fail = |cause| ListError {
+            root: root.name_bytes().to_vec(),
+            cause,
+        };
+        let prefix = prefix_of(url).map_err(fail)?;
+        let start = prefix.as_str().len();
+        let objects = remote::list(&prefix).map_err(fail)?;
+        let mut names: Vec<(Vec<u8>, ())> = objects
+            .iter()
+            .map(|o| (o.as_str().as_bytes()[start..].to_vec(), ()))
+            .collect();
+        names.sort();
+        Ok(names)
+    };
+    let paired = pair(names(local)?, names(remote)?);
+    Ok(paired
+        .map(|(name, a, b)| (name, a.is_some(), b.is_some()))
+        .collect())
+}
+
+/// [`compare`] of the names `listed` only (as [`names`] gives them), each looked up on the
+/// sides that hold it: a local file by `stat`, an object by its `HEAD`s.
+pub fn compare_names(
+    engine: &Engine,
+    local: &Target,
+    remote: &Target,
+    listed: &[Listed],
+    options: &Options,
+    sink: &mut dyn FnMut(&Record) -> ControlFlow<()>,
+) -> Result<Summary, ListError> {
+    let started = Instant::now();
+    let on = |side: fn(&Listed) -> bool| -> Vec<Vec<u8>> {
+        listed
+            .iter()
+            .filter(|l| side(l))
+            .map(|l| l.0.clone())
+            .collect()
+    };
+    let first = look_up(local, on(|l| l.1))?;
+    let second = look_up(remote, on(|l| l.2))?;
+    Ok(run(engine, first, second, options, sink, started))
+}
+
+/// Reads both sides' entries, name by name, through the engine, and hands `sink` each
+/// record.
+fn run(
+    engine: &Engine,
+    first: Vec<(Vec<u8>, Entry)>,
+    second: Vec<(Vec<u8>, Entry)>,
+    options: &Options,
+    sink: &mut dyn FnMut(&Record) -> ControlFlow<()>,
+    started: Instant,
+) -> Summary {
     let stopped = Cell::new(false);
     let pairs = pair(first, second).filter(|(_, first, _)| !options.one_way || first.is_some());
     let tasks = pairs
@@ -121,7 +194,7 @@ pub fn compare(
         }
     });
     summary.elapsed = started.elapsed();
-    Ok(summary)
+    summary
 }
 
 /// One name of a listing.
@@ -197,23 +270,37 @@ fn list_local(root: &Path, recursion: Recursion) -> Result<Vec<(Vec<u8>, Entry)>
     Ok(entries)
 }
 
-/// The objects below the prefix `url` (a `/` is added to a URL that has none: `s3://b/dir`
-/// compares as `s3://b/dir/`, as `aws s3 sync` takes it).
-fn list_remote(url: &remote::Url) -> Result<Vec<(Vec<u8>, Entry)>, InputError> {
+/// The prefix `url` names: with a `/` added to a URL that has none (`s3://b/dir` compares
+/// as `s3://b/dir/`, as `aws s3 sync` takes it).
+fn prefix_of(url: &remote::Url) -> Result<remote::Url, InputError> {
     let prefix = match url.is_prefix() {
         true => url.clone(),
         false => remote::Url::with_options(&format!("{url}/"), url.options().clone())
             .map_err(InputError::Remote)?,
     };
-    if !prefix.is_prefix() {
-        return Err(InputError::Remote(
+    match prefix.is_prefix() {
+        true => Ok(prefix),
+        false => Err(InputError::Remote(
             "not an s3:// prefix: --compare lists s3://BUCKET/PREFIX/".into(),
-        ));
+        )),
     }
+}
+
+/// The objects below the prefix `url` with what the store reports of each.
+fn list_remote(url: &remote::Url) -> Result<Vec<(Vec<u8>, Entry)>, InputError> {
+    let prefix = prefix_of(url)?;
+    Ok(remote_entries(&prefix, remote::list_stored(&prefix)?))
+}
+
+/// The entries of what the store reported of objects below `prefix`.
+#[allow(clippy::type_complexity)]
+fn remote_entries(
+    prefix: &remote::Url,
+    listed: Vec<Result<StoredObject, (remote::Url, InputError)>>,
+) -> Vec<(Vec<u8>, Entry)> {
     let start = prefix.as_str().len();
     let name = |url: &remote::Url| url.as_str().as_bytes()[start..].to_vec();
-    let listed = remote::list_stored(&prefix)?;
-    Ok(listed
+    listed
         .into_iter()
         .map(|listed| match listed {
             Ok(object) => {
@@ -223,13 +310,9 @@ fn list_remote(url: &remote::Url) -> Result<Vec<(Vec<u8>, Entry)>, InputError> {
                     error: None,
                     stored: None,
                 };
-                (
-                    name(&object.url),
-                    Entry {
-                        stored: Some(object),
-                        ..entry
-                    },
-                )
+                let name = name(&object.url);
+                let stored = Some(object);
+                (name, Entry { stored, ..entry })
             }
             Err((url, error)) => {
                 let entry = Entry {
@@ -241,14 +324,54 @@ fn list_remote(url: &remote::Url) -> Result<Vec<(Vec<u8>, Entry)>, InputError> {
                 (name(&url), entry)
             }
         })
-        .collect())
+        .collect()
+}
+
+/// The entries of `names` below `root`: a local file's size by `stat`, an object's values
+/// by its `HEAD`s.
+fn look_up(root: &Target, names: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, Entry)>, ListError> {
+    let fail = |cause| ListError {
+        root: root.name_bytes().to_vec(),
+        cause,
+    };
+    let Target::Url(url) = root else {
+        let Some(dir) = root.path() else {
+            return list(root, Recursion::Off);
+        };
+        let entries = names.into_iter().map(|name| {
+            let path = dir.join(std::ffi::OsStr::from_bytes(&name));
+            let (size, error) = match std::fs::metadata(&path) {
+                Ok(meta) => (Some(meta.len()), None),
+                Err(e) => (None, Some(e.into())),
+            };
+            let target = Target::File(path);
+            let stored = None;
+            (
+                name,
+                Entry {
+                    target,
+                    size,
+                    stored,
+                    error,
+                },
+            )
+        });
+        return Ok(entries.collect());
+    };
+    let prefix = prefix_of(url).map_err(fail)?;
+    let keys: Vec<String> = names
+        .iter()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect();
+    let heads = remote::head_stored(&prefix, &keys).map_err(fail)?;
+    Ok(remote_entries(&prefix, heads))
 }
 
 /// The names of two sorted listings, each with its entry on either side.
-fn pair(
-    first: Vec<(Vec<u8>, Entry)>,
-    second: Vec<(Vec<u8>, Entry)>,
-) -> impl Iterator<Item = (Vec<u8>, Option<Entry>, Option<Entry>)> {
+fn pair<E>(
+    first: Vec<(Vec<u8>, E)>,
+    second: Vec<(Vec<u8>, E)>,
+) -> impl Iterator<Item = (Vec<u8>, Option<E>, Option<E>)> {
     let mut first = first.into_iter().peekable();
     let mut second = second.into_iter().peekable();
     std::iter::from_fn(move || {

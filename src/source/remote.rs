@@ -319,10 +319,35 @@ pub fn list_stored(url: &Url) -> Result<Vec<Result<StoredObject, (Url, InputErro
     }
     #[cfg(feature = "remote")]
     {
-        head::list_stored(url)
+        head::stored(url, None)
     }
     #[cfg(not(feature = "remote"))]
     Err(unsupported())
+}
+
+/// What the store reports of the objects `names` below the prefix `url`, as
+/// [`list_stored`] gives it but without listing: for a caller that listed the keys before
+/// and hands them out in parts (`mtsum.dask.compare`'s workers). One `HEAD` or more per
+/// object, up to [`Options::connections`] at once.
+#[allow(clippy::type_complexity)]
+pub fn head_stored(
+    url: &Url,
+    names: &[String],
+) -> Result<Vec<Result<StoredObject, (Url, InputError)>>, InputError> {
+    if !url.is_prefix() {
+        return Err(InputError::Remote(
+            "not a prefix: name one ending with / (s3://BUCKET/PREFIX/)".into(),
+        ));
+    }
+    #[cfg(feature = "remote")]
+    {
+        head::stored(url, Some(names))
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = names;
+        Err(unsupported())
+    }
 }
 
 #[cfg(not(feature = "remote"))]

@@ -29,10 +29,12 @@ use super::stored::{
 use super::{Place, Url};
 use crate::source::InputError;
 
-/// See [`super::list_stored`].
+/// See [`super::list_stored`] (`names` `None`: every object below the prefix) and
+/// [`super::head_stored`] (the objects `names` below it).
 #[allow(clippy::type_complexity)]
-pub(super) fn list_stored(
+pub(super) fn stored(
     url: &Url,
+    names: Option<&[String]>,
 ) -> Result<Vec<Result<StoredObject, (Url, InputError)>>, InputError> {
     let Place::S3 {
         bucket,
@@ -41,14 +43,29 @@ pub(super) fn list_stored(
     else {
         return Err(InputError::Remote("cannot list an HTTP server".into()));
     };
-    let listed = super::store::list_meta(url)?;
+    let keys: Vec<String> = match names {
+        None => super::store::list_meta(url)?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect(),
+        Some(names) => names.iter().map(|name| format!("{prefix}{name}")).collect(),
+    };
+    heads_of(url, bucket, prefix, keys.into_iter())
+}
+
+/// What the store says of each of `keys` (below `prefix` of `bucket`, the place of `url`),
+/// with up to `connections` `HEAD`s at once.
+#[allow(clippy::type_complexity)]
+fn heads_of(
+    url: &Url,
+    bucket: &str,
+    prefix: &str,
+    keys: impl Iterator<Item = String>,
+) -> Result<Vec<Result<StoredObject, (Url, InputError)>>, InputError> {
     let heads = Heads::new(bucket, &url.options)?;
     let connections = url.options.connections.get();
-    let objects = listed.into_iter().map(|(key, _)| {
-        let name = key
-            .strip_prefix(prefix.as_str())
-            .unwrap_or(&key)
-            .to_string();
+    let objects = keys.map(|key| {
+        let name = key.strip_prefix(prefix).unwrap_or(&key).to_string();
         let object = url.sibling(&key);
         let heads = &heads;
         async move {
