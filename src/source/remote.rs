@@ -45,9 +45,10 @@ pub const RANGE_SIZE: u64 = 8 << 20;
 /// How to reach remote objects: concurrency, endpoint, credentials, addressing.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Options {
-    /// Range GETs in flight at once, and ranges held ahead of the readers: the ranges in
-    /// memory stay below (`connections` + 2 × hashing threads) × [`RANGE_SIZE`] (counted:
-    /// one more than `connections` for plain SHA-256, up to two per thread for trees).
+    /// Range GETs in flight at once, and the ranges in memory past which none is fetched
+    /// ahead of the readers: memory stays below (`connections` + the jobs read at once) ×
+    /// [`RANGE_SIZE`], the jobs read at once being one for a stream, up to the kernel's
+    /// lanes a thread for a tree hashed in SIMD lanes.
     pub connections: NonZeroUsize,
     /// The S3 API endpoint (MinIO, Ceph, R2, GCS's XML API ...), as `AWS_ENDPOINT_URL`.
     pub endpoint_url: Option<String>,

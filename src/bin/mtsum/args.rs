@@ -217,7 +217,7 @@ pub struct Args {
     mmap: bool,
 
     /// Remote objects: range GETs in flight at once, and ranges of 8 MiB held ahead of the
-    /// hashing (memory: at most (N + 2 x threads) x 8 MiB of ranges) [default: 16].
+    /// hashing (memory: about N x 8 MiB of ranges, more for the jobs a tree reads at once) [default: 16].
     #[arg(long, value_name = "N", value_parser = parse_connections)]
     connections: Option<NonZeroUsize>,
 

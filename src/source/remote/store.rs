@@ -3,10 +3,11 @@
 //!
 //! The engine's readers call [`Object::read_at`] from their own threads, as they `pread` a
 //! file. The ranges they need are fetched on a small tokio runtime: the one a reader waits
-//! for, and behind it up to `connections` more (read-ahead), so that even a layout that
-//! reads the object as one stream (plain SHA-256) keeps that many GETs busy. A range is
-//! dropped once every byte of it was delivered; ranges fetched ahead count against a cap of
-//! `connections` per [`Options`], so memory stays bounded whatever the number of objects.
+//! for, and behind it more (read-ahead, one more at each read), so that even a layout that
+//! reads the object as one stream (plain SHA-256) keeps `connections` GETs busy. A range is
+//! dropped once every byte of it was delivered; a range is fetched ahead only while fewer
+//! than `connections` are in memory, of all objects reached with one [`Options`], so memory
+//! stays bounded whatever the number of objects.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{ErrorKind, IoSliceMut};
@@ -43,12 +44,14 @@ pub(super) fn runtime() -> &'static Runtime {
     })
 }
 
-/// What all objects reached with one [`Options`] share: the GETs in flight, the ranges held
-/// ahead, the buffers they are read into, and the stores built so far.
+/// What all objects reached with one [`Options`] share: the GETs in flight, the ranges in
+/// memory, the buffers they are read into, and the stores built so far.
 struct Pool {
     options: Arc<Options>,
     gets: Arc<Semaphore>,
-    held: AtomicUsize,
+    /// Ranges in memory or under way, of all objects: those a reader waits for, which are
+    /// always fetched, and those fetched ahead, only while fewer than `connections` are.
+    ranges: AtomicUsize,
     /// Buffers of [`RANGE_SIZE`] bytes that held a range and are free again, kept while
     /// objects are open. Each range GET fills one of these rather than a fresh allocation:
     /// the allocator, given 8 MiB blocks freed by one thread and asked again by another,
@@ -70,7 +73,7 @@ fn pool(options: &Arc<Options>) -> Arc<Pool> {
     let pool = Arc::new(Pool {
         options: options.clone(),
         gets: Arc::new(Semaphore::new(options.connections.get())),
-        held: AtomicUsize::new(0),
+        ranges: AtomicUsize::new(0),
         spare: Mutex::new(Vec::new()),
         open: AtomicUsize::new(0),
         stores: Mutex::new(HashMap::new()),
@@ -80,18 +83,24 @@ fn pool(options: &Arc<Options>) -> Arc<Pool> {
 }
 
 impl Pool {
-    /// Takes a place for one more range fetched ahead, if fewer than `connections` are.
+    /// Takes a place for one more range fetched ahead, if fewer than `connections` ranges
+    /// are in memory.
     fn try_hold(&self) -> bool {
         let cap = self.options.connections.get();
-        self.held
+        self.ranges
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < cap).then_some(n + 1)
             })
             .is_ok()
     }
 
+    /// Counts a range a reader waits for, whatever the count.
+    fn hold(&self) {
+        self.ranges.fetch_add(1, Ordering::AcqRel);
+    }
+
     fn release(&self, n: usize) {
-        self.held.fetch_sub(n, Ordering::AcqRel);
+        self.ranges.fetch_sub(n, Ordering::AcqRel);
     }
 
     /// An empty buffer for one range: a spare one, else a new one.
@@ -444,8 +453,6 @@ struct Ranges {
 
 struct Slot {
     state: State,
-    /// Whether it was fetched ahead and so counts against the pool's cap.
-    held: bool,
     /// Bytes of it delivered so far.
     delivered: u64,
 }
@@ -642,32 +649,34 @@ impl Shared {
     /// Starts fetching range `index` unless it is under way or here.
     fn demand(self: &Arc<Self>, ranges: &mut Ranges, index: u64) {
         if !ranges.slots.contains_key(&index) {
-            self.fetch(ranges, index, false);
+            self.pool.hold();
+            self.fetch(ranges, index);
         }
     }
 
-    /// Starts fetching the ranges after `index` that are neither here, under way nor
-    /// delivered, while the pool has places for them.
+    /// Starts fetching the first range after `index` that is neither here, under way nor
+    /// delivered, if the pool has a place for it. One per read, so that read-ahead grows
+    /// as a reader moves on: a layout hashed in SIMD lanes reads as many jobs at once as
+    /// its kernel has lanes (MD5 on AVX-512: 32 a thread), each waiting for a range of its
+    /// own, and those ranges, not a first reader's read-ahead, take the places then.
     fn read_ahead(self: &Arc<Self>, ranges: &mut Ranges, index: u64) {
         let ahead = self.pool.options.connections.get() as u64;
         let last = self.range_count().min(index + 1 + ahead);
-        for next in index + 1..last {
-            if ranges.slots.contains_key(&next) || ranges.done.contains(&next) {
-                continue;
-            }
-            if !self.pool.try_hold() {
-                break;
-            }
-            self.fetch(ranges, next, true);
+        let next = (index + 1..last)
+            .find(|next| !ranges.slots.contains_key(next) && !ranges.done.contains(next));
+        if let Some(next) = next
+            && self.pool.try_hold()
+        {
+            self.fetch(ranges, next);
         }
     }
 
-    fn fetch(self: &Arc<Self>, ranges: &mut Ranges, index: u64, held: bool) {
+    /// Starts the GET of range `index`, its place in the pool taken.
+    fn fetch(self: &Arc<Self>, ranges: &mut Ranges, index: u64) {
         ranges.slots.insert(
             index,
             Slot {
                 state: State::Pending,
-                held,
                 delivered: 0,
             },
         );
@@ -734,23 +743,20 @@ impl Shared {
         }
         slot.delivered += n;
         if slot.delivered >= len {
-            let slot = ranges.slots.remove(&index).expect("read");
-            if slot.held {
-                self.pool.release(1);
-            }
+            ranges.slots.remove(&index);
+            self.pool.release(1);
             ranges.done.insert(index);
         }
     }
 }
 
-/// Ranges fetched ahead that no reader took (the object failed, or the engine stopped)
-/// give their places back; the last object of a pool closed, its spare buffers go (its
-/// ranges' own, dropped after this, are not kept).
+/// Ranges that no reader took whole (the object failed, or the engine stopped) give their
+/// places back; the last object of a pool closed, its spare buffers go (its ranges' own,
+/// dropped after this, are not kept).
 impl Drop for Shared {
     fn drop(&mut self) {
         let ranges = self.ranges.get_mut().unwrap_or_else(|e| e.into_inner());
-        let held = ranges.slots.values().filter(|s| s.held).count();
-        self.pool.release(held);
+        self.pool.release(ranges.slots.len());
         if self.pool.open.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.pool
                 .spare
