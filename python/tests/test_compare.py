@@ -157,6 +157,13 @@ def test_every_difference_with_the_bucket_is_told(mtsum_bin, endpoint, uploaded,
     one_way = run(mtsum_bin, endpoint, "--one-way", "--quiet", local, f"s3://{BUCKET}/{prefix}")
     assert statuses(one_way.stdout) == {
         "dir/multi.bin": "differs", "one": "only-local", "small.txt": "differs"}
+    # Two prefixes: by the values both stores report, no byte read (multi.bin was uploaded
+    # before the local byte flipped).
+    both = run(mtsum_bin, endpoint, "--json", f"s3://{BUCKET}/tree/", f"s3://{BUCKET}/{prefix}")
+    records = [json.loads(line) for line in both.stdout.splitlines()[:-1]]
+    expected["dir/multi.bin"] = "ok"
+    assert {r["path"]: r["status"] for r in records} == expected, both.stderr
+    assert all(r["method"] == "stored" for r in records if "method" in r)
 
 
 def test_an_sse_kms_object_is_unverified_unless_its_bytes_are_read(

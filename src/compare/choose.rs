@@ -49,6 +49,21 @@ pub fn choose(object: &StoredObject) -> Choice {
     })
 }
 
+/// The cheapest value that the stores of two objects both report (the same layout and
+/// algorithm: a full-object CRC, ETags over one part size), as `(first's, second's)`: two
+/// objects compared without reading either. `None` when they have none in common.
+pub fn common(first: &StoredObject, second: &StoredObject) -> Option<(StoredValue, StoredValue)> {
+    let theirs: Vec<StoredValue> = values(second).into_iter().filter_map(Result::ok).collect();
+    values(first)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter_map(|v| {
+            let same_kind = |w: &&StoredValue| (w.layout, w.algorithm) == (v.layout, v.algorithm);
+            theirs.iter().find(same_kind).map(|w| (v, *w))
+        })
+        .min_by_key(|(v, _)| cost(v))
+}
+
 /// How dear a value is to compute from the local file: the CRCs cost a fraction of MD5, a
 /// composite value a hash per part on top.
 fn cost(value: &StoredValue) -> u8 {
@@ -167,6 +182,36 @@ mod tests {
             Layout::S3(PartSize::DEFAULT).size_guesses(size, &expected)
         );
         assert!(guessed.len() > 1 && guessed.iter().all(|v| v.expected == expected));
+    }
+
+    #[test]
+    fn two_objects_are_compared_by_the_cheapest_value_both_stores_report() {
+        let mut a = object(1, &md5(b"x"), None);
+        let mut b = object(1, &md5(b"x"), None);
+        a.checksums = vec![
+            full(Algorithm::Crc32, b"x"),
+            full(Algorithm::Crc64Nvme, b"x"),
+        ];
+        b.checksums = vec![full(Algorithm::Crc32, b"y")];
+        let (mine, theirs) = common(&a, &b).unwrap();
+        assert_eq!(
+            mine.algorithm,
+            Algorithm::Crc32,
+            "CRC64NVME is only on one side"
+        );
+        assert_ne!(mine.expected, theirs.expected);
+        b.checksums.clear();
+        b.etag = Some(format!("{}-1", md5(b"x")));
+        b.parts = Some(Parts {
+            count: 1,
+            first: Some(1),
+            last: None,
+        });
+        assert_eq!(
+            common(&a, &b),
+            None,
+            "a single upload's MD5 and a one-part ETag"
+        );
     }
 
     #[test]
