@@ -643,14 +643,7 @@ fn usage_errors_are_one_line_starting_with_mtsum() {
         &["-t", "mtsum", "-l", "4K"],
         &["-t", "plain", "-l", "4K"],
     ] {
-        let r = run(dir.path(), [args, &["a"]].concat());
-        assert_eq!(r.code, Some(2), "{args:?}");
-        assert!(r.stdout.is_empty(), "{args:?}");
-        assert!(
-            r.stderr.starts_with("mtsum: ") && r.stderr.lines().count() == 1,
-            "{args:?}: not one `mtsum: ` line:\n{}",
-            r.stderr
-        );
+        run(dir.path(), [args, &["a"]].concat()).assert_one_usage_line(args);
     }
 }
 
@@ -669,14 +662,7 @@ fn stored_takes_only_prefixes_of_buckets_and_nothing_of_hash_mode() {
         &["--stored", "-t", "s3", "s3://bucket/"],
         &["--stored", "--json", "s3://bucket/"],
     ] {
-        let r = run(dir.path(), args.to_vec());
-        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
-        assert!(r.stdout.is_empty(), "{args:?}");
-        assert!(
-            r.stderr.starts_with("mtsum: ") && r.stderr.lines().count() == 1,
-            "{args:?}: not one `mtsum: ` line:\n{}",
-            r.stderr
-        );
+        run(dir.path(), args.to_vec()).assert_one_usage_line(args);
     }
 }
 

@@ -77,6 +77,18 @@ impl Run {
         );
     }
 
+    /// Asserts a usage error told on one `mtsum: ` line, exit 2 and nothing hashed; `args`
+    /// name the run in a failure.
+    pub fn assert_one_usage_line(&self, args: &[&str]) {
+        assert_eq!(self.code, Some(2), "{args:?}: {}", self.stderr);
+        assert!(self.stdout.is_empty(), "{args:?}: stdout {}", self.stdout());
+        assert!(
+            self.stderr.starts_with("mtsum: ") && self.stderr.lines().count() == 1,
+            "{args:?}: not one `mtsum: ` line:\n{}",
+            self.stderr
+        );
+    }
+
     /// Asserts a usage error: exit 2, nothing hashed, and `needle` in the message.
     pub fn assert_usage_error(&self, needle: &str) {
         assert_eq!(self.code, Some(2), "stderr: {}", self.stderr);
