@@ -140,6 +140,7 @@ fn the_man_page_has_the_sections_a_user_looks_for_and_every_flag() {
         "MTSUM_FORCE_PORTABLE",
         "MTSUM_ROTATIONAL",
         "AWS_PROFILE",
+        "AWS_CA_BUNDLE",
     ] {
         assert!(page.contains(&format!("\\fB{variable}\\fR")), "{variable}");
     }

@@ -168,9 +168,13 @@ Any value but empty or \fB0\fR: no SIMD kernel at all, as \fBMTSUM_SIMD=portable
 \fB1\fR or \fB0\fR: whether the audit treats every disk as rotational (one reader, in the
 order of the disk) or not, instead of what sysfs says.
 .TP
-\fBAWS_ACCESS_KEY_ID\fR, \fBAWS_SECRET_ACCESS_KEY\fR, \fBAWS_SESSION_TOKEN\fR, \fBAWS_REGION\fR, \fBAWS_ENDPOINT_URL\fR, \fBAWS_PROFILE\fR, \fBAWS_SHARED_CREDENTIALS_FILE\fR, \fBAWS_CONFIG_FILE\fR
+\fBAWS_ACCESS_KEY_ID\fR, \fBAWS_SECRET_ACCESS_KEY\fR, \fBAWS_SESSION_TOKEN\fR, \fBAWS_REGION\fR, \fBAWS_ENDPOINT_URL\fR, \fBAWS_PROFILE\fR, \fBAWS_SHARED_CREDENTIALS_FILE\fR, \fBAWS_CONFIG_FILE\fR, \fBAWS_WEB_IDENTITY_TOKEN_FILE\fR
 Credentials, region, endpoint and profile of \fBs3://\fR operands, as the AWS CLI reads
 them (\fB\-\-profile\fR and \fB\-\-endpoint\-url\fR take precedence).
+.TP
+\fBAWS_CA_BUNDLE\fR
+The certificates that \fBhttps://\fR and \fBs3://\fR servers are checked against instead of
+the system's, for a private CA (\fB\-\-ca\-bundle\fR takes precedence).
 .SH FILES
 .TP
 \fI~/.aws/credentials\fR, \fI~/.aws/config\fR
