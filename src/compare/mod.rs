@@ -418,8 +418,9 @@ struct Piece {
 enum Work {
     /// Decided without reading.
     Nothing,
-    /// One side hashed for a value the other side's store reports.
-    Value(Side, StoredValue),
+    /// One side hashed for a value the other side's store reports, and for a second one
+    /// from the same read (an engine side output), where there are several to try.
+    Value(Side, Box<(StoredValue, Option<StoredValue>)>),
     /// One side's bytes, hashed with the options' request.
     Bytes(Side),
 }
@@ -508,17 +509,22 @@ fn plan(
             Choice::Values(values) => {
                 let target = local.target.clone();
                 record.sizes_tried = (values.len() > 1).then_some(values.len());
-                let last = values.len() - 1;
+                // Two values per read: the request's and a side output's.
+                let pairs: Vec<&[StoredValue]> = values.chunks(2).collect();
+                let last = pairs.len() - 1;
                 let mut finish = Some(Pending { record, names });
-                return values
+                return pairs
                     .into_iter()
                     .enumerate()
-                    .map(|(i, v)| {
+                    .map(|(i, pair)| {
+                        let (v, second) = (pair[0], pair.get(1).copied());
+                        let mut request = Request::new(v.layout, v.algorithm);
+                        request.side.digest = second.map(|w| (w.layout, w.algorithm));
                         let piece = Piece {
-                            what: Work::Value(side, v),
+                            what: Work::Value(side, Box::new((v, second))),
                             finish: if i == last { finish.take() } else { None },
                         };
-                        Task::hash(target.clone(), Request::new(v.layout, v.algorithm), piece)
+                        Task::hash(target.clone(), request, piece)
                     })
                     .collect();
             }
@@ -561,18 +567,24 @@ fn decide(
         record.error = Some((names[index].clone(), e));
         record
     };
-    let mut hashed: Vec<(Side, StoredValue, FileDigest)> = Vec::new();
+    let mut hashed: Vec<(Side, StoredValue, crate::layout::Root)> = Vec::new();
     let mut read: [Option<FileDigest>; 2] = [None, None];
     let mut failed = None;
     for (piece, outcome) in pieces {
         match (piece.what, outcome) {
             (Work::Nothing, _) => {}
-            (Work::Value(side, v), Some(Ok(digest))) => hashed.push((side, v, digest)),
+            (Work::Value(side, values), Some(Ok(digest))) => {
+                let (v, second) = *values;
+                hashed.push((side, v, digest.root));
+                if let (Some(w), Some(root)) = (second, digest.side.digest) {
+                    hashed.push((side, w, root));
+                }
+            }
             (Work::Bytes(side), Some(Ok(digest))) => read[side as usize] = Some(digest),
-            (Work::Value(side, _) | Work::Bytes(side), Some(Err(e))) => {
+            (Work::Value(side, ..) | Work::Bytes(side), Some(Err(e))) => {
                 failed.get_or_insert((side, e));
             }
-            (Work::Value(side, _) | Work::Bytes(side), None) => {
+            (Work::Value(side, ..) | Work::Bytes(side), None) => {
                 let e = InputError::Interrupted;
                 failed.get_or_insert((side, e));
             }
@@ -592,14 +604,14 @@ fn decide(
     }
     let matched = hashed
         .iter()
-        .position(|(_, v, d)| v.layout.matches(v.algorithm, &d.root, &v.expected));
+        .position(|(_, v, root)| v.layout.matches(v.algorithm, root, &v.expected));
     let shown = match (matched, hashed.is_empty()) {
         (_, true) => None,
         (Some(i), _) => Some(i),
         (None, false) => Some(0),
     };
     if let Some(i) = shown {
-        let (_, v, digest) = &hashed[i];
+        let (_, v, root) = &hashed[i];
         record.method = Some(Method::Stored);
         record.status = match matched {
             Some(_) => Status::Ok,
@@ -608,12 +620,86 @@ fn decide(
         record.layout = Some(v.layout);
         record.algorithm = Some(v.algorithm);
         record.expected = Some(v.expected);
-        record.digest = Some(digest.root.with_encoding(v.expected.encoding()));
+        record.digest = Some(root.with_encoding(v.expected.encoding()));
         record.sizes_tried = record.sizes_tried.map(|_| hashed.len());
         return record;
     }
     match failed {
         Some((side, e)) => unreadable(record, side, e),
         None => record,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{PartSize, Root};
+    use crate::stored::Parts;
+
+    /// A local file against an ETag of parts whose size the store did not tell: the sizes of
+    /// `-c --part-size auto`, two per read, find the one it was uploaded with.
+    #[test]
+    fn an_etag_of_an_untold_part_size_is_found_among_the_guesses_two_per_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..(21u32 << 20) + 3).map(|i| (i % 251) as u8).collect();
+        let path = dir.path().join("f");
+        std::fs::write(&path, &data).unwrap();
+        // 16 MiB parts: not the AWS CLI's 8 MiB, the first guess.
+        let part = PartSize::new(16 << 20).unwrap();
+        let etag: Root =
+            crate::reference::checksum(Layout::S3(part), Algorithm::Md5, &data).unwrap();
+        let url = remote::Url::parse("s3://b/f").unwrap();
+        let object = StoredObject {
+            name: "f".into(),
+            url: url.clone(),
+            size: data.len() as u64,
+            etag: Some(etag.to_string()),
+            encryption: None,
+            checksums: Vec::new(),
+            parts: Some(Parts {
+                count: 2,
+                first: None,
+                last: None,
+            }),
+        };
+        let local = Entry {
+            target: Target::File(path),
+            size: Some(data.len() as u64),
+            stored: None,
+            error: None,
+        };
+        let remote = Entry {
+            target: Target::Url(url),
+            size: Some(data.len() as u64),
+            stored: Some(object),
+            error: None,
+        };
+        let mut records = Vec::new();
+        let engine = Engine::new(std::num::NonZeroUsize::new(2).unwrap());
+        let options = Options::default();
+        let first = vec![(b"f".to_vec(), local)];
+        let second = vec![(b"f".to_vec(), remote)];
+        run(
+            &engine,
+            first,
+            second,
+            &options,
+            &mut |r| {
+                records.push((r.status, r.layout, r.sizes_tried, r.digest));
+                ControlFlow::Continue(())
+            },
+            Instant::now(),
+        );
+        let guesses = Layout::S3(PartSize::DEFAULT).size_guesses(data.len() as u64, &etag);
+        assert!(guesses.len() > 2);
+        assert_eq!(
+            records,
+            [(
+                Status::Ok,
+                Some(Layout::S3(part)),
+                Some(guesses.len()),
+                Some(etag)
+            )]
+        );
     }
 }
