@@ -16,4 +16,4 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # this target directory reuses the library and the dependencies cargo test just compiled.
 CARGO_TARGET_DIR="$PWD/target" "$venv/bin/python" -m pip install -q './python[dask,test]'
 # The tests compare with the CLI that cargo test built (target/release/mtsum).
-"$venv/bin/pytest" -q -p no:cacheprovider python/tests
+"$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

@@ -204,24 +204,11 @@ fn multipart_layout(object: &StoredObject) -> Result<Layout, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::remote::Url;
 
     const MIB: u64 = 1 << 20;
 
     fn object(size: u64, etag: &str) -> StoredObject {
-        StoredObject {
-            name: "f".into(),
-            url: Url::parse("s3://b/f").unwrap(),
-            size,
-            etag: Some(etag.into()),
-            encryption: None,
-            checksums: Vec::new(),
-            parts: etag_parts(etag).map(|count| Parts {
-                count,
-                first: Some(8 * MIB),
-                last: None,
-            }),
-        }
+        StoredObject::with_etag(size, etag, Some(8 * MIB))
     }
 
     const ETAG: &str = "f77dc0eecdebcd774a2a22cb393ad2ff";

@@ -105,14 +105,19 @@ def server(tmp_path_factory):
         proc.wait(timeout=30)
 
 
-@pytest.fixture(scope="module")
-def s3(server):
-    endpoint, keys = server
+def writer_client(endpoint, keys, bucket=None, **config):
+    """boto3's client as the writer user (creating `bucket` if named): the uploader of the tests."""
     key, secret = keys["writer"]
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id=key, aws_secret_access_key=secret)
-    client.create_bucket(Bucket=BUCKET)
+                          aws_access_key_id=key, aws_secret_access_key=secret, **config)
+    if bucket is not None:
+        client.create_bucket(Bucket=bucket)
     return client
+
+
+@pytest.fixture(scope="module")
+def s3(server):
+    return writer_client(*server, BUCKET)
 
 
 @pytest.fixture(scope="module")

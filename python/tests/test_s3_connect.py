@@ -21,7 +21,8 @@ from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
 
 import mtsum  # noqa: E402
-from test_s3 import NO_METADATA, digests, run, start_moto, start_moto_with_users  # noqa: E402
+from test_s3 import (  # noqa: E402
+    NO_METADATA, digests, run, start_moto, start_moto_with_users, writer_client)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -150,9 +151,7 @@ def test_virtual_hosted_requests_name_the_bucket_in_the_host(mtsum_bin, tmp_path
     try:
         port = endpoint.rsplit(":", 1)[1]
         key, secret = keys["writer"]
-        writer = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                              aws_access_key_id=key, aws_secret_access_key=secret)
-        writer.create_bucket(Bucket="vhost")
+        writer = writer_client(endpoint, keys, "vhost")
         data = os.urandom((8 << 20) + 5)
         writer.put_object(Bucket="vhost", Key="dir/k", Body=data)
         local = tmp_path / "k"
@@ -186,9 +185,7 @@ def test_credentials_come_from_a_profiles_credential_process(mtsum_bin, tmp_path
     proc, endpoint, keys = start_moto_with_users(tmp_path)
     try:
         key, secret = keys["writer"]
-        writer = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                              aws_access_key_id=key, aws_secret_access_key=secret)
-        writer.create_bucket(Bucket="proc")
+        writer = writer_client(endpoint, keys, "proc")
         for name in ["a", "b"]:
             writer.put_object(Bucket="proc", Key=name, Body=name.encode() * 1000)
         runs = tmp_path / "runs"

@@ -17,7 +17,7 @@ from boto3.s3.transfer import TransferConfig  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
 from conftest import random_bytes  # noqa: E402
-from test_s3 import run, server, writer_env  # noqa: E402, F401  (server: the fixture)
+from test_s3 import run, server, writer_client, writer_env  # noqa: E402, F401  (server: the fixture)
 
 MIB = 1 << 20
 BUCKET = "stored"
@@ -30,12 +30,7 @@ def sizes(part: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def s3(server):  # noqa: F811
-    endpoint, keys = server
-    key, secret = keys["writer"]
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id=key, aws_secret_access_key=secret)
-    client.create_bucket(Bucket=BUCKET)
-    return client
+    return writer_client(*server, BUCKET)
 
 
 def upload(s3, local, prefix, name, data, part=8 * MIB, **extra):
@@ -197,11 +192,8 @@ def test_parts_of_any_size_the_store_tells_check_and_parts_of_different_sizes_ar
 
 
 def test_an_sse_kms_etag_is_no_md5_and_is_said_not_dropped(mtsum_bin, server, s3):  # noqa: F811
-    endpoint, keys = server
     # No checksum either: boto3 adds a CRC32 to uploads unless told to add none.
-    bare = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                        aws_access_key_id=keys["writer"][0], aws_secret_access_key=keys["writer"][1],
-                        config=Config(request_checksum_calculation="when_required"))
+    bare = writer_client(*server, config=Config(request_checksum_calculation="when_required"))
     bare.put_object(Bucket=BUCKET, Key="kms/secret", Body=b"secret", ServerSideEncryption="aws:kms")
     out = stored(mtsum_bin, server, "kms")
     assert out.returncode == 1

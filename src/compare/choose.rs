@@ -108,25 +108,12 @@ fn guesses(object: &StoredObject) -> Vec<StoredValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::remote::Url;
-    use crate::stored::{ChecksumKind, Parts, StoredChecksum, etag_parts};
+    use crate::stored::{ChecksumKind, Parts, StoredChecksum};
 
     const MIB: u64 = 1 << 20;
 
     fn object(size: u64, etag: &str, first_part: Option<u64>) -> StoredObject {
-        StoredObject {
-            name: "f".into(),
-            url: Url::parse("s3://b/f").unwrap(),
-            size,
-            etag: Some(etag.into()),
-            encryption: None,
-            checksums: Vec::new(),
-            parts: etag_parts(etag).map(|count| Parts {
-                count,
-                first: first_part,
-                last: None,
-            }),
-        }
+        StoredObject::with_etag(size, etag, first_part)
     }
 
     fn full(algorithm: Algorithm, data: &[u8]) -> StoredChecksum {

@@ -35,6 +35,27 @@ pub struct StoredObject {
     pub parts: Option<Parts>,
 }
 
+#[cfg(test)]
+impl StoredObject {
+    /// An object `f` of `size` bytes with only an ETag, its first part `first_part` bytes if
+    /// the ETag names parts: what the tests of the values' meaning start from.
+    pub(crate) fn with_etag(size: u64, etag: &str, first_part: Option<u64>) -> StoredObject {
+        StoredObject {
+            name: "f".into(),
+            url: Url::parse("s3://b/f").expect("a valid URL"),
+            size,
+            etag: Some(etag.into()),
+            encryption: None,
+            checksums: Vec::new(),
+            parts: etag_parts(etag).map(|count| Parts {
+                count,
+                first: first_part,
+                last: None,
+            }),
+        }
+    }
+}
+
 /// The algorithms of S3's `x-amz-checksum-*` headers, in the order they are read.
 pub const CHECKSUM_ALGORITHMS: [Algorithm; 5] = [
     Algorithm::Crc64Nvme,
