@@ -23,13 +23,14 @@ bench_binaries bucket-compare.sh
 python=${BENCH_PYTHON:-$root/target/venv/bin/python}
 mkdir -p -- "$dir"
 
-"$python" - "$dir" "$mtsum" <<'PY'
-import hashlib, json, os, random, shutil, socket, statistics, subprocess, sys, time
+PYTHONPATH="$root/bench${PYTHONPATH:+:$PYTHONPATH}" "$python" - "$dir" "$mtsum" <<'PY'
+import hashlib, json, os, random, shutil, statistics, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
 from boto3.s3.transfer import TransferConfig
+from moto_server import moto_server
 
 work, mtsum = Path(sys.argv[1]), sys.argv[2]
 small = int(os.environ.get("BENCH_COMPARE_SMALL", 1000))
@@ -37,19 +38,7 @@ multi = int(os.environ.get("BENCH_COMPARE_MULTI", 1000))
 runs = int(os.environ.get("BENCH_RUNS", 3))
 MIB = 1 << 20
 
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                          stdout=open(work / "moto-compare.log", "w"), stderr=subprocess.STDOUT)
-try:
-    for _ in range(600):
-        try:
-            socket.create_connection(("127.0.0.1", port)).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    endpoint = f"http://127.0.0.1:{port}"
+with moto_server(work / "moto-compare.log") as endpoint:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
                AWS_DEFAULT_REGION="us-east-1", AWS_ENDPOINT_URL=endpoint,
@@ -127,6 +116,4 @@ try:
             said = r.stdout.strip()
         median = statistics.median(times)
         print(f"| `{name}` | {median:.2f} | {(small + multi) / median:.0f} | {said} |")
-finally:
-    server.terminate()
 PY

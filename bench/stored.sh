@@ -23,11 +23,12 @@ bench_binaries stored.sh
 python=${BENCH_PYTHON:-$root/target/venv/bin/python}
 mkdir -p -- "$dir"
 
-"$python" - "$dir" "$mtsum" <<'PY'
-import os, shutil, socket, statistics, subprocess, sys, time
+PYTHONPATH="$root/bench${PYTHONPATH:+:$PYTHONPATH}" "$python" - "$dir" "$mtsum" <<'PY'
+import os, shutil, statistics, subprocess, sys, time
 
 import boto3
 from boto3.s3.transfer import TransferConfig
+from moto_server import moto_server
 
 work, mtsum = sys.argv[1], sys.argv[2]
 objects = int(os.environ.get("BENCH_STORED_OBJECTS", 1000))
@@ -37,22 +38,11 @@ cli_keys = int(os.environ.get("BENCH_STORED_CLI_KEYS", 100))
 aws = os.environ.get("AWS_CLI") or shutil.which("aws")
 MIB = 1 << 20
 
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
 log_path = os.path.join(work, "moto-stored.log")
-server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                          stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
-try:
-    for _ in range(600):
-        try:
-            socket.create_connection(("127.0.0.1", port)).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+with moto_server(log_path) as endpoint:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
-               AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
+               AWS_ENDPOINT_URL=endpoint)
     os.environ.update(env)
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="bench")
@@ -102,7 +92,4 @@ try:
             made = requests() - before
         t = statistics.median(times)
         print(f"{name:34} {keys:>6} {t:>8.2f} {1000 * t / keys:>10.2f} {made:>8}")
-finally:
-    server.terminate()
-    server.wait()
 PY
