@@ -18,7 +18,7 @@ pub fn run(common: &Common, settings: &StoredSettings) -> Status {
     let (_engine, printer) = session::start(common, || None);
     for target in &common.targets {
         let Target::Url(prefix) = target else {
-            unreachable!("--stored takes URLs only (args.rs)");
+            unreachable!("--stored takes URLs only (args/convert.rs)");
         };
         let objects = match stored::list_stored(prefix) {
             Ok(objects) => objects,
