@@ -201,6 +201,48 @@ fn a_copy_damaged_in_a_needed_leaf_or_of_another_size_is_refused_and_nothing_wri
 }
 
 #[test]
+fn a_file_of_one_leaf_keeps_no_leaf_digests_and_its_record_checks_the_copy() {
+    let dir = tempdir();
+    let len = MIN_LEAF;
+    let (file, copy) = recorded_with_copy(dir.path(), len as usize);
+    fs::write(dir.path().join("t/g"), pattern(len as usize + 1, 3)).unwrap();
+    mtsum(dir.path(), &["--audit", "--db", "db", "t/g"]);
+    let conn = Connection::open(dir.path().join("db")).unwrap();
+    let kept: Vec<(String, bool)> = conn
+        .prepare("SELECT CAST(path AS TEXT), outboard IS NOT NULL FROM records ORDER BY path")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    drop(conn);
+    assert_eq!(kept, [("t/f".into(), false), ("t/g".into(), true)]);
+
+    flip(&file, &[len - 1]);
+    flip(&copy, &[0]);
+    let r = repair(dir.path(), "b/f", &[]);
+    assert_eq!(r.code, Some(1));
+    assert_eq!(
+        r.stderr,
+        format!(
+            "mtsum: t/f: the copy b/f is damaged too (bytes 0-{len}): refused, nothing written\n"
+        )
+    );
+    flip(&copy, &[0]);
+    let r = mtsum(
+        dir.path(),
+        &["--audit", "--db", "db", "t/f", "--repair-from", "b"],
+    );
+    assert_eq!(
+        r.stdout,
+        format!("repaired  t/f  (bytes 0-{len})\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(same(&file, &copy));
+}
+
+#[test]
 fn a_copy_that_cannot_be_read_is_named_in_the_error_not_the_file() {
     let dir = tempdir();
     let (file, _) = recorded_with_copy(dir.path(), 2 * MIN_LEAF as usize);

@@ -8,6 +8,9 @@
 //! that the outboard stays small ([`leaf_size`]): 64 KiB leaves (32 bytes per 64 KiB, 0.05 %)
 //! up to 64 GiB, then twice as large for every doubling of the file, so that no file has more
 //! than 2²⁰ leaves (32 MiB of digests): 1 MiB leaves at 1 TiB, 4 MiB leaves at 4 TiB.
+//!
+//! A file of one leaf keeps no outboard ([`kept`]): its record already says whether that leaf
+//! is damaged, and a repair checks the copy against the record.
 
 use std::ops::Range;
 
@@ -26,6 +29,13 @@ pub const MAX_LEAVES: u64 = 1 << 20;
 pub fn leaf_size(len: u64) -> LeafSize {
     let needed = len.div_ceil(MAX_LEAVES).next_power_of_two();
     LeafSize::new(needed.max(MIN_LEAF)).expect("not zero")
+}
+
+/// Whether a file of `len` bytes keeps an outboard: one of more than one leaf. Of a single
+/// leaf, the leaf digest would only say what the record says (the whole file is damaged or
+/// not), and computing it beside the record's digest hashed small files twice.
+pub fn kept(len: u64) -> bool {
+    len > leaf_size(len).get()
 }
 
 /// The layout whose leaves are the outboard of a file of `len` bytes.

@@ -28,6 +28,7 @@ use super::outboard::{self, Outboard};
 use super::read::{self, Io};
 use super::store::{Change, Prior, Record, RecordStore, Status, Store, StoreError};
 use crate::engine::{Request, Side};
+use crate::reference;
 
 /// Why a file was not repaired. The message is the part after `mtsum: FILE: `.
 #[derive(Debug, thiserror::Error)]
@@ -78,8 +79,9 @@ impl From<StoreError> for RepairError {
 #[derive(Clone, Copy, Debug)]
 pub struct Damage<'a> {
     pub record: &'a Record,
-    /// The recorded leaf digests.
-    pub recorded: &'a Outboard,
+    /// The recorded leaf digests; `None` for a file of one leaf, which keeps none
+    /// ([`outboard::kept`]): the record checks its one leaf.
+    pub recorded: Option<&'a Outboard>,
     /// The byte ranges (end exclusive) whose leaves differ from the recorded ones: none when
     /// only the mtime of an interrupted repair is left to put back.
     pub ranges: &'a [Range<u64>],
@@ -115,10 +117,10 @@ pub fn repair(
     let Prior::Record(record) = entry.prior else {
         return Err(RepairError::NoRecord);
     };
-    let recorded = store
-        .outboard(file)?
-        .filter(|o| o.fits(record.stamp.len))
-        .ok_or(RepairError::NoOutboard)?;
+    let recorded = store.outboard(file)?.filter(|o| o.fits(record.stamp.len));
+    if recorded.is_none() && outboard::kept(record.stamp.len) {
+        return Err(RepairError::NoOutboard);
+    }
     let stamp = Stamp::of(&std::fs::metadata(file)?);
     // An interrupted repair leaves its mtime, never another size.
     let ours = entry.repairing && stamp.len == record.stamp.len;
@@ -128,7 +130,7 @@ pub fn repair(
     let request = Request {
         side: Side {
             digest: None,
-            leaves: Some((recorded.layout(), outboard::ALGORITHM)),
+            leaves: recorded.as_ref().map(|o| (o.layout(), outboard::ALGORITHM)),
         },
         ..Request::new(record.layout, record.algorithm)
     };
@@ -140,11 +142,18 @@ pub fn repair(
             written: false,
         }
     } else {
-        let current = now.side.leaves.ok_or(InputError::Changed)?;
-        let ranges = recorded.damaged(&current, record.stamp.len);
+        let len = record.stamp.len;
+        let ranges = match &recorded {
+            Some(recorded) => {
+                let current = now.side.leaves.ok_or(InputError::Changed)?;
+                recorded.damaged(&current, len)
+            }
+            // One leaf, and the record says it differs (or a repair of it was cut short).
+            None => (len > 0).then_some(0..len).into_iter().collect(),
+        };
         let damage = Damage {
             record: &record,
-            recorded: &recorded,
+            recorded: recorded.as_ref(),
             ranges: &ranges,
         };
         from_copy(&mut *store, file, damage, copy, dry_run, io)?
@@ -194,10 +203,13 @@ pub fn from_copy(
             got,
         });
     }
-    let leaves = recorded.leaves_of(ranges);
+    let leaves = match recorded {
+        Some(recorded) => recorded.leaves_of(ranges),
+        None => (0..ranges.len().min(1)).collect(),
+    };
     // Every leaf checked before anything is written.
     for &i in &leaves {
-        good_leaf(&source, recorded, i, len, copy)?;
+        good_leaf(&source, damage, i, copy)?;
     }
     if dry_run {
         return Ok(Repaired {
@@ -211,8 +223,8 @@ pub fn from_copy(
     store.begin_repair(file, record.stamp)?;
     for &i in &leaves {
         // Read and checked again: the copy may have changed since.
-        let bytes = good_leaf(&source, recorded, i, len, copy)?;
-        target.write_all_at(&bytes, recorded.range(i, len).start)?;
+        let (start, bytes) = good_leaf(&source, damage, i, copy)?;
+        target.write_all_at(&bytes, start)?;
     }
     target.sync_all()?;
     target.set_modified(system_time(record.stamp.mtime))?;
@@ -239,25 +251,37 @@ fn copy_unreadable(copy: &Path) -> impl FnOnce(std::io::Error) -> RepairError + 
     }
 }
 
-/// The bytes of leaf `i` of `copy`, if they have the recorded digest.
+/// Where leaf `i` of `copy` starts, and its bytes, if they have the recorded digest: the
+/// leaf's in the outboard, or for a file of one leaf the record's own (a leaf of at most
+/// [`outboard::MIN_LEAF`] bytes in memory, hashed by the definition of its layout).
 fn good_leaf(
     copy: &File,
-    recorded: &Outboard,
+    damage: Damage,
     i: usize,
-    len: u64,
     name: &Path,
-) -> Result<Vec<u8>, RepairError> {
-    let range = recorded.range(i, len);
+) -> Result<(u64, Vec<u8>), RepairError> {
+    let (record, len) = (damage.record, damage.record.stamp.len);
+    let range = match damage.recorded {
+        Some(recorded) => recorded.range(i, len),
+        None => 0..len,
+    };
     let mut bytes = vec![0; (range.end - range.start) as usize];
     copy.read_exact_at(&mut bytes, range.start)
         .map_err(copy_unreadable(name))?;
-    if recorded.layout().hash_leaf(outboard::ALGORITHM, &bytes) != recorded.leaves[i] {
+    let good = match damage.recorded {
+        Some(recorded) => {
+            recorded.layout().hash_leaf(outboard::ALGORITHM, &bytes) == recorded.leaves[i]
+        }
+        None => reference::checksum(record.layout, record.algorithm, &bytes)
+            .is_ok_and(|root| record.matches(&root)),
+    };
+    if !good {
         return Err(RepairError::CopyDamaged {
             copy: name.to_path_buf(),
             range,
         });
     }
-    Ok(bytes)
+    Ok((range.start, bytes))
 }
 
 fn system_time(t: Mtime) -> std::time::SystemTime {

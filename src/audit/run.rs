@@ -430,7 +430,8 @@ impl Planner<'_> {
             .then_some(new)
             .filter(|&new| new != spec && has_no_value(new.0, before.len).is_none());
         // Leaf digests wherever a record with them may be written: a new file, a record
-        // without them yet, records refreshed by --update, --fix or a migration.
+        // without them yet, records refreshed by --update, --fix or a migration; never of a
+        // file of one leaf, which keeps none.
         let Operation::Audit { update, fix } = self.options.operation else {
             unreachable!("forgetting reads nothing")
         };
@@ -443,7 +444,7 @@ impl Planner<'_> {
         let request = Request {
             side: Side {
                 digest: migrate_to,
-                leaves: (keeps && may_write)
+                leaves: (keeps && may_write && outboard::kept(before.len))
                     .then(|| (outboard::layout(before.len), outboard::ALGORITHM)),
             },
             ..Request::new(spec.0, spec.1)
@@ -756,7 +757,7 @@ impl Sink<'_> {
         {
             let damage = repair::Damage {
                 record,
-                recorded,
+                recorded: recorded.as_ref(),
                 ranges,
             };
             let store = &mut *self.shared.borrow_mut().store;
@@ -799,16 +800,25 @@ impl Sink<'_> {
 
     /// Where the corrupt file `path` of `len` bytes differs from its recorded leaf digests:
     /// from `current` when this read computed them, else from a second read of the file
-    /// (corruption is rare; audits that find none pay nothing for it). `None` where the
-    /// store has no leaf digests for it, or the file could not be read again.
+    /// (corruption is rare; audits that find none pay nothing for it). A file of one leaf,
+    /// which keeps none ([`outboard::kept`]), is damaged as a whole. `None` where the store
+    /// has no leaf digests for it, or the file could not be read again.
     fn locate(
         &mut self,
         path: &Path,
         (layout, algorithm): (Layout, Algorithm),
         len: u64,
         current: Option<&Outboard>,
-    ) -> Option<(Outboard, Vec<Range<u64>>)> {
-        let recorded = self.shared.borrow_mut().store.outboard(path).ok()??;
+    ) -> Option<(Option<Outboard>, Vec<Range<u64>>)> {
+        let mut shared = self.shared.borrow_mut();
+        let recorded = match shared.store.outboard(path).ok()? {
+            Some(recorded) => recorded,
+            None if shared.store.keeps_outboards() && !outboard::kept(len) => {
+                return Some((None, (len > 0).then_some(0..len).into_iter().collect()));
+            }
+            None => return None,
+        };
+        drop(shared);
         if !recorded.fits(len) {
             return None;
         }
@@ -830,7 +840,7 @@ impl Sink<'_> {
             }
         };
         let ranges = recorded.damaged(&leaves, len);
-        Some((recorded, ranges))
+        Some((Some(recorded), ranges))
     }
 
     fn forget(&mut self, path: PathBuf) -> Decided {
