@@ -8,7 +8,8 @@
 
 mod common;
 
-use common::audit::{Run, flip_byte_keeping_mtime, mtime, mtsum_in, run as run_cmd};
+use common::audit::{flip_byte_keeping_mtime, mtime};
+use common::run::{Run, run, run_cmd};
 use common::{MTSUM, mtsum_unprivileged, skip, tempdir, wait_until, write_file};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::PermissionsExt;
@@ -30,7 +31,7 @@ use mtsum::{Algorithm, Layout, reference};
 
 /// `mtsum --audit ARGS` in `dir`.
 fn audit_in(dir: &Path, args: &[&str]) -> Run {
-    mtsum_in(dir, &[&["--audit"], args].concat())
+    run(dir, [&["--audit"], args].concat())
 }
 
 fn set_mtime(path: &Path, t: SystemTime) {
@@ -119,11 +120,11 @@ fn recorded_tree(dir: &Path, store: &[&str]) {
     write_file(dir, "tree/sub/deleted", b"soon gone");
     write_file(dir, "tree/sub/ok2", b"also untouched");
     let first = audit_in(dir, &[&["-a", "sha512", "-r", "tree"], store].concat());
-    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert_eq!(first.code, Some(0), "{}", first.stderr());
     assert!(
         first.verdicts().iter().all(|(s, _)| s == "new"),
         "{}",
-        first.stdout
+        first.stdout()
     );
 }
 
@@ -158,10 +159,14 @@ fn every_class_is_told_apart_in_a_manifest() {
         ]
         .map(|(s, n)| (s.to_string(), n.to_string())),
         "walk order, then the argument's missing records; stderr: {}",
-        r.stderr
+        r.stderr()
     );
     assert_eq!(r.code, Some(1), "a corrupt file fails the audit");
-    assert!(r.stderr.contains("corrupt            1"), "{}", r.stderr);
+    assert!(
+        r.stderr().contains("corrupt            1"),
+        "{}",
+        r.stderr()
+    );
 }
 
 #[test]
@@ -192,13 +197,13 @@ fn every_class_is_told_apart_in_extended_attributes() {
         ]
         .map(|(s, n)| (s.to_string(), n.to_string())),
         "stderr: {}",
-        r.stderr
+        r.stderr()
     );
     assert!(
-        r.stderr
+        r.stderr()
             .contains("mtsum: tree/sub/ok2: damaged record in user.mtsum: 5 bytes, too short"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert_eq!(r.code, Some(1));
 }
@@ -214,7 +219,7 @@ fn a_file_written_while_audited_is_changed_and_keeps_its_record() {
         &[&["-p", "1", "-a", "sha512", "log"], &store[..]].concat(),
     );
     assert_eq!(r.by_name()["log"], "changed");
-    assert_eq!(r.code, Some(0), "changed is not an alarm: {}", r.stderr);
+    assert_eq!(r.code, Some(0), "changed is not an alarm: {}", r.stderr());
     assert!(
         !dir.path().join("m").exists(),
         "a digest of bytes that never existed together is not recorded"
@@ -237,17 +242,17 @@ fn an_unreadable_file_is_reported_with_its_cause_and_the_others_are_audited() {
     let mut first = Command::from_std(mtsum_unprivileged().unwrap());
     first.args(["--audit", "--manifest", "m", "a", "secret"]);
     let r = run_cmd(first.current_dir(dir.path()));
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     fs::set_permissions(dir.path().join("secret"), fs::Permissions::from_mode(0o000)).unwrap();
 
     let mut cmd = Command::from_std(cmd);
     cmd.args(["--audit", "--manifest", "m", "secret", "a"]);
     let r = run_cmd(cmd.current_dir(dir.path()));
-    assert_eq!(r.stdout, "unreadable  secret\nok  a\n");
+    assert_eq!(r.stdout(), "unreadable  secret\nok  a\n");
     assert!(
-        r.stderr.starts_with("mtsum: secret: Permission denied\n"),
+        r.stderr().starts_with("mtsum: secret: Permission denied\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert_eq!(r.code, Some(1));
     let manifest = Manifest::load(&dir.path().join("m")).unwrap();
@@ -280,7 +285,7 @@ fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them()
         write_file(dir.path(), "u/sub/d", b"d");
         first.args(["--audit", "-r"]).args(*store).arg("u");
         let r = run_cmd(first.current_dir(dir.path()));
-        assert_eq!(r.stdout, "new  u/a\nnew  u/sub/d\n", "{}", r.stderr);
+        assert_eq!(r.stdout(), "new  u/a\nnew  u/sub/d\n", "{}", r.stderr());
         fs::set_permissions(dir.path().join("u/sub"), fs::Permissions::from_mode(0o000)).unwrap();
 
         let mut cmd = unprivileged().unwrap();
@@ -290,18 +295,20 @@ fn records_below_an_unreadable_directory_are_not_missing_and_update_keeps_them()
         let r = run_cmd(cmd.current_dir(dir.path()));
         fs::set_permissions(dir.path().join("u/sub"), fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(
-            r.stdout, "ok  u/a\nunreadable  u/sub\n",
+            r.stdout(),
+            "ok  u/a\nunreadable  u/sub\n",
             "{store:?}: {}",
-            r.stderr
+            r.stderr()
         );
-        assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+        assert!(!r.stderr().contains("removed"), "{store:?}: {}", r.stderr());
         assert_eq!(r.code, Some(1));
         // The record is still there: readable again, the file checks out.
         let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
         assert_eq!(
-            r.stdout, "ok  u/a\nok  u/sub/d\n",
+            r.stdout(),
+            "ok  u/a\nok  u/sub/d\n",
             "{store:?}: {}",
-            r.stderr
+            r.stderr()
         );
     }
 }
@@ -315,10 +322,10 @@ fn a_file_named_whose_directory_became_a_file_is_missing_once() {
     write_file(dir.path(), "d", b"now a file");
     let r = audit_in(dir.path(), &["--manifest", "m", "--update", "d/x"]);
     assert_eq!(
-        (r.stdout.as_str(), r.code),
+        (r.stdout(), r.code),
         ("missing  d/x\n", Some(0)),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert!(manifest_names(&dir.path().join("m")).is_empty());
 }
@@ -335,12 +342,17 @@ fn records_at_or_below_a_path_named_but_not_audited_are_not_missing_and_update_k
         write_file(dir.path(), "u/a", b"a");
         write_file(dir.path(), "u/sub/d", b"d");
         let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
-        assert_eq!(r.stdout, "new  u/a\nnew  u/sub/d\n", "{}", r.stderr);
+        assert_eq!(r.stdout(), "new  u/a\nnew  u/sub/d\n", "{}", r.stderr());
 
         // A directory named without -r is unreadable, not a tree whose files are gone.
         let r = audit_in(dir.path(), &[&["--update"], *store, &["u/sub"]].concat());
-        assert_eq!(r.stdout, "unreadable  u/sub\n", "{store:?}: {}", r.stderr);
-        assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+        assert_eq!(
+            r.stdout(),
+            "unreadable  u/sub\n",
+            "{store:?}: {}",
+            r.stderr()
+        );
+        assert!(!r.stderr().contains("removed"), "{store:?}: {}", r.stderr());
 
         // A file in a directory the user may not search is there all the same.
         let unprivileged = match mtsum_unprivileged() {
@@ -364,26 +376,33 @@ fn records_at_or_below_a_path_named_but_not_audited_are_not_missing_and_update_k
                 .args(*store)
                 .arg("u/sub/d");
             let r = run_cmd(cmd.current_dir(dir.path()));
-            assert_eq!(r.stdout, "unreadable  u/sub/d\n", "{store:?}: {}", r.stderr);
-            assert!(
-                r.stderr.starts_with("mtsum: u/sub/d: Permission denied\n"),
+            assert_eq!(
+                r.stdout(),
+                "unreadable  u/sub/d\n",
                 "{store:?}: {}",
-                r.stderr
+                r.stderr()
             );
-            assert!(!r.stderr.contains("removed"), "{store:?}: {}", r.stderr);
+            assert!(
+                r.stderr()
+                    .starts_with("mtsum: u/sub/d: Permission denied\n"),
+                "{store:?}: {}",
+                r.stderr()
+            );
+            assert!(!r.stderr().contains("removed"), "{store:?}: {}", r.stderr());
         }
         let r = audit_in(dir.path(), &[&["-r"], *store, &["u"]].concat());
         assert_eq!(
-            r.stdout, "ok  u/a\nok  u/sub/d\n",
+            r.stdout(),
+            "ok  u/a\nok  u/sub/d\n",
             "{store:?}: {}",
-            r.stderr
+            r.stderr()
         );
         // --forget was asked to remove them, and does.
         let r = audit_in(dir.path(), &[&["--forget"], *store, &["u/sub"]].concat());
         assert!(
-            r.stdout.ends_with("forgotten  u/sub/d\n"),
+            r.stdout().ends_with("forgotten  u/sub/d\n"),
             "{store:?}: {}",
-            r.stdout
+            r.stdout()
         );
     }
 }
@@ -404,12 +423,12 @@ fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
     let a = write_file(dir.path(), "d/a", b"alpha");
     write_file(dir.path(), "d/b", b"beta");
     let r = audit_in(dir.path(), &["-r", "d"]);
-    assert_eq!(r.stdout, "new  d/a\nnew  d/b\n");
+    assert_eq!(r.stdout(), "new  d/a\nnew  d/b\n");
     assert_eq!(r.code, Some(0));
     assert!(
-        r.stderr.contains("mtsum: records: 2 recorded\n"),
+        r.stderr().contains("mtsum: records: 2 recorded\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
 
     // One compact attribute: plain BLAKE3 (what b3sum prints), size and mtime to the ns.
@@ -430,14 +449,14 @@ fn first_audit_records_and_second_finds_everything_ok_in_extended_attributes() {
     assert_eq!(names, ["user.mtsum"], "one attribute per file");
 
     let r = audit_in(dir.path(), &["-r", "d"]);
-    assert_eq!(r.stdout, "ok  d/a\nok  d/b\n");
+    assert_eq!(r.stdout(), "ok  d/a\nok  d/b\n");
     assert!(
-        r.stderr.contains("mtsum: records: unchanged\n"),
+        r.stderr().contains("mtsum: records: unchanged\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     let r = audit_in(dir.path(), &["-r", "--quiet", "d"]);
-    assert_eq!(r.stdout, "", "--quiet hides ok lines");
+    assert_eq!(r.stdout(), "", "--quiet hides ok lines");
 }
 
 #[test]
@@ -451,7 +470,7 @@ fn a_corrupt_file_keeps_its_record_until_fix_is_given() {
 
     for extra in [&[][..], &["--update"]] {
         let r = audit_in(dir.path(), &[&["f"], &store[..], extra].concat());
-        assert_eq!(r.stdout, "corrupt  f\n");
+        assert_eq!(r.stdout(), "corrupt  f\n");
         assert_eq!(r.code, Some(1));
         assert_eq!(Manifest::load(&dir.path().join("m")).unwrap(), recorded);
     }
@@ -459,11 +478,15 @@ fn a_corrupt_file_keeps_its_record_until_fix_is_given() {
         dir.path(),
         &[&["f", "--fix", "--json"], &store[..]].concat(),
     );
-    assert!(r.stdout.contains(r#""status":"corrupt""#), "{}", r.stdout);
-    assert!(r.stdout.contains(r#""action":"fixed""#), "{}", r.stdout);
+    assert!(
+        r.stdout().contains(r#""status":"corrupt""#),
+        "{}",
+        r.stdout()
+    );
+    assert!(r.stdout().contains(r#""action":"fixed""#), "{}", r.stdout());
     assert_eq!(r.code, Some(1), "the corruption was still found");
     let r = audit_in(dir.path(), &[&["f"], &store[..]].concat());
-    assert_eq!((r.stdout.as_str(), r.code), ("ok  f\n", Some(0)));
+    assert_eq!((r.stdout(), r.code), ("ok  f\n", Some(0)));
 }
 
 #[test]
@@ -475,13 +498,13 @@ fn a_modified_file_is_refreshed_only_with_update() {
     edit(&f, b"v2");
     for _ in 0..2 {
         let r = audit_in(dir.path(), &[&["f"], &store[..]].concat());
-        assert_eq!((r.stdout.as_str(), r.code), ("modified  f\n", Some(0)));
+        assert_eq!((r.stdout(), r.code), ("modified  f\n", Some(0)));
     }
     let r = audit_in(dir.path(), &[&["f", "--update"], &store[..]].concat());
-    assert_eq!(r.stdout, "modified  f\n");
-    assert!(r.stderr.contains("records: 1 updated"), "{}", r.stderr);
+    assert_eq!(r.stdout(), "modified  f\n");
+    assert!(r.stderr().contains("records: 1 updated"), "{}", r.stderr());
     let r = audit_in(dir.path(), &[&["f"], &store[..]].concat());
-    assert_eq!(r.stdout, "ok  f\n");
+    assert_eq!(r.stdout(), "ok  f\n");
 }
 
 /// The manifest's names.
@@ -502,31 +525,26 @@ fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
     // Not unreadable, run after run: BitTorrent v2 gives it no value, and it has nothing to rot.
     for expected in ["new  t/x\n", "ok  t/x\n"] {
         let r = audit_in(dir.path(), &args);
-        assert_eq!(
-            (r.stdout.as_str(), r.code),
-            (expected, Some(0)),
-            "{}",
-            r.stderr
-        );
-        assert!(r.stderr.contains(note), "{}", r.stderr);
-        assert!(!r.stderr.contains("mtsum: t/empty"), "{}", r.stderr);
+        assert_eq!((r.stdout(), r.code), (expected, Some(0)), "{}", r.stderr());
+        assert!(r.stderr().contains(note), "{}", r.stderr());
+        assert!(!r.stderr().contains("mtsum: t/empty"), "{}", r.stderr());
     }
     assert_eq!(manifest_names(&dir.path().join("m")), ["t/x"]);
     let r = audit_in(dir.path(), &[&args[..], &["--json"]].concat());
-    assert!(r.stdout.contains("\"no_value\":1,"), "{}", r.stdout);
-    assert!(!r.stdout.contains("t/empty"), "{}", r.stdout);
+    assert!(r.stdout().contains("\"no_value\":1,"), "{}", r.stdout());
+    assert!(!r.stdout().contains("t/empty"), "{}", r.stdout());
 
     // Emptied after it was recorded: an edit, whose record --update drops, as no value can
     // refresh it.
     edit(&x, b"");
     let r = audit_in(dir.path(), &args);
-    assert_eq!((r.stdout.as_str(), r.code), ("modified  t/x\n", Some(0)));
+    assert_eq!((r.stdout(), r.code), ("modified  t/x\n", Some(0)));
     let r = audit_in(dir.path(), &[&args[..], &["--update"]].concat());
-    assert_eq!((r.stdout.as_str(), r.code), ("modified  t/x\n", Some(0)));
-    assert!(r.stderr.contains("records: 1 removed"), "{}", r.stderr);
+    assert_eq!((r.stdout(), r.code), ("modified  t/x\n", Some(0)));
+    assert!(r.stderr().contains("records: 1 removed"), "{}", r.stderr());
     assert!(manifest_names(&dir.path().join("m")).is_empty());
     let r = audit_in(dir.path(), &args);
-    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
+    assert_eq!((r.stdout(), r.code), ("", Some(0)), "{}", r.stderr());
 
     // An empty file recorded in another layout is audited with it, and keeps it when
     // --migrate -t btv2 cannot give it the new one.
@@ -536,23 +554,20 @@ fn an_empty_file_has_no_btv2_value_so_it_is_counted_and_not_recorded() {
         dir.path(),
         &[&plain[..], &["-t", "btv2", "--migrate"]].concat(),
     );
-    assert_eq!(
-        (r.stdout.as_str(), r.code),
-        ("ok  t/empty\nok  t/x\n", Some(0))
-    );
+    assert_eq!((r.stdout(), r.code), ("ok  t/empty\nok  t/x\n", Some(0)));
     let r = audit_in(dir.path(), &[&plain[..], &["-t", "btv2"]].concat());
-    assert_eq!(r.stdout, "ok  t/empty\nok  t/x\n", "{}", r.stderr);
+    assert_eq!(r.stdout(), "ok  t/empty\nok  t/x\n", "{}", r.stderr());
 
     // A btv2 value of an empty file cannot be imported: it would never check out.
     let sums = "BTV2-SHA256 (t/empty) = 73cb3858a687a8494ca3323053016282f3dad39d42cf62ca4e79dda2aac7d9ac\n";
     write_file(dir.path(), "SUMS", sums.as_bytes());
     let r = audit_in(dir.path(), &["--manifest", "i", "--import", "SUMS"]);
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.code, Some(1), "{}", r.stderr());
     assert!(
-        r.stderr
+        r.stderr()
             .contains("mtsum: SUMS: t/empty: an empty file has no btv2 pieces root (BEP 52)\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
 }
 
@@ -565,21 +580,21 @@ fn a_manifest_reached_by_a_symbolic_link_is_replaced_where_it_lies_and_the_link_
     std::os::unix::fs::symlink("real/m", dir.path().join("link")).unwrap();
     write_file(dir.path(), "t/b", b"b");
     let r = audit_in(dir.path(), &["--manifest", "link", "-r", "t"]);
-    assert_eq!(r.stdout, "ok  t/a\nnew  t/b\n", "{}", r.stderr);
+    assert_eq!(r.stdout(), "ok  t/a\nnew  t/b\n", "{}", r.stderr());
     let link = fs::symlink_metadata(dir.path().join("link")).unwrap();
     assert!(link.file_type().is_symlink(), "the link is kept");
     assert_eq!(manifest_names(&dir.path().join("real/m")), ["t/a", "t/b"]);
     // A temporary file left beside it by a crash is its own, not a file to audit.
     write_file(dir.path(), "real/.m.1-0.tmp", b"half a manifest");
     let r = audit_in(dir.path(), &["--manifest", "link", "-r", "real"]);
-    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
+    assert_eq!((r.stdout(), r.code), ("", Some(0)), "{}", r.stderr());
     // An export through a link writes where it points, too.
     fs::remove_file(dir.path().join("link")).unwrap();
     fs::copy(dir.path().join("real/m"), dir.path().join("m")).unwrap();
     std::os::unix::fs::symlink("real/x", dir.path().join("link")).unwrap();
     write_file(dir.path(), "real/x", b"old");
     let r = audit_in(dir.path(), &["--manifest", "m", "--export", "link"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     assert!(
         fs::symlink_metadata(dir.path().join("link"))
             .unwrap()
@@ -590,7 +605,7 @@ fn a_manifest_reached_by_a_symbolic_link_is_replaced_where_it_lies_and_the_link_
     // A link to a manifest not made yet: it is made where the link points.
     std::os::unix::fs::symlink("real/new", dir.path().join("to-new")).unwrap();
     let r = audit_in(dir.path(), &["--manifest", "to-new", "t/a"]);
-    assert_eq!(r.stdout, "new  t/a\n", "{}", r.stderr);
+    assert_eq!(r.stdout(), "new  t/a\n", "{}", r.stderr());
     let to_new = fs::symlink_metadata(dir.path().join("to-new")).unwrap();
     assert!(to_new.file_type().is_symlink());
     assert_eq!(manifest_names(&dir.path().join("real/new")), ["t/a"]);
@@ -601,11 +616,12 @@ fn the_summary_counts_one_file_and_one_byte_in_the_singular() {
     let dir = tempdir();
     write_file(dir.path(), "t/x", b"x");
     let r = audit_in(dir.path(), &["-r", "t", "--manifest", "m"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     assert!(
-        r.stderr.starts_with("mtsum: audit of 1 file (1 byte) in "),
+        r.stderr()
+            .starts_with("mtsum: audit of 1 file (1 byte) in "),
         "{}",
-        r.stderr
+        r.stderr()
     );
 }
 
@@ -616,7 +632,7 @@ fn a_touched_file_is_modified_even_with_the_same_content() {
     audit_in(dir.path(), &["f", "--manifest", "m"]);
     set_mtime(&f, mtime(&f) + Duration::from_nanos(1));
     let r = audit_in(dir.path(), &["f", "--manifest", "m"]);
-    assert_eq!(r.stdout, "modified  f\n");
+    assert_eq!(r.stdout(), "modified  f\n");
 }
 
 #[test]
@@ -631,10 +647,10 @@ fn missing_records_are_dropped_only_with_update() {
 
     // Only records below the audited paths can be missing.
     let r = audit_in(dir.path(), &["-r", "d", "--manifest", "m"]);
-    assert_eq!(r.stdout, "ok  d/a\nmissing  d/b\n");
+    assert_eq!(r.stdout(), "ok  d/a\nmissing  d/b\n");
     assert_eq!(r.code, Some(0));
     let r = audit_in(dir.path(), &["-r", "./d/", "--manifest", "m", "--update"]);
-    assert_eq!(r.stdout, "ok  ./d/a\nmissing  d/b\n", "names are tidied");
+    assert_eq!(r.stdout(), "ok  ./d/a\nmissing  d/b\n", "names are tidied");
     let m = Manifest::load(&dir.path().join("m")).unwrap();
     let names: Vec<&[u8]> = m.iter().map(|(k, _)| k).collect();
     assert_eq!(names, [&b"d/a"[..], b"elsewhere"]);
@@ -642,7 +658,7 @@ fn missing_records_are_dropped_only_with_update() {
     // A deleted directory: its records are missing, it is not an error.
     fs::remove_dir_all(dir.path().join("d")).unwrap();
     let r = audit_in(dir.path(), &["-r", "d", "--manifest", "m"]);
-    assert_eq!((r.stdout.as_str(), r.code), ("missing  d/a\n", Some(0)));
+    assert_eq!((r.stdout(), r.code), ("missing  d/a\n", Some(0)));
 }
 
 #[test]
@@ -650,16 +666,16 @@ fn dry_run_decides_everything_and_writes_nothing() {
     let dir = tempdir();
     let f = write_file(dir.path(), "f", b"data");
     let r = audit_in(dir.path(), &["f", "--manifest", "m", "--dry-run"]);
-    assert_eq!(r.stdout, "new  f\n");
+    assert_eq!(r.stdout(), "new  f\n");
     assert!(
-        r.stderr.contains("dry run: nothing was written"),
+        r.stderr().contains("dry run: nothing was written"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert!(!dir.path().join("m").exists());
     if xattrs_work(dir.path()) {
         let r = audit_in(dir.path(), &["f", "--dry-run"]);
-        assert_eq!(r.stdout, "new  f\n");
+        assert_eq!(r.stdout(), "new  f\n");
         assert_eq!(xattr_record(&f), None);
     }
 }
@@ -673,8 +689,8 @@ fn forget_removes_records_from_both_stores() {
     audit_in(dir.path(), &["-r", "d", "keep", "--manifest", "m"]);
     fs::remove_file(dir.path().join("d/b")).unwrap();
     let r = audit_in(dir.path(), &["--forget", "-r", "d", "--manifest", "m"]);
-    assert_eq!(r.stdout, "forgotten  d/a\nforgotten  d/b\n");
-    assert!(r.stderr.contains("2 records forgotten"), "{}", r.stderr);
+    assert_eq!(r.stdout(), "forgotten  d/a\nforgotten  d/b\n");
+    assert!(r.stderr().contains("2 records forgotten"), "{}", r.stderr());
     let m = Manifest::load(&dir.path().join("m")).unwrap();
     assert_eq!(m.iter().map(|(k, _)| k).collect::<Vec<_>>(), [b"keep"]);
 
@@ -685,10 +701,10 @@ fn forget_removes_records_from_both_stores() {
     audit_in(dir.path(), &["d/a"]);
     assert!(xattr_record(&a).is_some());
     let r = audit_in(dir.path(), &["--forget", "--dry-run", "d/a"]);
-    assert_eq!(r.stdout, "forgotten  d/a\n");
+    assert_eq!(r.stdout(), "forgotten  d/a\n");
     assert!(xattr_record(&a).is_some(), "a dry run forgets nothing");
     let r = audit_in(dir.path(), &["--forget", "d/a", "keep"]);
-    assert_eq!(r.stdout, "forgotten  d/a\n", "keep had no attribute");
+    assert_eq!(r.stdout(), "forgotten  d/a\n", "keep had no attribute");
     assert_eq!(xattr_record(&a), None);
 }
 
@@ -707,7 +723,7 @@ fn records_keep_their_algorithm_when_the_default_changes() {
         (Layout::Mtsum, Algorithm::Sha256)
     );
     let r = audit_in(dir.path(), &["f", "--manifest", "m", "-a", "md5"]);
-    assert_eq!(r.stdout, "ok  f\n");
+    assert_eq!(r.stdout(), "ok  f\n");
 }
 
 #[test]
@@ -729,7 +745,8 @@ fn a_coarser_mtime_resolution_accepts_a_copy_to_a_coarse_file_system() {
             dir.path(),
             &["f", "--manifest", "m", "--mtime-resolution", res],
         )
-        .stdout
+        .stdout()
+        .to_string()
     };
     assert_eq!(audit("ns"), "modified  f\n");
     assert_eq!(audit("100ns"), "ok  f\n");
@@ -771,7 +788,7 @@ fn a_cshatag_tree_is_audited_and_converted() {
 
     let r = audit_in(dir.path(), &["edited", "good", "rotten", "--json"]);
     let lines: Vec<serde_json::Value> = r
-        .stdout
+        .stdout()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -803,7 +820,7 @@ fn a_cshatag_tree_is_audited_and_converted() {
         "a corrupt file is not converted"
     );
     let r = audit_in(dir.path(), &["good", "--update", "edited"]);
-    assert_eq!(r.stdout, "ok  good\nmodified  edited\n");
+    assert_eq!(r.stdout(), "ok  good\nmodified  edited\n");
     assert_eq!(xattr_record(&edited).unwrap().algorithm, Algorithm::Sha256);
 
     // The line says what happened to a file that checked out against cshatag's record.
@@ -811,9 +828,9 @@ fn a_cshatag_tree_is_audited_and_converted() {
     set_mtime(&more, t);
     cshatag(&more, b"more", ts);
     let r = audit_in(dir.path(), &["more"]);
-    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "converted  more\n"));
+    assert_eq!((r.code, r.stdout()), (Some(0), "converted  more\n"));
     let r = audit_in(dir.path(), &["more"]);
-    assert_eq!(r.stdout, "ok  more\n");
+    assert_eq!(r.stdout(), "ok  more\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -886,7 +903,7 @@ fn kill_9_during_a_manifest_update_leaves_the_previous_manifest_intact() {
     );
     // The temporary file left behind is not audited, and the next run completes.
     let r = audit_in(dir.path(), &["--manifest", "m", "-r", "."]);
-    assert_eq!(r.stdout, "new  ./new-file\n", "{}", r.stderr);
+    assert_eq!(r.stdout(), "new  ./new-file\n", "{}", r.stderr());
     assert_eq!(Manifest::load(&manifest).unwrap().len(), old.len() + 1);
 }
 
@@ -898,7 +915,7 @@ fn a_file_that_is_not_a_manifest_is_refused_and_left_alone() {
     let r = audit_in(dir.path(), &["f", "--manifest", "notes.txt"]);
     assert_eq!(r.code, Some(2));
     assert_eq!(
-        r.stderr,
+        r.stderr(),
         "mtsum: notes.txt: not an mtsum audit manifest (the first line is not '# mtsum audit manifest 1')\n"
     );
     assert_eq!(fs::read(&notes).unwrap(), b"my precious notes\n");
@@ -910,9 +927,9 @@ fn a_manifest_that_cannot_be_written_is_refused_before_anything_is_read() {
     write_file(dir.path(), "t/f", b"data");
     let r = audit_in(dir.path(), &["-r", "t", "--manifest", "nowhere/m.txt"]);
     assert_eq!(r.code, Some(2));
-    assert_eq!(r.stdout, "", "nothing audited");
+    assert_eq!(r.stdout(), "", "nothing audited");
     assert_eq!(
-        r.stderr,
+        r.stderr(),
         "mtsum: nowhere/m.txt: cannot write the manifest: its directory does not exist\n"
     );
     // A dry run writes no manifest: it needs none to write.
@@ -921,10 +938,10 @@ fn a_manifest_that_cannot_be_written_is_refused_before_anything_is_read() {
         &["-r", "t", "--manifest", "nowhere/m.txt", "--dry-run"],
     );
     assert_eq!(
-        (r.code, r.stdout.as_str()),
+        (r.code, r.stdout()),
         (Some(0), "new  t/f\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
 }
 
@@ -934,7 +951,7 @@ fn the_manifest_inside_the_audited_tree_is_not_audited() {
     write_file(dir.path(), "a", b"a");
     audit_in(dir.path(), &["-r", ".", "--manifest", "m"]);
     let r = audit_in(dir.path(), &["-r", ".", "--manifest", "m"]);
-    assert_eq!(r.stdout, "ok  ./a\n");
+    assert_eq!(r.stdout(), "ok  ./a\n");
 }
 
 #[test]
@@ -981,7 +998,7 @@ fn json_reports_every_file_and_a_summary() {
     write_file(dir.path(), "a", b"a");
     let r = audit_in(dir.path(), &["a", "--manifest", "m", "--json"]);
     let lines: Vec<serde_json::Value> = r
-        .stdout
+        .stdout()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -1032,9 +1049,9 @@ fn a_record_the_store_refuses_is_counted_as_an_error_not_as_recorded() {
     let mut cmd = Command::from_std(cmd);
     cmd.args(["--audit", "f", "--json"]);
     let r = run_cmd(cmd.current_dir(dir.path()));
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.code, Some(1), "{}", r.stderr());
     let lines: Vec<serde_json::Value> = r
-        .stdout
+        .stdout()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -1084,9 +1101,9 @@ fn a_name_with_a_newline_is_one_escaped_line() {
     let dir = tempdir();
     write_file(dir.path(), "x\ny", b"odd");
     let r = audit_in(dir.path(), &["x\ny", "--manifest", "m"]);
-    assert_eq!(r.stdout, "\\new  x\\ny\n");
+    assert_eq!(r.stdout(), "\\new  x\\ny\n");
     let r = audit_in(dir.path(), &["x\ny", "--manifest", "m"]);
-    assert_eq!(r.stdout, "\\ok  x\\ny\n");
+    assert_eq!(r.stdout(), "\\ok  x\\ny\n");
 }
 
 #[test]
@@ -1101,9 +1118,9 @@ fn usage_errors_exit_2() {
         &["--audit", "-c", "x"],
     ] {
         let r = run_cmd(Command::new(MTSUM).args(args).current_dir(dir.path()));
-        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
-        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
-        assert!(r.stderr.starts_with("mtsum: "), "{}", r.stderr);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr());
+        assert_eq!(r.stderr().lines().count(), 1, "{args:?}: {}", r.stderr());
+        assert!(r.stderr().starts_with("mtsum: "), "{}", r.stderr());
     }
 }
 
@@ -1120,7 +1137,7 @@ fn a_count_of_readers_out_of_range_is_refused_in_the_flags_own_word() {
         let line = format!(
             "mtsum: invalid value '{n}' for '--readers <N>': {cause} (try 'mtsum --help')\n"
         );
-        assert_eq!((r.code, r.stderr), (Some(2), line));
+        assert_eq!((r.code, r.stderr()), (Some(2), line.as_str()));
     }
 }
 
@@ -1129,9 +1146,9 @@ fn a_directory_without_recursion_and_a_missing_path_are_unreadable() {
     let dir = tempdir();
     fs::create_dir(dir.path().join("d")).unwrap();
     let r = audit_in(dir.path(), &["d", "nope", "--manifest", "m"]);
-    assert_eq!(r.stdout, "unreadable  d\nunreadable  nope\n");
+    assert_eq!(r.stdout(), "unreadable  d\nunreadable  nope\n");
     assert_eq!(
-        r.stderr.lines().take(2).collect::<Vec<_>>(),
+        r.stderr().lines().take(2).collect::<Vec<_>>(),
         [
             "mtsum: d: Is a directory",
             "mtsum: nope: No such file or directory"

@@ -6,7 +6,8 @@
 
 mod common;
 
-use common::audit::{Run, flip_byte_keeping_mtime, mtsum_in};
+use common::audit::flip_byte_keeping_mtime;
+use common::run::{Run, run};
 use common::{MTSUM, mtsum_unprivileged, pattern, skip, tempdir};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -32,12 +33,8 @@ fn verdicts(stdout: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn mtsum(dir: &Path, args: &[&str]) -> Run {
-    mtsum_in(dir, args)
-}
-
 fn audit(dir: &Path, args: &[&str]) -> Run {
-    mtsum(dir, &[&["--audit", "--db", "db"], args].concat())
+    run(dir, [&["--audit", "--db", "db"], args].concat())
 }
 
 /// `count` files `t/NN` of a few KiB each, different content; returns their names.
@@ -77,7 +74,7 @@ fn records_live_in_a_sqlite_database_of_our_own_in_wal_mode() {
     let dir = tempdir();
     let names = tree(dir.path(), 3);
     let first = audit(dir.path(), &["-r", "t"]);
-    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert_eq!(first.code, Some(0), "{}", first.stderr());
     assert!(first.verdicts().iter().all(|(s, _)| s == "new"));
 
     let conn = Connection::open(dir.path().join("db")).unwrap();
@@ -125,7 +122,7 @@ fn the_database_and_its_log_inside_the_audited_tree_are_not_audited() {
     fs::write(dir.path().join("a"), "a").unwrap();
     audit(dir.path(), &["-r", "."]);
     let again = audit(dir.path(), &["-r", "."]);
-    assert_eq!(again.stdout, "ok  ./a\n", "{}", again.stderr);
+    assert_eq!(again.stdout(), "ok  ./a\n", "{}", again.stderr());
 }
 
 #[test]
@@ -139,7 +136,8 @@ fn several_trees_share_one_database() {
     audit(dir.path(), &["-r", "b"]);
     let again = audit(dir.path(), &["-r", "a"]);
     assert_eq!(
-        again.stdout, "ok  a/f\n",
+        again.stdout(),
+        "ok  a/f\n",
         "b's records are not missing from a"
     );
     assert_eq!(records(&dir.path().join("db")).len(), 2);
@@ -167,10 +165,10 @@ fn a_second_audit_of_the_same_database_is_refused_at_once() {
     let _ = first.wait();
     assert_eq!(second.code, Some(2));
     assert_eq!(
-        second.stderr,
+        second.stderr(),
         "mtsum: db: another mtsum is using this database; try again when it is done\n"
     );
-    assert_eq!(second.stdout, "");
+    assert_eq!(second.stdout(), "");
 }
 
 #[test]
@@ -197,10 +195,10 @@ fn export_and_dry_run_during_an_audit_are_refused_at_once_not_kept_waiting_for_i
         first.0.try_wait().unwrap().is_none(),
         "the audit ended early"
     );
-    assert_eq!((export.code, export.stderr.as_str()), (Some(2), busy));
-    assert_eq!(export.stdout, "");
-    assert_eq!((dry_run.code, dry_run.stderr.as_str()), (Some(2), busy));
-    assert_eq!(dry_run.stdout, "");
+    assert_eq!((export.code, export.stderr()), (Some(2), busy));
+    assert_eq!(export.stdout(), "");
+    assert_eq!((dry_run.code, dry_run.stderr()), (Some(2), busy));
+    assert_eq!(dry_run.stdout(), "");
     assert!(first.0.wait().unwrap().success());
 }
 
@@ -237,10 +235,10 @@ fn a_closed_stdout_ends_the_audit_by_sigpipe_keeping_what_was_committed() {
 /// checks the one-line error, the status and that the file was not touched.
 fn refused(dir: &Path, db: &str, cause: &str) {
     let before = fs::read(dir.join(db)).unwrap();
-    let r = mtsum(dir, &["--audit", "--db", db, "-r", "t"]);
-    assert_eq!(r.code, Some(2), "{}", r.stderr);
-    assert_eq!(r.stderr, format!("mtsum: {db}: {cause}\n"));
-    assert_eq!(r.stdout, "");
+    let r = run(dir, ["--audit", "--db", db, "-r", "t"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr());
+    assert_eq!(r.stderr(), format!("mtsum: {db}: {cause}\n"));
+    assert_eq!(r.stdout(), "");
     assert_eq!(fs::read(dir.join(db)).unwrap(), before, "{db} untouched");
 }
 
@@ -279,9 +277,9 @@ fn databases_of_other_programs_and_damaged_files_are_refused_untouched() {
     }
     fs::write(&db, &bytes).unwrap();
     let r = audit(dir.path(), &["-r", "t"]);
-    assert_eq!(r.code, Some(2), "{}", r.stderr);
-    assert!(r.stderr.starts_with("mtsum: db: "), "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert_eq!(r.code, Some(2), "{}", r.stderr());
+    assert!(r.stderr().starts_with("mtsum: db: "), "{}", r.stderr());
+    assert_eq!(r.stderr().lines().count(), 1, "{}", r.stderr());
     assert_eq!(
         fs::read(&db).unwrap(),
         bytes,
@@ -293,11 +291,11 @@ fn databases_of_other_programs_and_damaged_files_are_refused_untouched() {
 fn a_database_in_a_directory_that_does_not_exist_is_refused_saying_so() {
     let dir = tempdir();
     tree(dir.path(), 1);
-    let r = mtsum(dir.path(), &["--audit", "--db", "nowhere/x.db", "-r", "t"]);
+    let r = run(dir.path(), ["--audit", "--db", "nowhere/x.db", "-r", "t"]);
     assert_eq!(r.code, Some(2));
-    assert_eq!(r.stdout, "");
+    assert_eq!(r.stdout(), "");
     assert_eq!(
-        r.stderr,
+        r.stderr(),
         "mtsum: nowhere/x.db: cannot create the database: its directory does not exist\n"
     );
 }
@@ -311,19 +309,19 @@ fn a_database_whose_name_is_not_utf8_is_read_by_dry_run_and_export() {
     let run = |args: &[&str]| {
         let mut cmd = StdCommand::new(MTSUM);
         cmd.args(["--audit", "--db"]).arg(db).args(args);
-        common::audit::run(assert_cmd::Command::from_std(cmd).current_dir(dir.path()))
+        common::run::run_cmd(assert_cmd::Command::from_std(cmd).current_dir(dir.path()))
     };
-    assert_eq!(run(&["t/00"]).stdout, "new  t/00\n");
+    assert_eq!(run(&["t/00"]).stdout(), "new  t/00\n");
     let r = run(&["--dry-run", "t/00"]);
     assert_eq!(
-        (r.stdout.as_str(), r.code),
+        (r.stdout(), r.code),
         ("ok  t/00\n", Some(0)),
         "{}",
-        r.stderr
+        r.stderr()
     );
     let r = run(&["--export", "-"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
+    assert!(r.stdout().contains("(t/00)"), "{}", r.stdout());
 }
 
 #[test]
@@ -342,18 +340,18 @@ fn a_directory_or_a_fifo_given_as_the_database_is_refused_saying_so_by_writers_a
         &["--export", "-"],
         &["--import", "t/00"],
     ] {
-        let r = mtsum(dir.path(), &[&["--audit", "--db", "d"][..], args].concat());
+        let r = run(dir.path(), [&["--audit", "--db", "d"][..], args].concat());
         assert_eq!(r.code, Some(2), "{args:?}");
-        assert_eq!(r.stdout, "", "{args:?}");
-        assert_eq!(r.stderr, "mtsum: d: Is a directory\n", "{args:?}");
+        assert_eq!(r.stdout(), "", "{args:?}");
+        assert_eq!(r.stderr(), "mtsum: d: Is a directory\n", "{args:?}");
         // A FIFO kept a reader waiting for a writer that never came.
-        let r = mtsum(
+        let r = run(
             dir.path(),
-            &[&["--audit", "--db", "fifo"][..], args].concat(),
+            [&["--audit", "--db", "fifo"][..], args].concat(),
         );
         assert_eq!(r.code, Some(2), "{args:?}");
-        assert_eq!(r.stdout, "", "{args:?}");
-        assert_eq!(r.stderr, "mtsum: fifo: not a regular file\n", "{args:?}");
+        assert_eq!(r.stdout(), "", "{args:?}");
+        assert_eq!(r.stderr(), "mtsum: fifo: not a regular file\n", "{args:?}");
     }
 }
 
@@ -362,7 +360,9 @@ fn a_directory_or_a_fifo_given_as_the_database_is_refused_saying_so_by_writers_a
 fn mtsum_unprivileged_in(dir: &Path, args: &[&str]) -> Result<Run, String> {
     let mut cmd = mtsum_unprivileged()?;
     cmd.args(args).current_dir(dir);
-    Ok(common::audit::run(&mut assert_cmd::Command::from_std(cmd)))
+    Ok(common::run::run_cmd(&mut assert_cmd::Command::from_std(
+        cmd,
+    )))
 }
 
 /// The names in `dir`, to see that nothing was created there.
@@ -393,12 +393,12 @@ fn a_read_only_database_is_read_by_dry_run_and_export_and_refused_to_writers_at_
         // Root may write anything: only another user shows what a read-only database does.
         Err(why) => return skip("read_only_database", &why),
     };
-    assert_eq!(export.code, Some(0), "{}", export.stderr);
-    assert_eq!(export.stderr, "mtsum: 2 records exported\n");
-    assert_eq!(export.stdout.lines().count(), 3, "{}", export.stdout);
+    assert_eq!(export.code, Some(0), "{}", export.stderr());
+    assert_eq!(export.stderr(), "mtsum: 2 records exported\n");
+    assert_eq!(export.stdout().lines().count(), 3, "{}", export.stdout());
     let dry = run(&["--audit", "--db", "db", "--dry-run", "-r", "t"]).unwrap();
-    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
-    assert_eq!(dry.stdout, "ok  t/00\nok  t/01\n");
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr());
+    assert_eq!(dry.stdout(), "ok  t/00\nok  t/01\n");
 
     // Whatever writes is refused with one line before a file is read.
     for args in [
@@ -410,12 +410,13 @@ fn a_read_only_database_is_read_by_dry_run_and_export_and_refused_to_writers_at_
         &["--repair", "t/00", "--from", "t/01"],
     ] {
         let r = run(&[&["--audit", "--db", "db"][..], args].concat()).unwrap();
-        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr());
         assert_eq!(
-            r.stderr, "mtsum: db: the database is read-only (Permission denied)\n",
+            r.stderr(),
+            "mtsum: db: the database is read-only (Permission denied)\n",
             "{args:?}"
         );
-        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.stdout(), "", "{args:?}");
     }
     assert_eq!(fs::read(&db).unwrap(), before);
     assert_eq!(
@@ -455,7 +456,7 @@ fn a_database_the_user_may_not_reach_is_refused_by_readers_not_taken_for_none_ye
     tree(dir.path(), 1);
     let db = dir.path().join("private/db");
     fs::create_dir(dir.path().join("private")).unwrap();
-    mtsum(dir.path(), &["--audit", "--db", "private/db", "-r", "t"]);
+    run(dir.path(), ["--audit", "--db", "private/db", "-r", "t"]);
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(dir.path().join("t"), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(db.parent().unwrap(), fs::Permissions::from_mode(0o700)).unwrap();
@@ -467,10 +468,11 @@ fn a_database_the_user_may_not_reach_is_refused_by_readers_not_taken_for_none_ye
             Err(why) => return skip("database_the_user_may_not_reach", &why),
         };
         // Not "0 records exported", nor every file new.
-        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
-        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr());
+        assert_eq!(r.stdout(), "", "{args:?}");
         assert_eq!(
-            r.stderr, "mtsum: private/db: Permission denied\n",
+            r.stderr(),
+            "mtsum: private/db: Permission denied\n",
             "{args:?}"
         );
     }
@@ -496,10 +498,10 @@ fn a_database_reached_by_a_link_is_created_where_it_points_where_the_user_may_wr
         Err(why) => return skip("database_reached_by_a_link", &why),
     };
     assert_eq!(
-        (r.stdout.as_str(), r.code),
+        (r.stdout(), r.code),
         ("new  t/00\n", Some(0)),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert_eq!(records(&own.join("db")).len(), 1);
 }
@@ -516,23 +518,23 @@ fn a_log_left_by_a_stopped_audit_is_read_or_refused_saying_why() {
     fs::set_permissions(&stopped, fs::Permissions::from_mode(0o555)).unwrap();
     match mtsum_unprivileged_in(dir.path(), &export) {
         Ok(r) => {
-            assert_eq!(r.code, Some(2), "{}", r.stderr);
+            assert_eq!(r.code, Some(2), "{}", r.stderr());
             assert_eq!(
-                r.stderr,
+                r.stderr(),
                 "mtsum: stopped/db: its log holds changes of an audit that was stopped, and \
                  reading them needs an index file beside it, which cannot be created here; an \
                  audit that may write the database folds them in\n"
             );
-            assert_eq!(r.stdout, "");
+            assert_eq!(r.stdout(), "");
         }
         Err(why) => skip("log_left_by_a_stopped_audit", &why),
     }
     // Whoever may create it reads the records with the log's changes.
     fs::set_permissions(&stopped, fs::Permissions::from_mode(0o755)).unwrap();
-    let r = mtsum(dir.path(), &export);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(r.stdout.lines().skip(1).count(), 1, "{}", r.stdout);
-    assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
+    let r = run(dir.path(), export);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout().lines().skip(1).count(), 1, "{}", r.stdout());
+    assert!(r.stdout().contains("(t/00)"), "{}", r.stdout());
 }
 
 #[test]
@@ -559,25 +561,29 @@ fn a_journal_of_a_change_cut_short_is_refused_by_readers_and_rolled_back_by_an_a
     // The database file alone is half written: read as it is, records would be damaged
     // and files called corrupt.
     for args in [&["--export", "-"][..], &["--dry-run", "-r", "t"]] {
-        let r = mtsum(
+        let r = run(
             dir.path(),
-            &[&["--audit", "--db", "cut/db"][..], args].concat(),
+            [&["--audit", "--db", "cut/db"][..], args].concat(),
         );
-        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
-        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr());
+        assert_eq!(r.stdout(), "", "{args:?}");
         assert_eq!(
-            r.stderr,
+            r.stderr(),
             "mtsum: cut/db: its journal holds a change that was cut short, which only a program \
              that may write the database can undo; an audit that may write it does so first\n",
             "{args:?}"
         );
     }
-    let r = mtsum(
+    let r = run(
         dir.path(),
-        &["--audit", "--db", "cut/db", "--quiet", "-r", "t"],
+        ["--audit", "--db", "cut/db", "--quiet", "-r", "t"],
     );
-    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
-    assert!(r.stderr.contains("  ok                40"), "{}", r.stderr);
+    assert_eq!((r.stdout(), r.code), ("", Some(0)), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("  ok                40"),
+        "{}",
+        r.stderr()
+    );
 }
 
 #[test]
@@ -586,19 +592,19 @@ fn a_database_reached_by_a_symbolic_link_is_read_with_its_log_and_its_log_is_not
     stopped_copy(dir.path());
     // SQLite keeps the log beside the file the link points to.
     std::os::unix::fs::symlink("stopped/db", dir.path().join("link")).unwrap();
-    let r = mtsum(dir.path(), &["--audit", "--db", "link", "--export", "-"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(r.stdout.lines().skip(1).count(), 1, "{}", r.stdout);
-    assert!(r.stdout.contains("(t/00)"), "{}", r.stdout);
-    let r = mtsum(
+    let r = run(dir.path(), ["--audit", "--db", "link", "--export", "-"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout().lines().skip(1).count(), 1, "{}", r.stdout());
+    assert!(r.stdout().contains("(t/00)"), "{}", r.stdout());
+    let r = run(
         dir.path(),
-        &["--audit", "--db", "link", "--dry-run", "-r", "t"],
+        ["--audit", "--db", "link", "--dry-run", "-r", "t"],
     );
-    assert_eq!(r.stdout, "ok  t/00\nnew  t/01\n", "{}", r.stderr);
+    assert_eq!(r.stdout(), "ok  t/00\nnew  t/01\n", "{}", r.stderr());
 
     // Nor are the log and its index records of their own when the tree holds them.
-    let r = mtsum(dir.path(), &["--audit", "--db", "link", "-r", "stopped"]);
-    assert_eq!((r.stdout.as_str(), r.code), ("", Some(0)), "{}", r.stderr);
+    let r = run(dir.path(), ["--audit", "--db", "link", "-r", "stopped"]);
+    assert_eq!((r.stdout(), r.code), ("", Some(0)), "{}", r.stderr());
 }
 
 #[test]
@@ -630,9 +636,9 @@ fn an_audit_is_refused_while_a_dry_run_reads_the_database() {
     let _ = reader.kill();
     let _ = reader.wait();
     drop(lines);
-    assert_eq!(writer.code, Some(2), "{}", writer.stderr);
+    assert_eq!(writer.code, Some(2), "{}", writer.stderr());
     assert_eq!(
-        writer.stderr,
+        writer.stderr(),
         "mtsum: db: another mtsum is using this database; try again when it is done\n"
     );
 }
@@ -683,7 +689,7 @@ fn kill_9_at_any_moment_loses_no_record_and_max_age_skips_what_was_verified() {
     // rest is audited now.
     let stored: BTreeSet<String> = records(&dir.path().join("db")).into_keys().collect();
     let last = audit(dir.path(), &["--max-age", "1h", "-r", "t"]);
-    assert_eq!(last.code, Some(0), "{}", last.stderr);
+    assert_eq!(last.code, Some(0), "{}", last.stderr());
     let audited: BTreeSet<String> = last.verdicts().into_iter().map(|(_, n)| n).collect();
     let expected: BTreeSet<String> = names
         .iter()
@@ -692,7 +698,7 @@ fn kill_9_at_any_moment_loses_no_record_and_max_age_skips_what_was_verified() {
         .collect();
     assert_eq!(audited, expected);
     assert!(
-        last.stderr
+        last.stderr()
             .contains(&format!("{} not due", files(stored.len())))
             || stored.is_empty()
     );
@@ -830,11 +836,11 @@ fn a_time_budget_stops_and_the_next_run_goes_on_with_the_least_recently_verified
     audit(dir.path(), &["-r", "t"]);
     // Nothing fits in no time at all.
     let none = audit(dir.path(), &["--time-budget", "0s", "-r", "t"]);
-    assert_eq!(none.stdout, "");
+    assert_eq!(none.stdout(), "");
     assert!(
-        none.stderr.contains("12 files left for the next run"),
+        none.stderr().contains("12 files left for the next run"),
         "{}",
-        none.stderr
+        none.stderr()
     );
 
     // About one file per second: a budget of 1 s reads a few.
@@ -852,14 +858,14 @@ fn a_time_budget_stops_and_the_next_run_goes_on_with_the_least_recently_verified
     for run in 0..3 {
         let before = records(&dir.path().join("db"));
         let r = audit(dir.path(), &budget);
-        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert_eq!(r.code, Some(0), "{}", r.stderr());
         let read: Vec<String> = r.verdicts().into_iter().map(|(_, n)| n).collect();
         assert!(!read.is_empty());
         if run == 0 {
             // Twelve files at a third of a second each do not fit in one second.
             assert!(read.len() < names.len(), "{read:?}");
             let left = format!("{} left for the next run", files(names.len() - read.len()));
-            assert!(r.stderr.contains(&left), "{}", r.stderr);
+            assert!(r.stderr().contains(&left), "{}", r.stderr());
         }
         // Least recently verified first: the files read are the ones with the oldest
         // verification times before the run.
@@ -895,7 +901,11 @@ fn migration_md5_to_sha256_and_back_from_the_same_reads() {
 
     let to_sha = audit(dir.path(), &["--migrate", "-a", "sha256", "-r", "t"]);
     assert_eq!(to_sha.code, Some(1));
-    assert!(to_sha.stderr.contains("3 migrated"), "{}", to_sha.stderr);
+    assert!(
+        to_sha.stderr().contains("3 migrated"),
+        "{}",
+        to_sha.stderr()
+    );
     // Each line says what happened to its file.
     let said: Vec<String> = to_sha.verdicts().into_iter().map(|(s, _)| s).collect();
     assert_eq!(said, ["migrated", "migrated", "migrated", "corrupt"]);
@@ -911,7 +921,7 @@ fn migration_md5_to_sha256_and_back_from_the_same_reads() {
     );
 
     let back = audit(dir.path(), &["--migrate", "-a", "md5", "-r", "t"]);
-    assert!(back.stderr.contains("3 migrated"), "{}", back.stderr);
+    assert!(back.stderr().contains("3 migrated"), "{}", back.stderr());
     let stored = records(&dir.path().join("db"));
     for name in &names[..3] {
         assert_eq!(
@@ -921,9 +931,9 @@ fn migration_md5_to_sha256_and_back_from_the_same_reads() {
     }
     let again = audit(dir.path(), &["--migrate", "-a", "md5", "-r", "t"]);
     assert!(
-        again.stderr.contains("records: unchanged"),
+        again.stderr().contains("records: unchanged"),
         "{}",
-        again.stderr
+        again.stderr()
     );
     let said: Vec<String> = again.verdicts().into_iter().map(|(s, _)| s).collect();
     assert_eq!(said, ["ok", "ok", "ok", "corrupt"]);
@@ -939,7 +949,7 @@ fn limit_rate_keeps_the_average_rate_below_the_limit() {
     let started = Instant::now();
     let r = audit(dir.path(), &["--limit-rate", "20M", "-r", "t"]);
     let elapsed = started.elapsed().as_secs_f64();
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     assert!(elapsed >= 2.0, "the run lasts at least 2 s ({elapsed} s)");
     let rate = size as f64 / elapsed;
     assert!(
@@ -958,7 +968,7 @@ fn limit_rate_holds_the_average_including_the_last_read() {
     let started = Instant::now();
     let r = audit(dir.path(), &["--limit-rate", "100K", "-r", "t"]);
     let elapsed = started.elapsed();
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     assert!(
         elapsed >= Duration::from_millis(1500),
         "150 KiB at most at 100 KiB/s take 1.5 s at least, not {elapsed:?}"
@@ -971,11 +981,11 @@ fn records_travel_between_database_manifest_and_sum_files() {
     let names = tree(dir.path(), 3);
     audit(dir.path(), &["-r", "t"]);
     let export = audit(dir.path(), &["--export", "m"]);
-    assert_eq!(export.code, Some(0), "{}", export.stderr);
-    let manifest = mtsum(dir.path(), &["--audit", "--manifest", "m", "-r", "t"]);
+    assert_eq!(export.code, Some(0), "{}", export.stderr());
+    let manifest = run(dir.path(), ["--audit", "--manifest", "m", "-r", "t"]);
     assert_eq!(
         manifest
-            .stdout
+            .stdout()
             .lines()
             .filter(|l| l.starts_with("ok  "))
             .count(),
@@ -983,18 +993,18 @@ fn records_travel_between_database_manifest_and_sum_files() {
     );
 
     audit(dir.path(), &["--export", "SUMS", "--export-as", "sums"]);
-    let check = mtsum(dir.path(), &["-c", "SUMS"]);
-    assert_eq!(check.code, Some(0), "{}", check.stdout);
-    assert_eq!(check.stdout.lines().count(), names.len());
+    let check = run(dir.path(), ["-c", "SUMS"]);
+    assert_eq!(check.code, Some(0), "{}", check.stdout());
+    assert_eq!(check.stdout().lines().count(), names.len());
 
-    let imported = mtsum(dir.path(), &["--audit", "--db", "db2", "--import", "m"]);
-    assert_eq!(imported.code, Some(0), "{}", imported.stderr);
+    let imported = run(dir.path(), ["--audit", "--db", "db2", "--import", "m"]);
+    assert_eq!(imported.code, Some(0), "{}", imported.stderr());
     assert_eq!(records(&dir.path().join("db2")).len(), 3);
-    let audited = mtsum(dir.path(), &["--audit", "--db", "db2", "-r", "t"]);
+    let audited = run(dir.path(), ["--audit", "--db", "db2", "-r", "t"]);
     assert!(
         audited.verdicts().iter().all(|(s, _)| s == "ok"),
         "{}",
-        audited.stdout
+        audited.stdout()
     );
 
     // A sha256sum file: the files lend their size and mtime; rot since is found.
@@ -1007,9 +1017,9 @@ fn records_travel_between_database_manifest_and_sum_files() {
     sums.push_str("not a checksum line\n");
     fs::write(dir.path().join("SHA256SUMS"), sums).unwrap();
     flip_byte_keeping_mtime(&dir.path().join(&names[0]), 0);
-    let r = mtsum(
+    let r = run(
         dir.path(),
-        &[
+        [
             "--audit",
             "--db",
             "db3",
@@ -1019,30 +1029,30 @@ fn records_travel_between_database_manifest_and_sum_files() {
             "SHA256SUMS",
         ],
     );
-    assert_eq!(r.code, Some(1), "a line was left out: {}", r.stderr);
+    assert_eq!(r.code, Some(1), "a line was left out: {}", r.stderr());
     assert!(
-        r.stderr.contains("3 records imported, 1 left out"),
+        r.stderr().contains("3 records imported, 1 left out"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     // Without -t, their layout would be a guess, and a wrong one makes every file corrupt at
     // the next audit: the import is refused, and writes nothing (with -a too, which says the
     // algorithm and not the layout).
     for args in [&[][..], &["-a", "sha256"]] {
-        let r = mtsum(
+        let r = run(
             dir.path(),
-            &[&["--audit", "--db", "db4", "--import", "SHA256SUMS"], args].concat(),
+            [&["--audit", "--db", "db4", "--import", "SHA256SUMS"], args].concat(),
         );
-        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert_eq!(r.code, Some(2), "{}", r.stderr());
         assert_eq!(
-            r.stderr,
+            r.stderr(),
             "mtsum: SHA256SUMS: line 1 does not say its layout: import untagged sums with -t \
              (-t plain for sha256sum, md5sum, b3sum or xxhsum files)\n"
         );
         assert!(!dir.path().join("db4").exists());
     }
     // A file of one leaf is damaged as a whole, imported record or not.
-    let audited = mtsum(dir.path(), &["--audit", "--db", "db3", "-r", "t"]);
+    let audited = run(dir.path(), ["--audit", "--db", "db3", "-r", "t"]);
     assert_eq!(
         audited.verdicts()[0],
         (
@@ -1059,7 +1069,7 @@ fn an_import_with_dry_run_writes_nothing_and_says_what_it_would_import() {
     audit(dir.path(), &["-r", "t"]);
     audit(dir.path(), &["--export", "exported"]);
     let manifest_before = {
-        mtsum(dir.path(), &["--audit", "--manifest", "m", "t/00"]);
+        run(dir.path(), ["--audit", "--manifest", "m", "t/00"]);
         fs::read(dir.path().join("m")).unwrap()
     };
     for (store, file) in [
@@ -1068,10 +1078,10 @@ fn an_import_with_dry_run_writes_nothing_and_says_what_it_would_import() {
         ("--manifest", "m"),
     ] {
         let args = ["--audit", store, file, "--import", "exported", "--dry-run"];
-        let r = mtsum(dir.path(), &args);
-        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+        let r = run(dir.path(), args);
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr());
         assert_eq!(
-            r.stderr,
+            r.stderr(),
             "mtsum: 2 records imported, 0 left out (dry run: nothing was written)\n"
         );
     }
@@ -1085,15 +1095,15 @@ fn an_export_into_the_store_it_exports_is_refused_and_the_store_kept() {
     let dir = tempdir();
     tree(dir.path(), 1);
     audit(dir.path(), &["-r", "t"]);
-    mtsum(dir.path(), &["--audit", "--manifest", "m", "-r", "t"]);
+    run(dir.path(), ["--audit", "--manifest", "m", "-r", "t"]);
     for (store, file, kind) in [("--db", "db", "database"), ("--manifest", "m", "manifest")] {
         let before = fs::read(dir.path().join(file)).unwrap();
         for format in [&[][..], &["--export-as", "sums"]] {
             let args = [&["--audit", store, file, "--export", file][..], format].concat();
-            let r = mtsum(dir.path(), &args);
-            assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+            let r = run(dir.path(), &args);
+            assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr());
             assert_eq!(
-                r.stderr,
+                r.stderr(),
                 format!(
                     "mtsum: {file}: the records are exported from this file ({kind} {file}); \
                      export them to another one\n"
@@ -1115,37 +1125,46 @@ fn max_age_works_with_extended_attributes_too() {
     }
     fs::remove_file(&probe).unwrap();
     tree(dir.path(), 3);
-    let xattr_audit = |args: &[&str]| mtsum(dir.path(), &[&["--audit"], args].concat());
+    let xattr_audit = |args: &[&str]| run(dir.path(), [&["--audit"], args].concat());
     xattr_audit(&["-r", "t"]);
     // Records without a time (written without --max-age) are due once, then carry it.
     let first = xattr_audit(&["--max-age", "1h", "-r", "t"]);
-    assert_eq!(first.verdicts().len(), 3, "{}", first.stderr);
+    assert_eq!(first.verdicts().len(), 3, "{}", first.stderr());
     let second = xattr_audit(&["--max-age", "1h", "-r", "t"]);
-    assert_eq!(second.stdout, "");
+    assert_eq!(second.stdout(), "");
     assert!(
-        second.stderr.contains("3 files not due"),
+        second.stderr().contains("3 files not due"),
         "{}",
-        second.stderr
+        second.stderr()
     );
     // Once a record carries the time, audits without --max-age keep it: a migration and an
     // update rewrite the records of files they verified just now.
     let migrated = xattr_audit(&["--migrate", "-a", "sha256", "-r", "t"]);
-    assert_eq!(migrated.verdicts().len(), 3, "{}", migrated.stderr);
+    assert_eq!(migrated.verdicts().len(), 3, "{}", migrated.stderr());
     fs::write(dir.path().join("t/01"), "edited").unwrap();
     let updated = xattr_audit(&["--update", "-r", "t"]);
-    assert_eq!(updated.by_name()["t/01"], "modified", "{}", updated.stdout);
+    assert_eq!(
+        updated.by_name()["t/01"],
+        "modified",
+        "{}",
+        updated.stdout()
+    );
     let third = xattr_audit(&["--max-age", "1h", "-r", "t"]);
-    assert_eq!(third.stdout, "", "{}", third.stderr);
-    assert!(third.stderr.contains("3 files not due"), "{}", third.stderr);
-    let manifest = mtsum(
+    assert_eq!(third.stdout(), "", "{}", third.stderr());
+    assert!(
+        third.stderr().contains("3 files not due"),
+        "{}",
+        third.stderr()
+    );
+    let manifest = run(
         dir.path(),
-        &["--audit", "--manifest", "m", "--max-age", "1h", "t"],
+        ["--audit", "--manifest", "m", "--max-age", "1h", "t"],
     );
     assert_eq!(manifest.code, Some(2));
     assert!(
-        manifest.stderr.contains("a manifest does not keep"),
+        manifest.stderr().contains("a manifest does not keep"),
         "{}",
-        manifest.stderr
+        manifest.stderr()
     );
 }
 
@@ -1224,15 +1243,15 @@ fn exported_s3_records_keep_their_part_count_and_check_out() {
     for (store, alg) in [("--manifest", "md5"), ("--db", "md5"), ("--db", "sha256")] {
         let file = format!("{}-{alg}", &store[2..]);
         let spec = ["-t", "s3", "--part-size", "5M", "-a", alg];
-        let r = mtsum(
+        let r = run(
             dir.path(),
-            &[&["--audit", "-r", store, &file], &spec[..], &["au"]].concat(),
+            [&["--audit", "-r", store, &file], &spec[..], &["au"]].concat(),
         );
-        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr);
+        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr());
         let sums = format!("{file}.sums");
-        let r = mtsum(
+        let r = run(
             dir.path(),
-            &[
+            [
                 "--audit",
                 store,
                 &file,
@@ -1242,15 +1261,15 @@ fn exported_s3_records_keep_their_part_count_and_check_out() {
                 "sums",
             ],
         );
-        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr);
+        assert_eq!(r.code, Some(0), "{store} {alg}: {}", r.stderr());
         let exported = fs::read_to_string(dir.path().join(&sums)).unwrap();
         let line = exported.lines().find(|l| l.contains("(au/big)")).unwrap();
         assert!(line.ends_with(part_count), "{store} {alg}: {exported}");
-        let check = mtsum(dir.path(), &["-c", &sums]);
-        assert_eq!(check.code, Some(0), "{store} {alg}: {}", check.stdout);
+        let check = run(dir.path(), ["-c", &sums]);
+        assert_eq!(check.code, Some(0), "{store} {alg}: {}", check.stdout());
         // The value the audit computes again is the one it recorded.
-        let again = mtsum(dir.path(), &["--audit", "-r", store, &file, "au"]);
-        assert_eq!(again.code, Some(0), "{store} {alg}: {}", again.stdout);
+        let again = run(dir.path(), ["--audit", "-r", store, &file, "au"]);
+        assert_eq!(again.code, Some(0), "{store} {alg}: {}", again.stdout());
         assert!(again.verdicts().iter().all(|(s, _)| s == "ok"));
     }
 }
@@ -1276,17 +1295,17 @@ fn an_imported_s3_value_gets_the_verdict_of_check() {
     ] {
         let sums = dir.path().join("imp.sums");
         fs::write(&sums, format!("S3-MD5-8M ({name}) = {value}\n")).unwrap();
-        let check = mtsum(dir.path(), &["-c", "imp.sums"]);
+        let check = run(dir.path(), ["-c", "imp.sums"]);
         let checked = if verdict == "ok" { Some(0) } else { Some(1) };
-        assert_eq!(check.code, checked, "{value}: {}", check.stdout);
+        assert_eq!(check.code, checked, "{value}: {}", check.stdout());
         for store in ["--manifest", "--db"] {
             let file = format!("{}-{name}-{value}", &store[2..]).replace('/', "_");
-            let r = mtsum(
+            let r = run(
                 dir.path(),
-                &["--audit", store, &file, "--import", "imp.sums"],
+                ["--audit", store, &file, "--import", "imp.sums"],
             );
-            assert_eq!(r.code, Some(0), "{store}: {}", r.stderr);
-            let audited = mtsum(dir.path(), &["--audit", store, &file, name]);
+            assert_eq!(r.code, Some(0), "{store}: {}", r.stderr());
+            let audited = run(dir.path(), ["--audit", store, &file, name]);
             assert_eq!(
                 audited.verdicts(),
                 [(verdict.to_string(), name.to_string())],
@@ -1309,19 +1328,19 @@ fn an_export_from_a_store_that_does_not_exist_is_refused_and_writes_nothing() {
     let dir = tempdir();
     for store in [["--db", "typo.db"], ["--manifest", "typo.txt"]] {
         for out in ["-", "out"] {
-            let r = mtsum(
+            let r = run(
                 dir.path(),
-                &[&store[..], &["--audit", "--export", out]].concat(),
+                [&store[..], &["--audit", "--export", out]].concat(),
             );
-            assert_eq!(r.code, Some(2), "{store:?} {out}: {}", r.stderr);
+            assert_eq!(r.code, Some(2), "{store:?} {out}: {}", r.stderr());
             assert_eq!(
-                r.stderr,
+                r.stderr(),
                 format!(
                     "mtsum: {}: No such file or directory (nothing to export)\n",
                     store[1]
                 )
             );
-            assert_eq!(r.stdout, "");
+            assert_eq!(r.stdout(), "");
             assert!(!dir.path().join(store[1]).exists(), "no store made");
             assert!(!dir.path().join("out").exists(), "no export written");
         }
@@ -1339,21 +1358,21 @@ fn an_empty_directory_where_records_lie_is_unreadable_and_update_keeps_its_recor
     fs::create_dir(dir.path().join("t")).unwrap();
     for args in [&["-r", "t"][..], &["-r", "--update", "t"]] {
         let r = audit(dir.path(), args);
-        assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr);
-        assert_eq!(r.stdout, "unreadable  t\n");
+        assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr());
+        assert_eq!(r.stdout(), "unreadable  t\n");
         assert!(
-            r.stderr.starts_with(
+            r.stderr().starts_with(
                 "mtsum: t: empty, but 3 records lie below it: is its file system mounted? \
                  (the records are kept; --forget drops them)\n"
             ),
             "{}",
-            r.stderr
+            r.stderr()
         );
     }
     fs::remove_dir(dir.path().join("t")).unwrap();
     fs::rename(dir.path().join("mounted"), dir.path().join("t")).unwrap();
     let r = audit(dir.path(), &["-r", "t"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     let ok: Vec<(String, String)> = names.iter().map(|n| ("ok".into(), n.clone())).collect();
     assert_eq!(r.verdicts(), ok);
 
@@ -1361,9 +1380,9 @@ fn an_empty_directory_where_records_lie_is_unreadable_and_update_keeps_its_recor
     fs::rename(dir.path().join("t"), dir.path().join("mounted")).unwrap();
     fs::create_dir(dir.path().join("t")).unwrap();
     let r = audit(dir.path(), &["-r", "--forget", "t"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let export = mtsum(dir.path(), &["--audit", "--db", "db", "--export", "-"]);
-    assert_eq!(export.stderr, "mtsum: 0 records exported\n");
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
+    let export = run(dir.path(), ["--audit", "--db", "db", "--export", "-"]);
+    assert_eq!(export.stderr(), "mtsum: 0 records exported\n");
 }
 
 /// An audit of the database `db` in `dir` by one reader at `rate` bytes a second: slow

@@ -7,7 +7,8 @@
 
 mod common;
 
-use common::audit::{Run, flip_bytes_keeping_mtime, mtime, mtsum_in};
+use common::audit::{flip_bytes_keeping_mtime, mtime};
+use common::run::{Run, run};
 use common::{MTSUM, pattern, tempdir};
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -20,15 +21,11 @@ use mtsum::audit::outboard::MIN_LEAF;
 use mtsum::audit::{Stamp, Store};
 use rusqlite::Connection;
 
-fn mtsum(dir: &Path, args: &[&str]) -> Run {
-    mtsum_in(dir, args)
-}
-
 /// `mtsum --repair t/f --from COPY --db db EXTRA`.
 fn repair(dir: &Path, copy: &str, extra: &[&str]) -> Run {
-    mtsum(
+    run(
         dir,
-        &[&["--repair", "t/f", "--from", copy, "--db", "db"], extra].concat(),
+        [&["--repair", "t/f", "--from", copy, "--db", "db"], extra].concat(),
     )
 }
 
@@ -71,22 +68,22 @@ fn a_flipped_byte_is_located_in_its_leaf_for_sizes_around_leaf_boundaries() {
     for (i, &(len, _)) in cases.iter().enumerate() {
         fs::write(dir.path().join(name(i)), pattern(len as usize, i as u64)).unwrap();
     }
-    let first = mtsum(dir.path(), &["--audit", "--db", "db", "-r", "t"]);
-    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    let first = run(dir.path(), ["--audit", "--db", "db", "-r", "t"]);
+    assert_eq!(first.code, Some(0), "{}", first.stderr());
     for (i, &(_, offset)) in cases.iter().enumerate() {
         flip(&dir.path().join(name(i)), &[offset]);
     }
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "-r", "t"]);
+    let audit = run(dir.path(), ["--audit", "--db", "db", "-r", "t"]);
     assert_eq!(audit.code, Some(1));
-    let lines: Vec<&str> = audit.stdout.lines().collect();
+    let lines: Vec<&str> = audit.stdout().lines().collect();
     assert_eq!(lines.len(), cases.len());
     for (i, &(len, offset)) in cases.iter().enumerate() {
         let want = format!("corrupt  {}  (bytes {})", name(i), leaf_range(offset, len));
         assert_eq!(lines[i], want, "{len} bytes, flipped at {offset}");
     }
 
-    let json = mtsum(dir.path(), &["--audit", "--db", "db", "--json", "-r", "t"]);
-    for (i, line) in json.stdout.lines().take(cases.len()).enumerate() {
+    let json = run(dir.path(), ["--audit", "--db", "db", "--json", "-r", "t"]);
+    for (i, line) in json.stdout().lines().take(cases.len()).enumerate() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let (len, offset) = cases[i];
         let start = offset / l * l;
@@ -105,8 +102,8 @@ fn recorded_with_copy(dir: &Path, len: usize) -> (std::path::PathBuf, std::path:
     let data = pattern(len, 7);
     fs::write(dir.join("t/f"), &data).unwrap();
     fs::write(dir.join("b/f"), &data).unwrap();
-    let r = mtsum(dir, &["--audit", "--db", "db", "t/f"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = run(dir, ["--audit", "--db", "db", "t/f"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     (dir.join("t/f"), dir.join("b/f"))
 }
 
@@ -118,15 +115,15 @@ fn one_damaged_range_is_repaired_from_a_copy() {
     flip(&file, &[MIN_LEAF + 5]);
     assert!(!same(&file, &copy));
     let r = repair(dir.path(), "b/f", &[]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     assert_eq!(
-        r.stdout,
+        r.stdout(),
         format!("repaired  t/f  (bytes {}-{})\n", MIN_LEAF, 2 * MIN_LEAF)
     );
     assert!(same(&file, &copy));
     assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), mtime);
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!(audit.stdout, "ok  t/f\n");
+    let audit = run(dir.path(), ["--audit", "--db", "db", "t/f"]);
+    assert_eq!(audit.stdout(), "ok  t/f\n");
 }
 
 #[test]
@@ -147,10 +144,10 @@ fn several_damaged_ranges_are_repaired_and_nothing_else_is_written() {
         .unwrap();
     drop(c);
     let r = repair(dir.path(), "b/f", &[]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     let l = MIN_LEAF;
     assert_eq!(
-        r.stdout,
+        r.stdout(),
         format!(
             "repaired  t/f  (bytes 0-{}, {}-{}, {}-{})\n",
             l,
@@ -179,7 +176,7 @@ fn a_copy_damaged_in_a_needed_leaf_or_of_another_size_is_refused_and_nothing_wri
     let r = repair(dir.path(), "b/f", &[]);
     assert_eq!(r.code, Some(1));
     assert_eq!(
-        r.stderr,
+        r.stderr(),
         format!(
             "mtsum: t/f: the copy b/f is damaged too (bytes {}-{}): refused, nothing written\n",
             3 * MIN_LEAF,
@@ -192,7 +189,7 @@ fn a_copy_damaged_in_a_needed_leaf_or_of_another_size_is_refused_and_nothing_wri
     fs::write(dir.path().join("short"), &before[..100]).unwrap();
     let r = repair(dir.path(), "short", &[]);
     assert_eq!(r.code, Some(1));
-    assert!(r.stderr.contains("has 100 bytes"), "{}", r.stderr);
+    assert!(r.stderr().contains("has 100 bytes"), "{}", r.stderr());
     assert_eq!(fs::read(&file).unwrap(), before);
 
     let dry = repair(dir.path(), "b/f", &["--dry-run"]);
@@ -206,7 +203,7 @@ fn a_file_of_one_leaf_keeps_no_leaf_digests_and_its_record_checks_the_copy() {
     let len = MIN_LEAF;
     let (file, copy) = recorded_with_copy(dir.path(), len as usize);
     fs::write(dir.path().join("t/g"), pattern(len as usize + 1, 3)).unwrap();
-    mtsum(dir.path(), &["--audit", "--db", "db", "t/g"]);
+    run(dir.path(), ["--audit", "--db", "db", "t/g"]);
     let conn = Connection::open(dir.path().join("db")).unwrap();
     let kept: Vec<(String, bool)> = conn
         .prepare("SELECT CAST(path AS TEXT), outboard IS NOT NULL FROM records ORDER BY path")
@@ -223,21 +220,21 @@ fn a_file_of_one_leaf_keeps_no_leaf_digests_and_its_record_checks_the_copy() {
     let r = repair(dir.path(), "b/f", &[]);
     assert_eq!(r.code, Some(1));
     assert_eq!(
-        r.stderr,
+        r.stderr(),
         format!(
             "mtsum: t/f: the copy b/f is damaged too (bytes 0-{len}): refused, nothing written\n"
         )
     );
     flip(&copy, &[0]);
-    let r = mtsum(
+    let r = run(
         dir.path(),
-        &["--audit", "--db", "db", "t/f", "--repair-from", "b"],
+        ["--audit", "--db", "db", "t/f", "--repair-from", "b"],
     );
     assert_eq!(
-        r.stdout,
+        r.stdout(),
         format!("repaired  t/f  (bytes 0-{len})\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert!(same(&file, &copy));
 }
@@ -252,7 +249,7 @@ fn a_copy_that_cannot_be_read_is_named_in_the_error_not_the_file() {
         let r = repair(dir.path(), "b/gone", extra);
         assert_eq!(r.code, Some(1));
         assert_eq!(
-            r.stderr,
+            r.stderr(),
             "mtsum: t/f: cannot read the copy b/gone: No such file or directory\n"
         );
         assert_eq!(fs::read(&file).unwrap(), before, "not one byte written");
@@ -266,9 +263,9 @@ fn a_dry_run_says_what_it_would_repair_and_writes_nothing() {
     flip(&file, &[MIN_LEAF]);
     let before = fs::read(&file).unwrap();
     let r = repair(dir.path(), "b/f", &["--dry-run"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     assert_eq!(
-        r.stdout,
+        r.stdout(),
         format!("would repair  t/f  (bytes {}-{})\n", MIN_LEAF, 2 * MIN_LEAF)
     );
     assert_eq!(fs::read(&file).unwrap(), before);
@@ -284,7 +281,7 @@ fn damaged_tree_with_mirror(dir: &Path) {
             fs::write(&path, pattern(len, len as u64)).unwrap();
         }
     }
-    mtsum(dir, &["--audit", "--db", "db", "-r", "t"]);
+    run(dir, ["--audit", "--db", "db", "-r", "t"]);
     flip(&dir.join("t/sub/b"), &[2 * MIN_LEAF]);
 }
 
@@ -292,35 +289,38 @@ fn damaged_tree_with_mirror(dir: &Path) {
 fn an_audit_repairs_from_a_mirror_of_the_tree_and_nothing_is_wrong_afterwards() {
     let dir = tempdir();
     damaged_tree_with_mirror(dir.path());
-    let r = mtsum(
+    let r = run(
         dir.path(),
-        &["--audit", "--db", "db", "-r", "t", "--repair-from", "b"],
+        ["--audit", "--db", "db", "-r", "t", "--repair-from", "b"],
     );
     let damaged = format!("(bytes {}-{})", 2 * MIN_LEAF, 3 * MIN_LEAF);
-    assert_eq!(r.stdout, format!("ok  t/a\nrepaired  t/sub/b  {damaged}\n"));
+    assert_eq!(
+        r.stdout(),
+        format!("ok  t/a\nrepaired  t/sub/b  {damaged}\n")
+    );
     // The repair worked: no alarm for a cron job to mail, and the summary still says that
     // damage was found and mended.
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     assert!(
-        r.stderr.contains("  corrupt            0\n"),
+        r.stderr().contains("  corrupt            0\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert!(
-        r.stderr.contains(
+        r.stderr().contains(
             "  repaired           1  damaged, and put back from the copies: they check out now\n"
         ),
         "{}",
-        r.stderr
+        r.stderr()
     );
-    assert!(r.stderr.contains("records: 1 repaired"), "{}", r.stderr);
+    assert!(r.stderr().contains("records: 1 repaired"), "{}", r.stderr());
     assert!(same(
         &dir.path().join("t/sub/b"),
         &dir.path().join("b/sub/b")
     ));
-    let again = mtsum(dir.path(), &["--audit", "--db", "db", "-r", "t"]);
+    let again = run(dir.path(), ["--audit", "--db", "db", "-r", "t"]);
     assert_eq!(again.code, Some(0));
-    assert_eq!(again.stdout, "ok  t/a\nok  t/sub/b\n");
+    assert_eq!(again.stdout(), "ok  t/a\nok  t/sub/b\n");
 }
 
 #[test]
@@ -329,17 +329,17 @@ fn a_repair_during_an_audit_is_repaired_in_json_and_a_dry_run_says_it_would_repa
     damaged_tree_with_mirror(dir.path());
     let args = ["--audit", "--db", "db", "-r", "t", "--repair-from", "b"];
     // A dry run writes nothing: the file is still corrupt.
-    let dry = mtsum(dir.path(), &[&args[..], &["--dry-run"]].concat());
-    assert_eq!(dry.code, Some(1), "{}", dry.stderr);
+    let dry = run(dir.path(), [&args[..], &["--dry-run"]].concat());
+    assert_eq!(dry.code, Some(1), "{}", dry.stderr());
     let damaged = format!("(bytes {}-{})", 2 * MIN_LEAF, 3 * MIN_LEAF);
     assert_eq!(
-        dry.stdout,
+        dry.stdout(),
         format!("ok  t/a\nwould repair  t/sub/b  {damaged}\n")
     );
-    let json = mtsum(dir.path(), &[&args[..], &["--json"]].concat());
-    assert_eq!(json.code, Some(0), "{}", json.stderr);
+    let json = run(dir.path(), [&args[..], &["--json"]].concat());
+    assert_eq!(json.code, Some(0), "{}", json.stderr());
     let lines: Vec<serde_json::Value> = json
-        .stdout
+        .stdout()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -390,11 +390,7 @@ fn mtsum_with_file_limit(dir: &Path, args: &[&str], limit: u64, survive: bool) -
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Run {
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    }
+    Run::from_output(out)
 }
 
 /// The recorded size and mtime of `name` in the database `db`, and the number of repairs
@@ -447,19 +443,19 @@ fn assert_half_repaired(dir: &Path, file: &Path, copy: &Path, recorded: SystemTi
 /// interrupted repair and keeps its record; in JSON too.
 fn assert_audit_says_interrupted(dir: &Path, recorded: SystemTime) {
     let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF);
-    let audit = mtsum(dir, &["--audit", "--db", "db", "--update", "t/f"]);
-    assert_eq!(audit.code, Some(1), "{}", audit.stderr);
-    assert_eq!(audit.stdout, format!("corrupt  t/f  (bytes {last})\n"));
+    let audit = run(dir, ["--audit", "--db", "db", "--update", "t/f"]);
+    assert_eq!(audit.code, Some(1), "{}", audit.stderr());
+    assert_eq!(audit.stdout(), format!("corrupt  t/f  (bytes {last})\n"));
     assert!(
         audit
-            .stderr
+            .stderr()
             .contains(&format!("mtsum: t/f: {INTERRUPTED}\n")),
         "{}",
-        audit.stderr
+        audit.stderr()
     );
-    let json = mtsum(dir, &["--audit", "--db", "db", "--update", "--json", "t/f"]);
+    let json = run(dir, ["--audit", "--db", "db", "--update", "--json", "t/f"]);
     assert_eq!(json.code, Some(1));
-    let v: serde_json::Value = serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(json.stdout().lines().next().unwrap()).unwrap();
     assert_eq!(v["status"], "corrupt");
     assert_eq!(v["error"], INTERRUPTED);
     assert_eq!(v["action"], "kept");
@@ -472,18 +468,18 @@ fn assert_audit_says_interrupted(dir: &Path, recorded: SystemTime) {
     assert_ne!(mtime(&dir.join("t/f")), recorded);
 }
 
-/// `run` finished the interrupted repair of [`damaged_in_two_leaves`]: the last leaf written,
-/// the file now byte for byte the copy with its recorded mtime, the mark gone, and the next
-/// audit finds it ok.
-fn assert_finished(dir: &Path, run: &Run, copy: &Path, recorded: SystemTime) {
+/// `repair` finished the interrupted repair of [`damaged_in_two_leaves`]: the last leaf
+/// written, the file now byte for byte the copy with its recorded mtime, the mark gone, and the
+/// next audit finds it ok.
+fn assert_finished(dir: &Path, repair: &Run, copy: &Path, recorded: SystemTime) {
     let last = format!("{}-{}", 3 * MIN_LEAF, 4 * MIN_LEAF);
-    assert_eq!(run.stdout, format!("repaired  t/f  (bytes {last})\n"));
+    assert_eq!(repair.stdout(), format!("repaired  t/f  (bytes {last})\n"));
     let file = dir.join("t/f");
     assert!(same(&file, copy));
     assert_eq!(mtime(&file), recorded);
     assert_eq!(stored(&dir.join("db"), "t/f").1, 0, "the mark is gone");
-    let audit = mtsum(dir, &["--audit", "--db", "db", "t/f"]);
-    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+    let audit = run(dir, ["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout()), (Some(0), "ok  t/f\n"));
 }
 
 /// Repairs of the file of [`damaged_in_two_leaves`] write its first leaf, then die at the
@@ -501,7 +497,7 @@ fn a_repair_killed_midway_is_corrupt_to_the_next_audit_and_finished_by_the_next_
     assert_audit_says_interrupted(dir.path(), recorded);
 
     let again = repair(dir.path(), "b/f", &[]);
-    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert_eq!(again.code, Some(0), "{}", again.stderr());
     assert_finished(dir.path(), &again, &copy, recorded);
 }
 
@@ -512,17 +508,17 @@ fn a_repair_failing_midway_with_an_io_error_leaves_the_mark_and_an_audit_finishe
     let args = ["--repair", "t/f", "--from", "b/f", "--db", "db"];
     let failed = mtsum_with_file_limit(dir.path(), &args, LIMIT, true);
     assert_eq!(failed.code, Some(1));
-    assert_eq!(failed.stderr, "mtsum: t/f: File too large\n");
+    assert_eq!(failed.stderr(), "mtsum: t/f: File too large\n");
     assert_half_repaired(dir.path(), &file, &copy, recorded);
     assert_audit_says_interrupted(dir.path(), recorded);
 
     // During an audit too: --repair-from finishes it, and then nothing is wrong.
-    let audit = mtsum(
+    let audit = run(
         dir.path(),
-        &["--audit", "--db", "db", "t/f", "--repair-from", "b"],
+        ["--audit", "--db", "db", "t/f", "--repair-from", "b"],
     );
-    assert_eq!(audit.code, Some(0), "{}", audit.stderr);
-    assert!(!audit.stderr.contains(INTERRUPTED), "{}", audit.stderr);
+    assert_eq!(audit.code, Some(0), "{}", audit.stderr());
+    assert!(!audit.stderr().contains(INTERRUPTED), "{}", audit.stderr());
     assert_finished(dir.path(), &audit, &copy, recorded);
 }
 
@@ -549,26 +545,23 @@ fn a_repair_cut_short_after_its_last_leaf_only_needs_its_mtime_put_back() {
         .set_modified(later)
         .unwrap();
 
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "--update", "t/f"]);
+    let audit = run(dir.path(), ["--audit", "--db", "db", "--update", "t/f"]);
     assert_eq!(audit.code, Some(1));
-    assert_eq!(audit.stdout, "corrupt  t/f\n");
-    assert!(audit.stderr.contains(INTERRUPTED), "{}", audit.stderr);
+    assert_eq!(audit.stdout(), "corrupt  t/f\n");
+    assert!(audit.stderr().contains(INTERRUPTED), "{}", audit.stderr());
     let dry = repair(dir.path(), "b/f", &["--dry-run"]);
-    assert_eq!(
-        (dry.code, dry.stdout.as_str()),
-        (Some(0), "would repair  t/f\n")
-    );
+    assert_eq!((dry.code, dry.stdout()), (Some(0), "would repair  t/f\n"));
     assert_eq!(mtime(&file), later);
     let r = repair(dir.path(), "b/f", &[]);
     assert_eq!(
-        (r.code, r.stdout.as_str()),
+        (r.code, r.stdout()),
         (Some(0), "repaired  t/f\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert_eq!(mtime(&file), recorded);
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+    let audit = run(dir.path(), ["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout()), (Some(0), "ok  t/f\n"));
 }
 
 #[test]
@@ -585,22 +578,22 @@ fn a_mark_does_not_cover_a_change_of_size_nor_outlive_fix() {
     let mut grown = fs::read(&file).unwrap();
     grown.push(0);
     fs::write(&file, &grown).unwrap();
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!(audit.stdout, "modified  t/f\n");
+    let audit = run(dir.path(), ["--audit", "--db", "db", "t/f"]);
+    assert_eq!(audit.stdout(), "modified  t/f\n");
     let r = repair(dir.path(), "b/f", &[]);
     assert_eq!(r.code, Some(1));
-    assert!(r.stderr.contains("was modified"), "{}", r.stderr);
+    assert!(r.stderr().contains("was modified"), "{}", r.stderr());
     // Back to its size with a new mtime: the mark's again, until --fix accepts the file.
     grown.pop();
     grown[5] ^= 1;
     fs::write(&file, &grown).unwrap();
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!(audit.stdout, "corrupt  t/f  (bytes 0-65536)\n");
-    let fix = mtsum(dir.path(), &["--audit", "--db", "db", "--fix", "t/f"]);
-    assert_eq!(fix.stdout, "corrupt  t/f  (bytes 0-65536)\n");
+    let audit = run(dir.path(), ["--audit", "--db", "db", "t/f"]);
+    assert_eq!(audit.stdout(), "corrupt  t/f  (bytes 0-65536)\n");
+    let fix = run(dir.path(), ["--audit", "--db", "db", "--fix", "t/f"]);
+    assert_eq!(fix.stdout(), "corrupt  t/f  (bytes 0-65536)\n");
     assert_eq!(stored(&dir.path().join("db"), "t/f").1, 0);
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+    let audit = run(dir.path(), ["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout()), (Some(0), "ok  t/f\n"));
 }
 
 #[test]
@@ -619,22 +612,22 @@ fn a_database_of_version_1_is_read_as_it_is_and_upgraded_when_written() {
         .unwrap()
         .execute_batch("DROP TABLE repairs; PRAGMA user_version = 1;")
         .unwrap();
-    let dry = mtsum(dir.path(), &["--audit", "--db", "db", "--dry-run", "t/f"]);
+    let dry = run(dir.path(), ["--audit", "--db", "db", "--dry-run", "t/f"]);
     assert_eq!(
-        (dry.code, dry.stdout.as_str()),
+        (dry.code, dry.stdout()),
         (Some(0), "ok  t/f\n"),
         "{}",
-        dry.stderr
+        dry.stderr()
     );
-    let export = mtsum(dir.path(), &["--audit", "--export", "-", "--db", "db"]);
-    assert_eq!(export.code, Some(0), "{}", export.stderr);
-    assert!(export.stdout.contains("t/f"), "{}", export.stdout);
+    let export = run(dir.path(), ["--audit", "--export", "-", "--db", "db"]);
+    assert_eq!(export.code, Some(0), "{}", export.stderr());
+    assert!(export.stdout().contains("t/f"), "{}", export.stdout());
     assert_eq!(version(&db), 1, "a reader writes nothing");
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!((audit.code, audit.stdout.as_str()), (Some(0), "ok  t/f\n"));
+    let audit = run(dir.path(), ["--audit", "--db", "db", "t/f"]);
+    assert_eq!((audit.code, audit.stdout()), (Some(0), "ok  t/f\n"));
     assert_eq!(version(&db), 2);
     assert_eq!(stored(&db, "t/f").1, 0);
     flip(&file, &[7]);
-    let audit = mtsum(dir.path(), &["--audit", "--db", "db", "t/f"]);
-    assert_eq!(audit.stdout, "corrupt  t/f  (bytes 0-100)\n");
+    let audit = run(dir.path(), ["--audit", "--db", "db", "t/f"]);
+    assert_eq!(audit.stdout(), "corrupt  t/f  (bytes 0-100)\n");
 }

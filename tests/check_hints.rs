@@ -4,6 +4,7 @@
 mod common;
 
 use common::check::*;
+use common::run::run;
 use common::strs;
 use mtsum::Algorithm;
 
@@ -27,7 +28,7 @@ fn repeated_options_are_accepted_as_in_coreutils() {
         &["-c", "--quiet", "--status", "--quiet"],
     ] {
         let args = [strs(&["-t", "plain"]), strs(options), strs(&["sums"])].concat();
-        let out = mtsum_in(dir.path(), &args, b"");
+        let out = run(dir.path(), &args);
         assert_eq!(out.code, Some(0), "{options:?}: {}", out.stderr());
     }
 }
@@ -46,7 +47,7 @@ fn long_options_may_be_abbreviated_as_in_coreutils() {
         ("--wa", "good: OK\n"),
     ] {
         let args = strs(&["-t", "plain", "-c", option, "sums"]);
-        let out = mtsum_in(dir.path(), &args, b"");
+        let out = run(dir.path(), &args);
         assert_eq!(out.code, Some(0), "{option}: {}", out.stderr());
         assert_eq!(String::from_utf8_lossy(&out.stdout), stdout, "{option}");
     }
@@ -61,7 +62,7 @@ fn one_untagged_line_of_another_layout_gets_the_hint_in_the_singular() {
         b"sums",
         (sha256_hex(b"a\n") + "  a\n").as_bytes(),
     );
-    let out = mtsum_in(dir.path(), &strs(&["-c", "sums"]), b"");
+    let out = run(dir.path(), strs(&["-c", "sums"]));
     assert_eq!(out.code, Some(1));
     let hint = "mtsum: note: untagged line was checked with the mtsum layout;";
     assert!(out.stderr().contains(hint), "{}", out.stderr());
@@ -72,11 +73,7 @@ fn warn_names_an_untagged_line_with_the_layouts_default_algorithm() {
     // S3's default algorithm is MD5 (the ETag), not SHA-256.
     let dir = open_tempdir();
     put(dir.path(), b"sums", b"junk line\n");
-    let out = mtsum_in(
-        dir.path(),
-        &strs(&["-c", "-t", "s3", "--warn", "sums"]),
-        b"",
-    );
+    let out = run(dir.path(), strs(&["-c", "-t", "s3", "--warn", "sums"]));
     assert_eq!(out.code, Some(1));
     let warning = "mtsum: sums: 1: improperly formatted S3-MD5-8M checksum line\n";
     assert!(out.stderr().starts_with(warning), "{}", out.stderr());
@@ -92,19 +89,19 @@ fn sums_of_another_layout_get_a_hint_about_the_layout() {
     put(dir.path(), b"sums", sums.as_bytes());
     let hint = "mtsum: note: untagged lines were checked with the mtsum layout";
 
-    let default = mtsum_in(dir.path(), &strs(&["-c", "sums"]), b"");
+    let default = run(dir.path(), strs(&["-c", "sums"]));
     assert_eq!(default.code, Some(1));
     assert!(default.stderr().contains(hint), "{}", default.stderr());
 
-    let plain = mtsum_in(dir.path(), &strs(&["-t", "plain", "-c", "sums"]), b"");
+    let plain = run(dir.path(), strs(&["-t", "plain", "-c", "sums"]));
     assert_eq!(plain.code, Some(0));
     assert!(!plain.stderr().contains("note:"), "{}", plain.stderr());
 
     // One corrupted file among good ones is corruption, not a layout mix-up.
-    let own = mtsum_in(dir.path(), &strs(&["a", "b"]), b"");
+    let own = run(dir.path(), strs(&["a", "b"]));
     put(dir.path(), b"own", own.stdout.as_slice());
     put(dir.path(), b"b", b"B\n");
-    let corrupt = mtsum_in(dir.path(), &strs(&["-c", "own"]), b"");
+    let corrupt = run(dir.path(), strs(&["-c", "own"]));
     assert_eq!(corrupt.code, Some(1));
     assert!(!corrupt.stderr().contains("note:"), "{}", corrupt.stderr());
 }
@@ -115,21 +112,17 @@ fn s3_values_checked_without_a_layout_get_a_hint_about_s3_not_plain() {
     put(dir.path(), b"f", &noise(6 << 20, 5));
     // What an S3 listing gives: the ETag of a multipart upload, untagged.
     let args = strs(&["-t", "s3", "--part-size", "5M", "f"]);
-    let sums = mtsum_in(dir.path(), &args, b"").stdout;
+    let sums = run(dir.path(), &args).stdout;
     assert!(String::from_utf8_lossy(&sums).contains("-2  f"), "{sums:?}");
     put(dir.path(), b"sums", &sums);
-    let out = mtsum_in(dir.path(), &strs(&["-c", "sums"]), b"");
+    let out = run(dir.path(), strs(&["-c", "sums"]));
     assert_eq!(out.code, Some(1));
     let hint = "mtsum: note: untagged line was checked with the mtsum layout; use -t s3 for S3 \
                 values (a part count after a dash), with --part-size auto if their part size \
                 is not known\n";
     assert!(out.stderr().ends_with(hint), "{}", out.stderr());
     let auto = strs(&["-c", "-t", "s3", "--part-size", "auto", "sums"]);
-    assert_eq!(
-        mtsum_in(dir.path(), &auto, b"").code,
-        Some(0),
-        "as the hint says"
-    );
+    assert_eq!(run(dir.path(), &auto).code, Some(0), "as the hint says");
 }
 
 /// `b3sum` and `xxhsum -H128` write untagged values whose length implies SHA-256 and MD5:
@@ -155,7 +148,7 @@ fn untagged_values_that_all_fail_as_the_algorithm_their_length_implies_get_a_not
     for (alg, name, note) in cases {
         let line = format!("{}  h\n", alg.hash(b"hello").to_hex());
         put(dir.path(), b"sums", line.as_bytes());
-        let out = mtsum_in(dir.path(), &strs(&["-c", "-t", "plain", "sums"]), b"");
+        let out = run(dir.path(), strs(&["-c", "-t", "plain", "sums"]));
         assert_eq!(
             (out.code, out.stdout.as_slice()),
             (Some(1), &b"h: FAILED\n"[..])
@@ -164,9 +157,9 @@ fn untagged_values_that_all_fail_as_the_algorithm_their_length_implies_get_a_not
         assert!(out.stderr().ends_with(&want), "{}", out.stderr());
         // As the note says; and without -t, the layout's hint names -a too.
         let with_a = strs(&["-c", "-t", "plain", "-a", name, "sums"]);
-        let out = mtsum_in(dir.path(), &with_a, b"");
-        assert_eq!((out.code, out.stderr().as_str()), (Some(0), ""));
-        let out = mtsum_in(dir.path(), &strs(&["-c", "sums"]), b"");
+        let out = run(dir.path(), &with_a);
+        assert_eq!((out.code, out.stderr()), (Some(0), ""));
+        let out = run(dir.path(), strs(&["-c", "sums"]));
         assert!(
             out.stderr().contains(&format!("-a {name} for")),
             "{}",
@@ -184,20 +177,19 @@ fn untagged_64_bit_values_that_all_fail_as_xxh3_get_a_note_about_xxh64() {
                 default, which mtsum does not compute (xxhsum -H3 writes XXH3)\n";
     // What `xxhsum h` writes: XXH64, untagged (published value of XXH64("hello")).
     put(dir.path(), b"xxh64", b"26c7827d889f6da3  h\n");
-    let out = mtsum_in(dir.path(), &strs(&["-c", "-t", "plain", "xxh64"]), b"");
+    let out = run(dir.path(), strs(&["-c", "-t", "plain", "xxh64"]));
     assert_eq!(out.code, Some(1));
     assert!(out.stderr().ends_with(note), "{}", out.stderr());
 
     // XXH3 values that check out need no note, nor a corrupted file among good ones.
-    let own = mtsum_in(dir.path(), &strs(&["-t", "plain", "-a", "xxh3", "h"]), b"").stdout;
+    let own = run(dir.path(), strs(&["-t", "plain", "-a", "xxh3", "h"])).stdout;
     put(dir.path(), b"xxh3", &own);
-    let out = mtsum_in(dir.path(), &strs(&["-c", "-t", "plain", "xxh3"]), b"");
-    assert_eq!((out.code, out.stderr().as_str()), (Some(0), ""));
+    let out = run(dir.path(), strs(&["-c", "-t", "plain", "xxh3"]));
+    assert_eq!((out.code, out.stderr()), (Some(0), ""));
     // Asked for with -a, XXH3 is what the user means: no note either.
-    let out = mtsum_in(
+    let out = run(
         dir.path(),
-        &strs(&["-c", "-t", "plain", "-a", "xxh3", "xxh64"]),
-        b"",
+        strs(&["-c", "-t", "plain", "-a", "xxh3", "xxh64"]),
     );
     assert_eq!(out.code, Some(1));
     assert!(!out.stderr().contains("note:"), "{}", out.stderr());

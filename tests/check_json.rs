@@ -4,6 +4,7 @@
 mod common;
 
 use common::check::*;
+use common::run::run;
 use common::{os, strs};
 use std::fs;
 use tempfile::TempDir;
@@ -55,11 +56,7 @@ fn json_scenario() -> TempDir {
 #[test]
 fn json_check_gives_one_object_per_line_in_line_order_then_a_summary() {
     let dir = json_scenario();
-    let out = mtsum_in(
-        dir.path(),
-        &strs(&["-t", "plain", "-c", "--json", "sums"]),
-        b"",
-    );
+    let out = run(dir.path(), strs(&["-t", "plain", "-c", "--json", "sums"]));
     assert_eq!(out.code, Some(1), "{}", out.stderr());
     let objects = json_objects(&out.stdout);
     let digest = |bytes: &[u8]| serde_json::Value::from(sha256_hex(bytes));
@@ -139,8 +136,8 @@ fn json_check_changes_stdout_only_and_exits_as_the_text_does() {
             &["--strict", "--ignore-missing", "--warn"],
         ] {
             let args = [strs(&["-t", "plain", "-c"]), strs(options), strs(sums)].concat();
-            let text = mtsum_in(p, &args, b"");
-            let json = mtsum_in(p, &[args, strs(&["--json"])].concat(), b"");
+            let text = run(p, &args);
+            let json = run(p, [args, strs(&["--json"])].concat());
             let what = format!("{options:?} {sums:?}");
             assert_eq!(json.code, text.code, "{what}: {}", json.stderr());
             assert_eq!(lines(&json.stderr), lines(&text.stderr), "{what}");
@@ -167,7 +164,7 @@ fn json_check_keeps_every_object_with_quiet_and_ignore_missing() {
             strs(options),
             strs(&["sums"]),
         ];
-        let out = mtsum_in(p, &args.concat(), b"");
+        let out = run(p, args.concat());
         let objects = json_objects(&out.stdout);
         let statuses: Vec<String> = objects
             .iter()
@@ -216,7 +213,7 @@ fn json_check_keeps_every_object_with_quiet_and_ignore_missing() {
             strs(options),
             strs(&["gone"]),
         ];
-        let out = mtsum_in(p, &args.concat(), b"");
+        let out = run(p, args.concat());
         assert_eq!(out.code, Some(code), "{options:?}: {}", out.stderr());
         let objects = json_objects(&out.stdout);
         assert_eq!(objects[0]["status"], "missing");
@@ -237,7 +234,7 @@ fn json_check_names_that_are_not_utf8_also_as_bytes() {
         vec![os(b"sums\xfe")],
     ]
     .concat();
-    let out = mtsum_in(p, &args, b"");
+    let out = run(p, &args);
     assert_eq!(out.code, Some(0), "{}", out.stderr());
     let objects = json_objects(&out.stdout);
     assert_eq!(objects[0]["status"], "ok");
@@ -270,16 +267,16 @@ fn json_check_describes_tagged_lines_of_every_layout_as_hash_mode_does() {
         &["-t", "plain", "-a", "crc32c", "--base64"],
         &["-t", "merkle", "-l", "4K", "--base64"],
     ] {
-        let tagged = mtsum_in(p, &[strs(args), strs(&["--tag", "f"])].concat(), b"");
+        let tagged = run(p, [strs(args), strs(&["--tag", "f"])].concat());
         sums.extend_from_slice(&tagged.stdout);
-        let hashed = mtsum_in(p, &[strs(args), strs(&["--json", "f"])].concat(), b"");
+        let hashed = run(p, [strs(args), strs(&["--json", "f"])].concat());
         let mut object = json_objects(&hashed.stdout).remove(0);
         object.as_object_mut().expect("an object").remove("seconds");
         expected.push(object);
     }
     put(p, b"sums", &sums);
     // Untagged lines would be read with -t plain: the tags say it all.
-    let out = mtsum_in(p, &strs(&["-t", "plain", "-c", "--json", "sums"]), b"");
+    let out = run(p, strs(&["-t", "plain", "-c", "--json", "sums"]));
     assert_eq!(out.code, Some(0), "{}", out.stderr());
     let objects = json_objects(&out.stdout);
     assert_eq!(objects.len(), expected.len() + 1);
@@ -299,12 +296,12 @@ fn json_check_says_which_part_size_matched_and_how_many_were_tried() {
     let p = dir.path();
     // Two parts of 16 MiB; three parts are 7, 8 or 9 MiB (or MB).
     put(p, b"f", &noise(20 << 20, 3));
-    let sums = mtsum_in(p, &strs(&["-t", "s3", "--part-size", "16M", "f"]), b"").stdout;
+    let sums = run(p, strs(&["-t", "s3", "--part-size", "16M", "f"])).stdout;
     put(p, b"sums", &sums);
     let auto = strs(&["-c", "-t", "s3", "--part-size", "auto"]);
-    let text = mtsum_in(p, &[auto.clone(), strs(&["sums"])].concat(), b"");
+    let text = run(p, [auto.clone(), strs(&["sums"])].concat());
     assert_eq!(text.stdout, b"f: OK (--part-size 16M)\n");
-    let out = mtsum_in(p, &[auto.clone(), strs(&["--json", "sums"])].concat(), b"");
+    let out = run(p, [auto.clone(), strs(&["--json", "sums"])].concat());
     assert_eq!(out.code, Some(0), "{}", out.stderr());
     let ok = &json_objects(&out.stdout)[0];
     assert_eq!(ok["status"], "ok", "{ok}");
@@ -318,8 +315,8 @@ fn json_check_says_which_part_size_matched_and_how_many_were_tried() {
     // A value no size gives: the text and the object count the same tries.
     let wrong = String::from_utf8_lossy(&sums).replacen("-2", "-3", 1);
     put(p, b"sums", wrong.as_bytes());
-    let text = mtsum_in(p, &[auto.clone(), strs(&["sums"])].concat(), b"");
-    let out = mtsum_in(p, &[auto, strs(&["--json", "sums"])].concat(), b"");
+    let text = run(p, [auto.clone(), strs(&["sums"])].concat());
+    let out = run(p, [auto, strs(&["--json", "sums"])].concat());
     assert_eq!((out.code, text.code), (Some(1), Some(1)));
     let failed = &json_objects(&out.stdout)[0];
     assert_eq!(failed["status"], "failed", "{failed}");
@@ -331,11 +328,7 @@ fn json_check_says_which_part_size_matched_and_how_many_were_tried() {
 #[test]
 fn json_check_with_status_is_a_usage_error() {
     let dir = json_scenario();
-    let out = mtsum_in(
-        dir.path(),
-        &strs(&["-c", "--status", "--json", "sums"]),
-        b"",
-    );
+    let out = run(dir.path(), strs(&["-c", "--status", "--json", "sums"]));
     assert_eq!(out.code, Some(2));
     assert!(out.stdout.is_empty());
     let stderr = out.stderr();

@@ -5,6 +5,7 @@
 mod common;
 
 use common::check::*;
+use common::run::run;
 use common::{os, skip, strs};
 use proptest::prelude::*;
 use std::ffi::{OsStr, OsString};
@@ -86,11 +87,11 @@ fn mtsum_round_trip_is_clean_and_finds_one_corrupted_byte() {
     let all_ok: Vec<u8> = names.iter().flat_map(|n| verdict(n, "OK")).collect();
     for (i, (write, read)) in configs.into_iter().enumerate() {
         let what = format!("mtsum {write:?} | mtsum -c {read:?}");
-        let written = mtsum_in(dir.path(), &[strs(write), args.clone()].concat(), b"");
+        let written = run(dir.path(), [strs(write), args.clone()].concat());
         assert_eq!(written.code, Some(0), "{what}: {}", written.stderr());
         put(dir.path(), b"sums", &written.stdout);
         let check = [strs(read), strs(&["-c", "sums"])].concat();
-        let out = mtsum_in(dir.path(), &check, b"");
+        let out = run(dir.path(), &check);
         assert_eq!(lines(&out.stdout), lines(&all_ok), "{what}");
         assert_eq!(out.stderr(), "", "{what}");
         assert_eq!(out.code, Some(0), "{what}");
@@ -104,7 +105,7 @@ fn mtsum_round_trip_is_clean_and_finds_one_corrupted_byte() {
         let at = (i * 7919) % corrupt.len();
         corrupt[at] ^= 0x20;
         fs::write(&path, &corrupt).unwrap();
-        let out = mtsum_in(dir.path(), &check, b"");
+        let out = run(dir.path(), &check);
         fs::write(&path, &original).unwrap();
         let expected: Vec<u8> = names
             .iter()
@@ -136,7 +137,7 @@ fn ten_thousand_files_from_mtsum_r_check_clean_and_any_corrupted_byte_is_found()
             files.push(format!("tree/d{d:02}/f{f:02}"));
         }
     }
-    let written = mtsum_in(dir.path(), &strs(&["-r", "tree"]), b"");
+    let written = run(dir.path(), strs(&["-r", "tree"]));
     assert_eq!(written.code, Some(0), "{}", written.stderr());
     put(dir.path(), b"tree.sums", &written.stdout);
     assert_eq!(
@@ -144,13 +145,13 @@ fn ten_thousand_files_from_mtsum_r_check_clean_and_any_corrupted_byte_is_found()
         10_000
     );
 
-    let out = mtsum_in(dir.path(), &strs(&["-c", "tree.sums"]), b"");
+    let out = run(dir.path(), strs(&["-c", "tree.sums"]));
     let expected: String = files.iter().map(|f| format!("{f}: OK\n")).collect();
     assert!(
         out.stdout == expected.as_bytes(),
         "not every file checked OK"
     );
-    assert_eq!((out.stderr(), out.code), (String::new(), Some(0)));
+    assert_eq!((out.stderr(), out.code), ("", Some(0)));
 
     // Any one byte: a few files and places picked by a fixed pseudo-random sequence.
     for (round, pick) in noise(4, 10_000).into_iter().enumerate() {
@@ -161,7 +162,7 @@ fn ten_thousand_files_from_mtsum_r_check_clean_and_any_corrupted_byte_is_found()
         let at = (round * 31 + usize::from(pick)) % corrupt.len();
         corrupt[at] ^= 1 << (round % 8);
         fs::write(&path, &corrupt).unwrap();
-        let out = mtsum_in(dir.path(), &strs(&["-c", "--quiet", "tree.sums"]), b"");
+        let out = run(dir.path(), strs(&["-c", "--quiet", "tree.sums"]));
         fs::write(&path, &original).unwrap();
         let what = format!("byte {at} of {} changed", files[index]);
         assert_eq!(
@@ -253,7 +254,7 @@ fn malformed_sum_files_never_panic() {
             &["-t", "plain", "-a", "md5"],
         ] {
             let args = [strs(options), strs(&["-c", "bad.sums"])].concat();
-            let out = mtsum_in(dir.path(), &args, b"");
+            let out = run(dir.path(), &args);
             assert_eq!(out.code, Some(1), "{what}, {options:?}: {}", out.stderr());
             assert!(!out.stderr.is_empty(), "{what}, {options:?}: no warning");
         }
@@ -265,7 +266,7 @@ fn malformed_sum_files_never_panic() {
     put(dir.path(), b"huge.sums", &huge);
     drop(huge);
     let args = strs(&["-t", "plain", "-c", "--warn", "huge.sums"]);
-    let out = mtsum_in(dir.path(), &args, b"");
+    let out = run(dir.path(), &args);
     assert_eq!(lines(&out.stdout), lines(b"good: OK\n"));
     assert_eq!(
         out.stderr(),
@@ -274,7 +275,7 @@ fn malformed_sum_files_never_panic() {
     );
     assert_eq!(out.code, Some(0));
     let args = strs(&["-t", "plain", "-c", "--strict", "huge.sums"]);
-    let out = mtsum_in(dir.path(), &args, b"");
+    let out = run(dir.path(), &args);
     assert_eq!(out.code, Some(1), "--strict fails on the improper line");
 }
 
@@ -333,7 +334,7 @@ proptest! {
             args.push("--strict".into());
         }
         // Standard input is empty: a line naming `-` reads nothing.
-        let out = mtsum_in(dir.path(), &args, b"");
+        let out = run(dir.path(), &args);
         prop_assert!(matches!(out.code, Some(0 | 1)), "{:?}", out);
         for line in out.stdout.split_inclusive(|&b| b == b'\n') {
             let verdict = [&b": OK\n"[..], b": FAILED\n", b": FAILED open or read\n"];
@@ -376,7 +377,7 @@ fn messages_quote_odd_names_as_sha256sum_does() {
         .collect();
     put(dir.path(), b"sums", &sums);
     let theirs = run_in(dir.path(), &[], &strs(&["sha256sum", "-c", "sums"]), b"");
-    let ours = mtsum_in(dir.path(), &strs(&["-t", "plain", "-c", "sums"]), b"");
+    let ours = run(dir.path(), strs(&["-t", "plain", "-c", "sums"]));
     assert_same(
         "names that need quoting",
         "sha256sum",

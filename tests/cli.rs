@@ -15,6 +15,7 @@
 mod common;
 
 use common::cli::*;
+use common::run::*;
 use common::{MTSUM, skip, tempdir, wait_until, write_file};
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -269,7 +270,7 @@ fn plain_layout_equals_coreutils_byte_for_byte() {
                 .iter()
                 .chain(names),
         );
-        assert_eq!((ours.code, ours.stderr.as_str()), (Some(0), ""), "-a {alg}");
+        assert_eq!((ours.code, ours.stderr()), (Some(0), ""), "-a {alg}");
         assert_eq!(
             String::from_utf8_lossy(&ours.stdout),
             String::from_utf8_lossy(&theirs.stdout),
@@ -326,9 +327,9 @@ fn mtsum_layout_on_standard_input_longer_than_it_holds_fails_with_the_stream_hin
     let r = run_stdin(dir.path(), ["-", "empty"], &vec![0; LONGER_THAN_HELD]);
     assert_eq!(r.code, Some(1));
     assert_eq!(r.stdout(), format!("{MTSUM_SHA256_EMPTY}  empty\n"));
-    assert!(r.stderr.starts_with("mtsum: -: "), "{}", r.stderr);
-    assert!(r.stderr.contains(STREAM_HINT), "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr().starts_with("mtsum: -: "), "{}", r.stderr());
+    assert!(r.stderr().contains(STREAM_HINT), "{}", r.stderr());
+    assert_eq!(r.stderr().lines().count(), 1, "{}", r.stderr());
 }
 
 /// `mtsum ARGS` in `dir` with standard input `file` (as `< file` gives it).
@@ -464,10 +465,14 @@ fn standard_input_open_for_writing_only_is_a_bad_file_descriptor_even_with_nothi
             let r = run_with_stdin_file(dir.path(), args, write_only(path, at));
             let what = format!("{args:?} {path:?} at {at}");
             assert_eq!(r.code, Some(1), "{what}: {}", r.stdout());
-            assert_eq!(r.stderr, error_line("-", "Bad file descriptor"), "{what}");
+            assert_eq!(r.stderr(), error_line("-", "Bad file descriptor"), "{what}");
         }
         let r = run_with_stdin_file(dir.path(), &["--plan", "2", "-"], write_only(path, at));
-        assert_eq!(r.stderr, error_line("-", "Bad file descriptor"), "{path:?}");
+        assert_eq!(
+            r.stderr(),
+            error_line("-", "Bad file descriptor"),
+            "{path:?}"
+        );
     }
 }
 
@@ -572,7 +577,11 @@ fn unknown_algorithm_is_a_usage_error_listing_the_algorithms() {
     for alg in [
         "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake3", "xxh3", "xxh128",
     ] {
-        assert!(r.stderr.contains(alg), "{alg} not listed:\n{}", r.stderr);
+        assert!(
+            r.stderr().contains(alg),
+            "{alg} not listed:\n{}",
+            r.stderr()
+        );
     }
 }
 
@@ -584,9 +593,9 @@ fn unknown_layout_is_a_usage_error_listing_the_layouts() {
     r.assert_usage_error("sha256tree");
     for layout in ["mtsum", "plain", "merkle", "rfc6962"] {
         assert!(
-            r.stderr.contains(layout),
+            r.stderr().contains(layout),
             "{layout} not listed:\n{}",
-            r.stderr
+            r.stderr()
         );
     }
 }
@@ -624,7 +633,7 @@ fn leaf_size_for_a_layout_without_leaves_is_a_usage_error() {
     ] {
         let r = run(dir.path(), [layout, &["a"]].concat());
         r.assert_usage_error("leaf size");
-        assert!(r.stderr.contains("merkle and rfc6962"), "{}", r.stderr);
+        assert!(r.stderr().contains("merkle and rfc6962"), "{}", r.stderr());
     }
 }
 
@@ -755,9 +764,9 @@ fn odd_arguments_and_inputs_never_panic() {
             matches!(r.code, Some(0..=2)),
             "{args:?}: exit {:?}\n{}",
             r.code,
-            r.stderr
+            r.stderr()
         );
-        for line in r.stderr.lines().filter(|l| l.starts_with("mtsum")) {
+        for line in r.stderr().lines().filter(|l| l.starts_with("mtsum")) {
             assert!(line.starts_with("mtsum: "), "{args:?}: {line}");
         }
     }
@@ -778,10 +787,10 @@ fn too_many_processors_for_the_system_is_an_error_not_a_panic() {
         .args(["prlimit", "--nproc=32:32", MTSUM, "-p", "1000", "a"])
         .current_dir(dir.path());
     let r = run_cmd(Command::from_std(cmd).timeout(TIMEOUT));
-    if r.stderr.starts_with("setpriv:") || r.stderr.starts_with("prlimit:") {
+    if r.stderr().starts_with("setpriv:") || r.stderr().starts_with("prlimit:") {
         eprintln!(
             "note: not tested, setpriv/prlimit cannot run mtsum as user 65534: {}",
-            r.stderr
+            r.stderr()
         );
         return;
     }
@@ -790,10 +799,10 @@ fn too_many_processors_for_the_system_is_an_error_not_a_panic() {
         Some(0) => r.assert(0, &expected, ""),
         Some(1 | 2) => {
             assert!(r.stdout.is_empty() || r.stdout() == expected);
-            assert!(r.stderr.starts_with("mtsum: "), "{}", r.stderr);
-            assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+            assert!(r.stderr().starts_with("mtsum: "), "{}", r.stderr());
+            assert_eq!(r.stderr().lines().count(), 1, "{}", r.stderr());
         }
-        other => panic!("exit {other:?}:\n{}", r.stderr),
+        other => panic!("exit {other:?}:\n{}", r.stderr()),
     }
 }
 
@@ -810,7 +819,7 @@ fn the_ranges_options_with_audit_or_check_name_the_option_given() {
             } else {
                 "--audit"
             };
-            assert!(!r.stderr.contains(other), "{}", r.stderr);
+            assert!(!r.stderr().contains(other), "{}", r.stderr());
         }
     }
 }

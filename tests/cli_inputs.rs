@@ -4,6 +4,7 @@
 mod common;
 
 use common::cli::*;
+use common::run::*;
 use common::{MTSUM, is_root, mtsum_unprivileged, skip, tempdir, wait_until, write_file};
 use std::fs::{self, File};
 use std::os::unix::fs::PermissionsExt;
@@ -163,11 +164,11 @@ fn fifo_with_mtsum_layout_longer_than_it_holds_is_a_stream_error_and_the_others_
     let writer = FifoWriter::start(&fifo, pattern(LONGER_THAN_HELD));
     let r = run(dir.path(), ["fifo", "a"]);
     writer.finish();
-    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr());
     assert_eq!(r.stdout(), expected);
-    assert!(r.stderr.starts_with("mtsum: fifo: "), "{}", r.stderr);
-    assert!(r.stderr.contains(STREAM_HINT), "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr().starts_with("mtsum: fifo: "), "{}", r.stderr());
+    assert!(r.stderr().contains(STREAM_HINT), "{}", r.stderr());
+    assert_eq!(r.stderr().lines().count(), 1, "{}", r.stderr());
 }
 
 #[test]
@@ -188,9 +189,13 @@ fn dev_null_with_mtsum_layout_is_the_empty_files_tree_and_dev_zero_a_stream_erro
     run(dir.path(), ["/dev/null"]).assert(0, &format!("{MTSUM_SHA256_EMPTY}  /dev/null\n"), "");
     let r = run(dir.path(), ["/dev/zero"]);
     assert_eq!((r.code, r.stdout.as_slice()), (Some(1), &b""[..]));
-    assert!(r.stderr.starts_with("mtsum: /dev/zero: "), "{}", r.stderr);
-    assert!(r.stderr.contains(STREAM_HINT), "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr().starts_with("mtsum: /dev/zero: "),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.stderr().contains(STREAM_HINT), "{}", r.stderr());
+    assert_eq!(r.stderr().lines().count(), 1, "{}", r.stderr());
 }
 
 /// A loop device attached to a file, detached again when dropped.

@@ -5,6 +5,7 @@
 mod common;
 
 use common::cli::*;
+use common::run::*;
 use common::{MTSUM, skip, tempdir, wait_until, write_file};
 use std::fs::{self};
 use std::path::Path;
@@ -133,13 +134,13 @@ fn standard_input_closed_at_start_fails_a_check_line_naming_it() {
         format!("{SHA256_EMPTY}  -\n").as_bytes(),
     );
     let r = run_redirected(dir.path(), &["-t", "plain", "-c", "SUMS"], "<&-");
-    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr());
     assert_eq!(r.stdout(), "-: FAILED open or read\n");
     assert!(
-        r.stderr
+        r.stderr()
             .starts_with(&error_line("-", "Bad file descriptor")),
         "{}",
-        r.stderr
+        r.stderr()
     );
 }
 
@@ -148,14 +149,14 @@ fn standard_output_closed_at_start_is_a_write_error_with_status_1() {
     let dir = tempdir();
     write_file(dir.path(), "a", b"a");
     let r = run_redirected(dir.path(), &["-t", "plain", "a"], ">&-");
-    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr());
     assert!(
-        r.stderr
+        r.stderr()
             .starts_with("mtsum: standard output: Bad file descriptor"),
         "{}",
-        r.stderr
+        r.stderr()
     );
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert_eq!(r.stderr().lines().count(), 1, "{}", r.stderr());
 }
 
 #[test]
@@ -172,10 +173,18 @@ fn verbose_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
         "File size: 6 bytes\n",
         "File size: 3145728 bytes\n",
     ] {
-        assert!(r.stderr.contains(needle), "no {needle:?} in:\n{}", r.stderr);
+        assert!(
+            r.stderr().contains(needle),
+            "no {needle:?} in:\n{}",
+            r.stderr()
+        );
     }
     let timing = predicate::str::is_match(r"(?m)^b: \d+\.\d\d s \(\d+\.\d\d GB/s\)$").unwrap();
-    assert!(timing.eval(&r.stderr), "no timing line in:\n{}", r.stderr);
+    assert!(
+        timing.eval(r.stderr()),
+        "no timing line in:\n{}",
+        r.stderr()
+    );
 }
 
 #[test]
@@ -189,9 +198,9 @@ fn verbose_names_the_multi_buffer_kernel_and_none_when_forced_portable() {
     );
     let r = run(dir.path(), ["--verbose", "-a", "sha1", "a"]);
     assert!(
-        r.stderr.contains(&expected),
+        r.stderr().contains(&expected),
         "no {expected:?} in:\n{}",
-        r.stderr
+        r.stderr()
     );
     let forced = StdCommand::new(MTSUM)
         .current_dir(dir.path())
@@ -214,7 +223,7 @@ fn benchmark_lines_go_to_stderr_and_stdout_stays_the_sum_list() {
     // One timing line per file, after its name.
     let timing = |name| format!(r"{name}: \d+\.\d\d s \(\d+\.\d\d GB/s\)\n");
     let lines = predicate::str::is_match(format!("^{}{}$", timing("a"), timing("b"))).unwrap();
-    assert!(lines.eval(&r.stderr), "{}", r.stderr);
+    assert!(lines.eval(r.stderr()), "{}", r.stderr());
 }
 
 /// A sum file of two lines that name different settings: `a` untagged (`-t plain` sha256),
@@ -257,28 +266,32 @@ fn check_verbose_prints_the_settings_of_each_kind_of_line_and_each_files_size_on
         regex_escape(&settings(mtsum::Algorithm::Md5))
     );
     let expected = predicate::str::is_match(format!("^{a}{b}$")).unwrap();
-    assert!(expected.eval(&r.stderr), "unexpected stderr:\n{}", r.stderr);
+    assert!(
+        expected.eval(r.stderr()),
+        "unexpected stderr:\n{}",
+        r.stderr()
+    );
 }
 
 #[test]
 fn check_benchmark_prints_each_files_time_on_stderr_and_the_same_verdicts() {
     let (dir, verdicts) = sums_of_two_kinds();
     let r = run(dir.path(), ["-c", "-t", "plain", "--benchmark", "SUMS"]);
-    assert_eq!((r.code, r.stdout()), (Some(0), verdicts));
+    assert_eq!((r.code, r.stdout()), (Some(0), verdicts.as_str()));
     let timing = |name| format!(r"{name}: \d+\.\d\d s \(\d+\.\d\d GB/s\)\n");
     let lines = predicate::str::is_match(format!("^{}{}$", timing("a"), timing("b"))).unwrap();
     assert!(
-        lines.eval(&r.stderr),
+        lines.eval(r.stderr()),
         "one timing line per file:\n{}",
-        r.stderr
+        r.stderr()
     );
     // Asked for explicitly, they stay when the verdicts are quiet.
     let quiet = run(
         dir.path(),
         ["-c", "-t", "plain", "--benchmark", "--quiet", "SUMS"],
     );
-    assert_eq!((quiet.code, quiet.stdout()), (Some(0), String::new()));
-    assert_eq!(quiet.stderr.lines().count(), 2, "{}", quiet.stderr);
+    assert_eq!((quiet.code, quiet.stdout()), (Some(0), ""));
+    assert_eq!(quiet.stderr().lines().count(), 2, "{}", quiet.stderr());
 }
 
 /// `text` matched literally in a regular expression.
@@ -296,7 +309,7 @@ fn help_prints_usage_and_exits_0() {
     let dir = tempdir();
     for flag in ["-h", "--help"] {
         let r = run(dir.path(), [flag]);
-        assert_eq!((r.code, r.stderr.as_str()), (Some(0), ""), "{flag}");
+        assert_eq!((r.code, r.stderr()), (Some(0), ""), "{flag}");
         let out = r.stdout();
         assert!(out.contains("Usage: mtsum"), "{flag}:\n{out}");
         for option in [
@@ -334,7 +347,7 @@ fn help_and_version_on_a_failing_standard_output_are_a_write_error_with_status_1
             let r = run_redirected(dir.path(), &[flag], redirection);
             let line = format!("mtsum: standard output: {cause}\n");
             assert_eq!(
-                (r.code, r.stderr.as_str()),
+                (r.code, r.stderr()),
                 (Some(1), &*line),
                 "{flag} {redirection}"
             );
@@ -353,7 +366,7 @@ fn progress_flag_shows_the_bar_on_a_stderr_that_is_not_a_terminal() {
     // The bar shows after a second, while standard input is still open.
     wait_until("the bar shows", || !run.stderr().is_empty());
     let r = run.wait();
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr());
     let digest = "541b3e9daa09b20bf85fa273e5cbd3e80185aa4ec298e765db87742b70138a53";
     assert_eq!(r.stdout(), format!("{digest}  -\n"));
 }
@@ -366,11 +379,11 @@ fn progress_bar_of_standard_input_is_a_spinner_without_a_total() {
     wait_until("the bar shows", || !run.stderr().is_empty());
     run.close_stdin();
     let r = run.wait();
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
-    assert!(r.stderr.contains(" hashed, "), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr());
+    assert!(r.stderr().contains(" hashed, "), "{}", r.stderr());
     // Not a known total of 1 byte and 1 file, of which 2 bytes and 2 files were then done.
-    assert!(!r.stderr.contains("/1 B "), "{}", r.stderr);
-    assert!(!r.stderr.contains("/1 files"), "{}", r.stderr);
+    assert!(!r.stderr().contains("/1 B "), "{}", r.stderr());
+    assert!(!r.stderr().contains("/1 files"), "{}", r.stderr());
 }
 
 #[test]
@@ -389,10 +402,10 @@ fn progress_bar_is_not_redrawn_for_each_result_going_elsewhere_than_its_terminal
     let run = Background::start(dir.path(), args, b"");
     wait_until("the bar shows", || !run.stderr().is_empty());
     let r = run.wait();
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr());
     assert_eq!(r.stdout().lines().count(), 2001);
     // The bar redraws at its own rate (at most 20 times a second), not once per line.
-    let redraws = r.stderr.matches(" files").count();
+    let redraws = r.stderr().matches(" files").count();
     assert!(
         redraws < names.len(),
         "{redraws} redraws for {} lines",

@@ -12,7 +12,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use assert_cmd::Command;
-use common::audit::{Run, flip_bytes_keeping_mtime, mtsum_in, run as run_cmd};
+use common::audit::flip_bytes_keeping_mtime;
+use common::run::{Run, run, run_cmd};
 use common::{mtsum_unprivileged, skip, tempdir};
 use mtsum::compare::{self, Method, Options, Status};
 use mtsum::engine::Engine;
@@ -38,7 +39,7 @@ fn twin_trees(dir: &Path) {
 }
 
 fn compare_in(dir: &Path, args: &[&str]) -> Run {
-    mtsum_in(dir, &[&["--compare"], args].concat())
+    run(dir, [&["--compare"], args].concat())
 }
 
 #[test]
@@ -47,17 +48,18 @@ fn equal_trees_are_ok_name_by_name_in_bytewise_order_and_exit_0() {
     twin_trees(dir.path());
     let r = compare_in(dir.path(), &["a", "b"]);
     assert_eq!(
-        r.stdout, "ok  big.bin\nok  empty\nok  one\nok  sub/deep.txt\n",
+        r.stdout(),
+        "ok  big.bin\nok  empty\nok  one\nok  sub/deep.txt\n",
         "{}",
-        r.stderr
+        r.stderr()
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr());
     assert!(
-        r.stderr.starts_with("mtsum: compared 4 names in "),
+        r.stderr().starts_with("mtsum: compared 4 names in "),
         "a summary line: {}",
-        r.stderr
+        r.stderr()
     );
-    assert!(r.stderr.contains("): 4 ok\n"), "{}", r.stderr);
+    assert!(r.stderr().contains("): 4 ok\n"), "{}", r.stderr());
 }
 
 #[test]
@@ -73,20 +75,21 @@ fn every_difference_is_told_apart_and_exits_1() {
     write(&b, "sub/deep.txt", b"deeper");
     let r = compare_in(dir.path(), &["a", "b"]);
     assert_eq!(
-        r.stdout,
+        r.stdout(),
         "differs  big.bin\nok  empty\nonly-remote  extra\nonly-local  one\ndiffers  sub/deep.txt\n"
     );
     assert_eq!(r.code, Some(1));
     assert!(
-        r.stderr.contains("2 differs, 1 only-local, 1 only-remote"),
+        r.stderr()
+            .contains("2 differs, 1 only-local, 1 only-remote"),
         "{}",
-        r.stderr
+        r.stderr()
     );
 
     // --one-way: only what the first side holds must be on the second.
     let r = compare_in(dir.path(), &["--one-way", "--quiet", "a", "b"]);
     assert_eq!(
-        r.stdout,
+        r.stdout(),
         "differs  big.bin\nonly-local  one\ndiffers  sub/deep.txt\n"
     );
     assert_eq!(r.code, Some(1));
@@ -94,10 +97,10 @@ fn every_difference_is_told_apart_and_exits_1() {
     // --size-only cannot see the flipped byte, and says so.
     let r = compare_in(dir.path(), &["--size-only", "--quiet", "a", "b"]);
     assert_eq!(
-        r.stdout,
+        r.stdout(),
         "only-remote  extra\nonly-local  one\ndiffers  sub/deep.txt\n"
     );
-    assert!(r.stderr.contains("--size-only"), "{}", r.stderr);
+    assert!(r.stderr().contains("--size-only"), "{}", r.stderr());
 }
 
 #[test]
@@ -107,11 +110,11 @@ fn json_has_one_object_per_name_with_how_it_was_decided_and_a_summary() {
     write(&dir.path().join("b"), "one", b"22");
     let r = compare_in(dir.path(), &["--json", "a", "b"]);
     let lines: Vec<serde_json::Value> = r
-        .stdout
+        .stdout()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 5, "{}", r.stdout);
+    assert_eq!(lines.len(), 5, "{}", r.stdout());
     let big = &lines[0];
     assert_eq!(big["path"], "big.bin");
     assert_eq!(big["status"], "ok");
@@ -143,7 +146,8 @@ fn t_and_a_choose_what_both_sides_are_hashed_with() {
         dir.path(),
         &["--json", "-t", "plain", "-a", "sha256", "a", "b"],
     );
-    let first: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap()).unwrap();
+    let first: serde_json::Value =
+        serde_json::from_str(r.stdout().lines().next().unwrap()).unwrap();
     assert_eq!(first["algorithm"], "sha256");
     let sha256 = mtsum::reference::root(
         mtsum::Layout::Plain,
@@ -173,13 +177,13 @@ fn an_unreadable_file_is_one_line_on_each_channel_and_the_others_are_compared() 
     let mut cmd = Command::from_std(cmd);
     cmd.args(["--compare", "--quiet", "a", "b"]);
     let r = run_cmd(cmd.current_dir(dir.path()));
-    assert_eq!(r.stdout, "unreadable  one\n");
+    assert_eq!(r.stdout(), "unreadable  one\n");
     assert!(
-        r.stderr.starts_with("mtsum: b/one: Permission denied\n"),
+        r.stderr().starts_with("mtsum: b/one: Permission denied\n"),
         "{}",
-        r.stderr
+        r.stderr()
     );
-    assert!(r.stderr.contains("3 ok, 1 unreadable"), "{}", r.stderr);
+    assert!(r.stderr().contains("3 ok, 1 unreadable"), "{}", r.stderr());
     assert_eq!(r.code, Some(1));
 }
 
@@ -201,17 +205,17 @@ fn a_root_that_is_no_directory_is_one_line_and_exit_1_and_two_paths_are_needed()
     let dir = tempdir();
     twin_trees(dir.path());
     let r = compare_in(dir.path(), &["a", "missing"]);
-    assert_eq!(r.stdout, "");
-    assert_eq!(r.stderr, "mtsum: missing: No such file or directory\n");
+    assert_eq!(r.stdout(), "");
+    assert_eq!(r.stderr(), "mtsum: missing: No such file or directory\n");
     assert_eq!(r.code, Some(1));
     let r = compare_in(dir.path(), &["a", "a/one"]);
-    assert_eq!(r.stderr, "mtsum: a/one: Not a directory\n");
+    assert_eq!(r.stderr(), "mtsum: a/one: Not a directory\n");
     assert_eq!(r.code, Some(1));
     let r = compare_in(dir.path(), &["a"]);
     assert!(
-        r.stderr.contains("--compare takes two paths"),
+        r.stderr().contains("--compare takes two paths"),
         "{}",
-        r.stderr
+        r.stderr()
     );
     assert_eq!(r.code, Some(2));
     let r = compare_in(dir.path(), &["--read-remote", "a", "b"]);
@@ -219,9 +223,9 @@ fn a_root_that_is_no_directory_is_one_line_and_exit_1_and_two_paths_are_needed()
         r.code,
         Some(0),
         "a bare --read-remote takes no value: {}",
-        r.stderr
+        r.stderr()
     );
-    let r = mtsum_in(dir.path(), &["--one-way", "a", "b"]);
+    let r = run(dir.path(), ["--one-way", "a", "b"]);
     assert_eq!(r.code, Some(2), "--one-way needs --compare");
 }
 

@@ -5,8 +5,9 @@
 
 mod common;
 
-use common::check::{Out, TIMEOUT, mtsum_in, put, run_in};
+use common::check::{put, run_in};
 use common::cli::mkfifo;
+use common::run::{Run, TIMEOUT};
 use common::{have, mtsum_unprivileged, os, pattern, skip, strs};
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -35,12 +36,12 @@ fn show<N: AsRef<[u8]>>(names: &[N]) -> Vec<String> {
 }
 
 /// `program ARGS` in `dir`, with empty standard input.
-fn run(dir: &Path, program: &str, args: &[OsString]) -> Out {
+fn run(dir: &Path, program: &str, args: &[OsString]) -> Run {
     run_in(dir, &[], &[&[OsString::from(program)], args].concat(), b"")
 }
 
-fn mtsum(dir: &Path, args: &[OsString]) -> Out {
-    mtsum_in(dir, args, b"")
+fn mtsum(dir: &Path, args: &[OsString]) -> Run {
+    common::run::run(dir, args)
 }
 
 /// A tree whose bytewise path order differs from a per-directory name sort (`dir/x` vs
@@ -166,7 +167,7 @@ fn recursive_output_equals_sha256sum_of_the_sorted_find_list() {
             lines(&expected.stdout, terminator),
             "mtsum {ours:?} -r t vs sha256sum {theirs:?} $(find t -type f | sort)"
         );
-        assert_eq!((out.stderr().as_str(), out.code), ("", Some(0)));
+        assert_eq!((out.stderr(), out.code), ("", Some(0)));
     }
 }
 
@@ -210,7 +211,7 @@ fn recursive_digests_equal_those_of_each_file_hashed_alone() {
                 dir.path(),
                 &[args.clone(), strs(&["-p", "2", "-r", "t"])].concat(),
             );
-            assert_eq!((out.stderr().as_str(), out.code), ("", Some(0)));
+            assert_eq!((out.stderr(), out.code), ("", Some(0)));
             let alone: Vec<String> = names
                 .iter()
                 .flat_map(|name| {
@@ -231,7 +232,7 @@ fn recursive_digests_equal_those_of_each_file_hashed_alone() {
 fn recursion_skips_links_and_special_files_with_a_note_and_reports_loops() {
     let dir = tree();
     let quiet = mtsum(dir.path(), &strs(&["-r", "t"]));
-    assert_eq!((quiet.stderr().as_str(), quiet.code), ("", Some(0)));
+    assert_eq!((quiet.stderr(), quiet.code), ("", Some(0)));
     let verbose = mtsum(dir.path(), &strs(&["-r", "--verbose", "t"]));
     assert_eq!(verbose.code, Some(0));
     for note in [

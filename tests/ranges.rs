@@ -357,8 +357,9 @@ fn mtsum<S: AsRef<std::ffi::OsStr>>(
     args: &[S],
     stdin: &[u8],
 ) -> (String, String, i32) {
-    let run = common::cli::run_stdin(dir, args, stdin);
-    (run.stdout(), run.stderr, run.code.expect("mtsum exits"))
+    let run = common::run::run_stdin(dir, args, stdin);
+    let code = run.code.expect("mtsum exits");
+    (run.stdout().to_string(), run.stderr().to_string(), code)
 }
 
 #[test]

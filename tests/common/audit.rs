@@ -1,61 +1,10 @@
-//! Helpers of the audit tests (`tests/audit*.rs`): running the real binary, reading its
-//! `STATUS  NAME` lines, and bit rot made by hand.
+//! Helpers of the audit tests (`tests/audit*.rs`): bit rot made by hand (their runs of the real
+//! binary, and its `STATUS  NAME` lines, are [`super::run`]'s).
 
-use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
-
-use assert_cmd::Command;
-
-use super::MTSUM;
-
-/// What one run produced, checked for a panic.
-pub struct Run {
-    pub stdout: String,
-    pub stderr: String,
-    pub code: Option<i32>,
-}
-
-impl Run {
-    /// `(status, name)` of each stdout line, in order (the name with whatever follows it,
-    /// such as a corrupt file's damaged ranges).
-    pub fn verdicts(&self) -> Vec<(String, String)> {
-        self.stdout
-            .lines()
-            .map(|l| {
-                let (status, name) = l.split_once("  ").expect("STATUS  NAME");
-                (status.to_string(), name.to_string())
-            })
-            .collect()
-    }
-
-    /// The status of each name.
-    pub fn by_name(&self) -> BTreeMap<String, String> {
-        self.verdicts().into_iter().map(|(s, n)| (n, s)).collect()
-    }
-}
-
-/// Runs `cmd` (at most two minutes) and keeps what it printed.
-pub fn run(cmd: &mut Command) -> Run {
-    let out = cmd
-        .timeout(Duration::from_secs(120))
-        .output()
-        .expect("mtsum runs");
-    let run = Run {
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 names in these tests"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-    run
-}
-
-/// `mtsum ARGS` in `dir`.
-pub fn mtsum_in(dir: &Path, args: &[&str]) -> Run {
-    run(Command::new(MTSUM).args(args).current_dir(dir))
-}
+use std::time::SystemTime;
 
 pub fn mtime(path: &Path) -> SystemTime {
     fs::metadata(path).unwrap().modified().unwrap()

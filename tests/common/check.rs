@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use super::run::{Run, run_cmd};
 use super::{have, os, strs, write_file};
 use assert_cmd::Command;
 use mtsum::Algorithm;
@@ -15,11 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::sync::OnceLock;
-use std::time::Duration;
 use tempfile::TempDir;
-
-/// No run may take this long; a hang fails instead.
-pub const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The name every compared sum file is checked under (it needs quoting in messages).
 pub const CHECK_FILE: &str = "the sums";
@@ -35,21 +32,6 @@ pub const SETPRIV: [&str; 4] = [
 // ---------------------------------------------------------------------------------------------
 // Running programs
 // ---------------------------------------------------------------------------------------------
-
-/// What one run produced.
-#[derive(Clone, Debug)]
-pub struct Out {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    /// `None` when a signal ended the process.
-    pub code: Option<i32>,
-}
-
-impl Out {
-    pub fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).into_owned()
-    }
-}
 
 /// Bytes as readable lines (`\\`, `\n`, `\r`, `\xff` spelled out, quotes left alone), for
 /// assertions whose failure shows a line-by-line difference.
@@ -118,7 +100,7 @@ pub fn coreutils_missing() -> Option<String> {
 }
 
 /// Runs `command` (program and arguments) in `dir` with `stdin`, behind `prefix`.
-pub fn run_in(dir: &Path, prefix: &[&str], command: &[OsString], stdin: &[u8]) -> Out {
+pub fn run_in(dir: &Path, prefix: &[&str], command: &[OsString], stdin: &[u8]) -> Run {
     let (program, args) = command.split_first().expect("a program");
     let mut cmd = match prefix.split_first() {
         Some((wrapper, wrapper_args)) => {
@@ -131,38 +113,18 @@ pub fn run_in(dir: &Path, prefix: &[&str], command: &[OsString], stdin: &[u8]) -
         }
         None => Command::new(program),
     };
-    let output = cmd
-        .args(args)
-        .current_dir(dir)
-        .env("LC_ALL", "C.UTF-8")
-        .timeout(TIMEOUT)
-        .write_stdin(stdin.to_vec())
-        .output()
-        .unwrap_or_else(|e| panic!("{command:?} runs: {e}"));
-    let out = Out {
-        stdout: output.stdout,
-        stderr: output.stderr,
-        code: output.status.code(),
-    };
-    assert!(
-        !out.stderr().contains("panicked"),
-        "{command:?} panicked: {}",
-        out.stderr()
-    );
-    out
-}
-
-/// `mtsum ARGS` in `dir`, directly.
-pub fn mtsum_in(dir: &Path, args: &[OsString], stdin: &[u8]) -> Out {
-    let mut command = vec![mtsum_path().into_os_string()];
-    command.extend(args.iter().cloned());
-    run_in(dir, &[], &command, stdin)
+    run_cmd(
+        cmd.args(args)
+            .current_dir(dir)
+            .env("LC_ALL", "C.UTF-8")
+            .write_stdin(stdin.to_vec()),
+    )
 }
 
 /// Asserts that `ours` (mtsum) printed and returned what `reference` (`tool`) did: stdout
 /// byte for byte, stderr but for the program name, and the `--warn` word for untagged lines
 /// (`SHA256` for `sha256sum`; mtsum says what `-t`/`-a` make it, `warn_tag`).
-pub fn assert_same(what: &str, tool: &str, reference: &Out, warn_tag: &str, ours: &Out) {
+pub fn assert_same(what: &str, tool: &str, reference: &Run, warn_tag: &str, ours: &Run) {
     let tool_word = tool_tag(tool);
     let expected_err: Vec<u8> = reference
         .stderr
@@ -416,7 +378,7 @@ pub struct Scenario {
     pub prefix: &'static [&'static str],
     pub written: Vec<Written>,
     /// Reference runs already made.
-    pub cache: RefCell<HashMap<RunKey, Out>>,
+    pub cache: RefCell<HashMap<RunKey, Run>>,
 }
 
 impl Scenario {
@@ -485,7 +447,7 @@ impl Scenario {
     }
 
     /// `tool -c OPTIONS FILES` as the unprivileged user, [`CHECK_FILE`] holding `sums`.
-    pub fn reference(&self, tool: &str, options: &[OsString], sums: &[u8], stdin: &[u8]) -> Out {
+    pub fn reference(&self, tool: &str, options: &[OsString], sums: &[u8], stdin: &[u8]) -> Run {
         let key = (
             tool.to_string(),
             options.to_vec(),
@@ -504,7 +466,7 @@ impl Scenario {
     }
 
     /// `mtsum ARGS -c OPTIONS` as the unprivileged user, [`CHECK_FILE`] holding `sums`.
-    pub fn ours(&self, args: &[&str], options: &[OsString], sums: &[u8], stdin: &[u8]) -> Out {
+    pub fn ours(&self, args: &[&str], options: &[OsString], sums: &[u8], stdin: &[u8]) -> Run {
         self.set_check_file(sums);
         let mut command = vec![mtsum_path().into_os_string()];
         command.extend(strs(args));

@@ -1,9 +1,9 @@
-//! Helpers of the command-line tests (`tests/cli*.rs`): running the real binary in a
-//! temporary directory, checked for a panic, and the files, FIFOs and background runs they
-//! feed it.
+//! Helpers of the command-line tests (`tests/cli*.rs`): the values they expect, and the files,
+//! FIFOs and background runs they feed the real binary (run as [`super::run`] runs it).
 
 #![allow(dead_code)]
 
+use super::run::{Run, TIMEOUT, run};
 use super::{MTSUM, feed};
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -15,11 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
-
-use assert_cmd::Command;
-
-/// No run may take this long; a hang (a FIFO nobody opens, a deadlock) fails instead.
-pub const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The C++ mtsum 1.1.0 root (SHA-256) of the empty file: a root over two empty leaves.
 pub const MTSUM_SHA256_EMPTY: &str =
@@ -41,97 +36,11 @@ pub const LONGER_THAN_HELD: usize = (64 << 20) + 1;
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// What one run of mtsum produced, already checked for a panic.
-pub struct Run {
-    pub stdout: Vec<u8>,
-    pub stderr: String,
-    /// `None` when a signal ended the process.
-    pub code: Option<i32>,
-}
-
-impl Run {
-    pub fn from_output(output: Output) -> Run {
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(
-            !stderr.contains("panicked"),
-            "mtsum panicked ({:?}):\n{stderr}",
-            output.status
-        );
-        Run {
-            stdout: output.stdout,
-            stderr,
-            code: output.status.code(),
-        }
-    }
-
-    pub fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
-
-    /// Asserts the whole outcome at once, so that a failure shows all three.
-    pub fn assert(&self, code: i32, stdout: &str, stderr: &str) {
-        assert_eq!(
-            (self.code, self.stdout().as_str(), self.stderr.as_str()),
-            (Some(code), stdout, stderr),
-            "(exit code, stdout, stderr) differ"
-        );
-    }
-
-    /// Asserts a usage error told on one `mtsum: ` line, exit 2 and nothing hashed; `args`
-    /// name the run in a failure.
-    pub fn assert_one_usage_line(&self, args: &[&str]) {
-        assert_eq!(self.code, Some(2), "{args:?}: {}", self.stderr);
-        assert!(self.stdout.is_empty(), "{args:?}: stdout {}", self.stdout());
-        assert!(
-            self.stderr.starts_with("mtsum: ") && self.stderr.lines().count() == 1,
-            "{args:?}: not one `mtsum: ` line:\n{}",
-            self.stderr
-        );
-    }
-
-    /// Asserts a usage error: exit 2, nothing hashed, and `needle` in the message.
-    pub fn assert_usage_error(&self, needle: &str) {
-        assert_eq!(self.code, Some(2), "stderr: {}", self.stderr);
-        assert!(self.stdout.is_empty(), "stdout: {}", self.stdout());
-        assert!(
-            self.stderr.contains(needle),
-            "stderr lacks {needle:?}:\n{}",
-            self.stderr
-        );
-    }
-}
-
-/// `mtsum` run in `dir`, with empty standard input unless a test gives one.
-pub fn mtsum(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("mtsum").expect("the mtsum binary is built");
-    cmd.current_dir(dir).timeout(TIMEOUT);
-    cmd
-}
-
-/// Runs `mtsum ARGS` in `dir`.
-pub fn run<S: AsRef<OsStr>>(dir: &Path, args: impl IntoIterator<Item = S>) -> Run {
-    run_cmd(mtsum(dir).args(args))
-}
-
-pub fn run_cmd(cmd: &mut Command) -> Run {
-    Run::from_output(cmd.output().expect("mtsum starts"))
-}
-
-/// Runs `mtsum ARGS` in `dir` with `input` on standard input. A write that fails because mtsum
-/// stopped reading early is no failure here, as with [`feed`]: `assert_cmd` ignores it.
-pub fn run_stdin<S: AsRef<OsStr>>(
-    dir: &Path,
-    args: impl IntoIterator<Item = S>,
-    input: &[u8],
-) -> Run {
-    run_cmd(mtsum(dir).args(args).write_stdin(input))
-}
-
 /// The single line `mtsum ARGS NAME` prints for an input that hashes fine.
 pub fn line_of(dir: &Path, args: &[&str], name: &str) -> String {
     let r = run(dir, args.iter().copied().chain([name]));
-    assert_eq!((r.code, r.stderr.as_str()), (Some(0), ""), "hashing {name}");
-    r.stdout()
+    assert_eq!((r.code, r.stderr()), (Some(0), ""), "hashing {name}");
+    r.stdout().to_string()
 }
 
 /// The bare digest `mtsum ARGS --no-names PATH` prints.
@@ -327,13 +236,5 @@ pub fn set_blocking(file: &File) {
         let flags = libc::fcntl(fd, libc::F_GETFL);
         assert!(flags >= 0, "F_GETFL");
         assert!(libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) >= 0);
-    }
-}
-
-impl Run {
-    /// Asserts success with `n` checksum lines.
-    pub fn assert_lines_ok(&self, n: usize) {
-        assert_eq!((self.code, self.stderr.as_str()), (Some(0), ""));
-        assert_eq!(self.stdout().lines().count(), n, "{}", self.stdout());
     }
 }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod check;
 pub mod cli;
 pub mod http_server;
+pub mod run;
 
 use std::ffi::OsString;
 use std::io::{ErrorKind, Write};
