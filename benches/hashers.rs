@@ -4,7 +4,7 @@
 //!
 //! The `backend` group puts the candidates side by side on the same 1 MiB updates: the
 //! RustCrypto crates and the system libcrypto (`openssl` crate), which `Algorithm` chooses
-//! between (`ring` and `aws-lc-rs` were measured once, see `docs/performance.md`).
+//! between (`ring` and `aws-lc-rs` were measured once, see `docs/performance-choices.md`).
 //!
 //! `cargo bench --bench hashers` (about a minute); `-- --quick` for a rough pass; `-- sha256`
 //! for one algorithm. Compare the figures with `openssl speed -evp ALG -bytes 1048576` run at

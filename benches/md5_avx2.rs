@@ -2,7 +2,7 @@
 //! (`md5-avx2-8x1`, `md5-avx2-8x2`), on the same messages laid out as a chunk's leaves are
 //! and staggered: what the vector ALUs of this core give, and what the L1 set conflicts of
 //! messages 4 KiB apart take from it ("MD5 in AVX2: how many groups of eight" in
-//! `docs/performance.md`, where three and four groups were measured too).
+//! `docs/performance-choices.md`, where three and four groups were measured too).
 //!
 //! `cargo bench --bench md5_avx2` measures every width, passes interleaved, and prints the
 //! median rate of each in GB/s of the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, so that

@@ -4,7 +4,7 @@
 //! crate implements which function. Digests are fixed-size values ([`Digest`]) rather than
 //! `Vec<u8>` because tree layouts create millions of them.
 //!
-//! Backends, chosen by measurement on one core (1 MiB updates, see `docs/performance.md`):
+//! Backends, chosen by measurement on one core (1 MiB updates, see `docs/performance-choices.md`):
 //! the RustCrypto crates for sha1/sha224/sha256 (they use SHA-NI where the CPU has it and
 //! match OpenSSL), the system libcrypto for sha384/sha512 (about 1.9× RustCrypto) and md5
 //! (about 1.25×), BLAKE3's and xxHash's own crates. OpenSSL's generic EVP interface costs an

@@ -196,8 +196,8 @@ impl Default for Engine {
 
 impl Engine {
     /// Bytes per read. Measured on a cached 4 GiB file (2-core EPYC, see
-    /// `docs/performance.md`): 1 MiB reads with 4 in flight beat 64–512 KiB, by up to 9 %
-    /// for `plain`, where the copy out of the page cache runs beside the hasher.
+    /// `docs/performance-choices.md`): 1 MiB reads with 4 in flight beat 64–512 KiB, by up to
+    /// 9 % for `plain`, where the copy out of the page cache runs beside the hasher.
     pub const DEFAULT_CHUNK_SIZE: usize = 1 << 20;
     /// Bytes per mapped window with [`ReadMode::Mmap`]. On the same file, `-p 2` tree
     /// sha256: 4 MiB windows spend 0.05 s of system time per 4 GiB mapping, populating and

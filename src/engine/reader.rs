@@ -567,7 +567,7 @@ struct LaneRead {
 /// the file into one iovec. Smaller leaves split every page into several, which cost the
 /// reader more than the lanes gained: `-p 2 -a md5 -t rfc6962`, 2 GiB, medians of 5,
 /// hasher/reader CPU ms, 1 KiB leaves 400/278 → 406/376, 2 KiB 332/280 → 304/314, 4 KiB
-/// 351/272 → 305/278 (see `docs/performance.md`, "Chunks of leaves read a line apart").
+/// 351/272 → 305/278 (see `docs/performance-choices.md`, "Chunks of leaves read a line apart").
 const SPREAD_LEAF_UNIT: usize = 4 << 10;
 
 /// The pieces to spread the chunks of `chunk` bytes of `job` in

@@ -14,7 +14,7 @@
 //! The price: a worker's hasher thread idles while its reader hashes small files, so with
 //! fewer workers than cores (`-p 1` on two) small files take one core where reader and hasher
 //! could take two; with a worker per core (the default) every core is busy, and the CPU time
-//! is a quarter to a third lower (see `docs/performance.md`).
+//! is a quarter to a third lower (see `docs/performance-choices.md`, "Many files").
 
 use std::collections::{HashSet, VecDeque};
 use std::ops::Range;

@@ -472,8 +472,8 @@ impl Layout {
         // Every algorithm's kernel beats its one stream on whole leaves of every size: short
         // leaves hashed one after another ran SHA-256 at one SHA-NI stream (half the two-stream
         // kernel) and SHA-512 at one OpenSSL stream (a third of the AVX-512 lanes); see
-        // docs/performance.md, "Fixed leaves: where the time goes". Even 64-byte leaves gain
-        // on two SHA-NI lanes now that messages of one length skip the job manager.
+        // docs/performance-choices.md, "Fixed leaves: where the time goes". Even 64-byte leaves
+        // gain on two SHA-NI lanes now that messages of one length skip the job manager.
         self.job_hasher_with_lanes(alg, Kernel::multi_buffer(alg))
     }
 

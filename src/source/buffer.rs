@@ -18,7 +18,7 @@ pub(super) const BUFFER_ALIGN: usize = 4096;
 /// 8 ways. Each lane of a multi-buffer kernel hashes from its own buffer; had they all started
 /// on a page boundary, every lane's row of a block would fall in the same sets of L1, 32
 /// lanes bringing their rows into the same two sets of 8 ways at every block and each row
-/// coming again from L2 (see `docs/performance.md`, "MD5 lanes 4 KiB apart on Zen 4"). A
+/// coming again from L2 (see `docs/performance-choices.md`, "MD5 lanes 4 KiB apart on Zen 4"). A
 /// worker's pool holds two rounds of the widest lane set, 64 buffers: made one after the
 /// other, they start at 64 different lines, so the lanes' rows spread over every set.
 /// On Zen 4, `mtsum -p 2 -a md5`, cached file, process CPU, medians of 7 interleaved runs:

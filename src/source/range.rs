@@ -70,7 +70,7 @@ impl RangeReader<'_> {
     /// block into the same sets of L1 (on Zen 4, 8 ways of 4 KiB), each row coming again from
     /// L2; a line further apart each, they fall into successive sets. The same bytes are
     /// copied by the same number of calls; only their places change (see
-    /// `docs/performance.md`, "Chunks of leaves read a line apart").
+    /// `docs/performance-choices.md`, "Chunks of leaves read a line apart").
     ///
     /// A chunk of one piece, or of more pieces than a vectored read takes (1024), is read
     /// side by side; `O_DIRECT` reads and mapped windows are always side by side.
