@@ -28,7 +28,7 @@ mod common;
 
 use common::check::*;
 use common::run::run;
-use common::{os, skip, strs};
+use common::{os, skip, strs, unprivileged};
 use std::ffi::OsString;
 use std::fs;
 

@@ -16,7 +16,7 @@ mod common;
 
 use common::cli::*;
 use common::run::*;
-use common::{MTSUM, skip, tempdir, wait_until, write_file};
+use common::{MTSUM, have, skip, tempdir, wait_until, write_file};
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::ffi::OsStrExt;

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use super::run::{Run, run_cmd};
-use super::{have, os, strs, write_file};
+use super::{MTSUM, have, os, strs, unprivileged, write_file};
 use assert_cmd::Command;
 use mtsum::Algorithm;
 use std::cell::RefCell;
@@ -15,19 +15,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
-use std::sync::OnceLock;
 use tempfile::TempDir;
 
 /// The name every compared sum file is checked under (it needs quoting in messages).
 pub const CHECK_FILE: &str = "the sums";
-
-/// Runs a command as user and group 65534, without supplementary groups.
-pub const SETPRIV: [&str; 4] = [
-    "setpriv",
-    "--reuid=65534",
-    "--regid=65534",
-    "--clear-groups",
-];
 
 // ---------------------------------------------------------------------------------------------
 // Running programs
@@ -48,37 +39,6 @@ pub fn lines(bytes: &[u8]) -> Vec<String> {
                 .collect()
         })
         .collect()
-}
-
-/// The wrapper that runs programs as an unprivileged user (empty when we are not root), or
-/// why there is none.
-pub fn unprivileged() -> Result<&'static [&'static str], String> {
-    static PREFIX: OnceLock<Result<&'static [&'static str], String>> = OnceLock::new();
-    PREFIX
-        .get_or_init(|| {
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            if unsafe { libc::geteuid() } != 0 {
-                return Ok(&[]);
-            }
-            let probe = StdCommand::new(SETPRIV[0])
-                .args(&SETPRIV[1..])
-                .arg(mtsum_path())
-                .arg("--version")
-                .output();
-            match probe {
-                Ok(o) if o.status.success() => Ok(&SETPRIV[..]),
-                Ok(o) => Err(format!(
-                    "running as root, and setpriv cannot run mtsum as user 65534: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                )),
-                Err(e) => Err(format!("running as root, and setpriv cannot start: {e}")),
-            }
-        })
-        .clone()
-}
-
-pub fn mtsum_path() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("mtsum")
 }
 
 /// Why coreutils cannot serve as the reference here, if it cannot.
@@ -107,9 +67,6 @@ pub fn run_in(dir: &Path, prefix: &[&str], command: &[OsString], stdin: &[u8]) -
             let mut cmd = Command::new(wrapper);
             cmd.args(wrapper_args).arg(program);
             cmd
-        }
-        None if Path::new(program) == mtsum_path() => {
-            Command::cargo_bin("mtsum").expect("the mtsum binary is built")
         }
         None => Command::new(program),
     };
@@ -468,7 +425,7 @@ impl Scenario {
     /// `mtsum ARGS -c OPTIONS` as the unprivileged user, [`CHECK_FILE`] holding `sums`.
     pub fn ours(&self, args: &[&str], options: &[OsString], sums: &[u8], stdin: &[u8]) -> Run {
         self.set_check_file(sums);
-        let mut command = vec![mtsum_path().into_os_string()];
+        let mut command = vec![OsString::from(MTSUM)];
         command.extend(strs(args));
         command.push("-c".into());
         command.extend(options.iter().cloned());

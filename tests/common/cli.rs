@@ -60,16 +60,6 @@ pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
-/// Whether `program` can be started at all.
-pub fn have(program: &str) -> bool {
-    StdCommand::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
 pub fn mkfifo(path: &Path) {
     let status = StdCommand::new("mkfifo")
         .arg(path)

@@ -14,6 +14,7 @@ use std::io::{ErrorKind, Write};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
+use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -189,12 +190,20 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// A command that runs mtsum as an unprivileged user, or why there is none.
-pub fn mtsum_unprivileged() -> Result<StdCommand, String> {
+/// The command before a program's that runs it as an unprivileged user (empty when this
+/// process is not root, whom permissions do not stop), or why there is none: `setpriv` to user
+/// and group 65534 without supplementary groups, else `runuser -u nobody`, the first that can
+/// run mtsum; asked once per test binary.
+pub fn unprivileged() -> Result<&'static [&'static str], String> {
+    static PREFIX: OnceLock<Result<&'static [&'static str], String>> = OnceLock::new();
+    PREFIX.get_or_init(find_unprivileged).clone()
+}
+
+fn find_unprivileged() -> Result<&'static [&'static str], String> {
     if !is_root() {
-        return Ok(StdCommand::new(MTSUM));
+        return Ok(&[]);
     }
-    let wrappers: [&[&str]; 2] = [
+    const WRAPPERS: [&[&str]; 2] = [
         &[
             "setpriv",
             "--reuid=65534",
@@ -204,17 +213,13 @@ pub fn mtsum_unprivileged() -> Result<StdCommand, String> {
         &["runuser", "-u", "nobody", "--"],
     ];
     let mut why = Vec::new();
-    for wrapper in wrappers {
+    for wrapper in WRAPPERS {
         let probe = StdCommand::new(wrapper[0])
             .args(&wrapper[1..])
             .args([MTSUM, "--version"])
             .output();
         match probe {
-            Ok(o) if o.status.success() => {
-                let mut cmd = StdCommand::new(wrapper[0]);
-                cmd.args(&wrapper[1..]).arg(MTSUM);
-                return Ok(cmd);
-            }
+            Ok(o) if o.status.success() => return Ok(wrapper),
             Ok(o) => why.push(format!(
                 "{}: {}",
                 wrapper[0],
@@ -227,6 +232,20 @@ pub fn mtsum_unprivileged() -> Result<StdCommand, String> {
         "cannot run {MTSUM} as a non-root user ({})",
         why.join("; ")
     ))
+}
+
+/// A command that runs mtsum as an unprivileged user, or why there is none.
+pub fn mtsum_unprivileged() -> Result<StdCommand, String> {
+    let mut cmd = match unprivileged()?.split_first() {
+        None => return Ok(StdCommand::new(MTSUM)),
+        Some((wrapper, args)) => {
+            let mut cmd = StdCommand::new(wrapper);
+            cmd.args(args);
+            cmd
+        }
+    };
+    cmd.arg(MTSUM);
+    Ok(cmd)
 }
 
 /// Whether `program --version` runs and succeeds.
