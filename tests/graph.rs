@@ -311,16 +311,9 @@ fn odd_file_names_cannot_break_the_dot_text() {
 // Through the real binary.
 
 fn mtsum(args: &[&str], file: &Path) -> String {
-    let out = assert_cmd::Command::cargo_bin("mtsum")
-        .unwrap()
-        .args(args)
-        .arg(file)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    String::from_utf8(out).expect("UTF-8 output")
+    let out = common::run::run_cmd(assert_cmd::Command::new(common::MTSUM).args(args).arg(file));
+    assert_eq!(out.code, Some(0), "{}", out.stderr());
+    out.stdout().to_string()
 }
 
 /// Runs `mtsum -g ARGS FILE` and checks the drawing against `mtsum --no-names ARGS FILE`.

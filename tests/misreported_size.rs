@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::run::run_cmd;
 use common::{MTSUM, tempdir};
 use std::path::Path;
 use std::process::Command;
@@ -22,14 +23,9 @@ const LAYOUTS: [&str; 8] = [
 ];
 
 fn mtsum(args: &[&str], path: &Path) -> (Option<i32>, String, String) {
-    let out = Command::new(MTSUM).args(args).arg(path).output().unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let digest = stdout.split_whitespace().next().unwrap_or("").to_string();
-    (
-        out.status.code(),
-        digest,
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let out = run_cmd(assert_cmd::Command::new(MTSUM).args(args).arg(path));
+    let digest = out.stdout().split_whitespace().next().unwrap_or("");
+    (out.code, digest.to_string(), out.stderr().to_string())
 }
 
 /// The files of `PSEUDO_FILES` that this machine has, each with a copy of its bytes.
@@ -279,15 +275,9 @@ fn misreporting(test: &str) -> Option<Misreporting> {
 
 /// The digest column of `mtsum ARGS FILES`, which must succeed without a word on stderr.
 fn digests(args: &[&str], files: &[std::path::PathBuf]) -> Vec<String> {
-    let out = Command::new(MTSUM).args(args).args(files).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        (out.status.code(), stderr.as_ref()),
-        (Some(0), ""),
-        "{args:?}"
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    stdout
+    let out = run_cmd(assert_cmd::Command::new(MTSUM).args(args).args(files));
+    assert_eq!((out.code, out.stderr()), (Some(0), ""), "{args:?}");
+    out.stdout()
         .lines()
         .map(|l| l.split_whitespace().next().unwrap().to_string())
         .collect()

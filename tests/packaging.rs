@@ -5,31 +5,27 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::run::{Run, run_cmd};
 use common::{MTSUM, skip};
 
 /// `mtsum ARGS` with `env` added to the environment; the variables the kernels are chosen
 /// under are removed first, so that the machine's settings do not leak in.
-fn mtsum(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(MTSUM);
+fn mtsum(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = assert_cmd::Command::new(MTSUM);
     cmd.args(args)
         .env_remove("MTSUM_SIMD")
         .env_remove("MTSUM_FORCE_PORTABLE");
     cmd.envs(env.iter().copied());
-    cmd.output().expect("mtsum starts")
+    run_cmd(&mut cmd)
 }
 
 /// The standard output of a run that must succeed with nothing on stderr.
 fn stdout_of(args: &[&str], env: &[(&str, &str)]) -> String {
     let out = mtsum(args, env);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        (out.status.code(), &*stderr),
-        (Some(0), ""),
-        "mtsum {args:?}"
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
+    assert_eq!((out.code, out.stderr()), (Some(0), ""), "mtsum {args:?}");
+    out.stdout().to_string()
 }
 
 /// The kernel `--version` names for `family`: `ni-x2` of `sha256: ni-x2`.
@@ -67,7 +63,7 @@ fn version_names_the_kernel_that_verbose_hashing_uses() {
     let version = stdout_of(&["--version"], &[]);
     for family in ["md5", "sha1", "sha256", "sha512"] {
         let out = mtsum(&["--verbose", "-a", family, file], &[]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = out.stderr();
         let verbose = stderr
             .lines()
             .find_map(|l| l.strip_prefix("Multi-buffer kernel: "))
@@ -271,8 +267,8 @@ fn generate_takes_no_other_argument_and_refuses_an_unknown_kind() {
         &["--generate", "complete-tcsh"],
     ] {
         let out = mtsum(args, &[]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let stderr = out.stderr();
+        assert_eq!(out.code, Some(2), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
     }

@@ -10,9 +10,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use common::http_server::{Fault, HttpServer, Served};
+use common::run::{Run, run_cmd};
 use common::{MTSUM, pattern, tempdir, write_file};
 
 /// The bytes of one range GET (`mtsum::source::remote::RANGE_SIZE`).
@@ -30,22 +30,14 @@ const LAYOUTS: &[(&str, &[&str])] = &[
     ("btv2", &["sha256"]),
 ];
 
-fn mtsum(args: &[&str]) -> Output {
-    Command::new(MTSUM).args(args).output().expect("run mtsum")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+fn mtsum(args: &[&str]) -> Run {
+    run_cmd(assert_cmd::Command::new(MTSUM).args(args))
 }
 
 /// The digests of a run's sum lines, in order.
-fn digests(out: &Output) -> Vec<String> {
-    let text = stdout(out);
-    text.lines()
+fn digests(out: &Run) -> Vec<String> {
+    out.stdout()
+        .lines()
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect()
 }
@@ -95,10 +87,10 @@ fn an_object_has_the_digest_of_its_bytes_in_a_file_in_every_layout() {
             );
             // BitTorrent v2 has no root for an empty file: both fail on it alike.
             assert_eq!(
-                local.status.code(),
-                remote.status.code(),
+                local.code,
+                remote.code,
                 "{layout} {algorithm}: {}",
-                stderr(&remote)
+                remote.stderr()
             );
             assert_eq!(
                 digests(&local),
@@ -115,13 +107,13 @@ fn sum_lines_name_the_url_and_check_reads_them_back() {
     let dir = tempdir();
     let (url, _) = serve_and_write(&server, dir.path(), "a", pattern(100_000, 7));
     let out = mtsum(&[&url]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let line = stdout(&out);
+    assert!(out.code == Some(0), "{}", out.stderr());
+    let line = out.stdout();
     assert!(line.ends_with(&format!("  {url}\n")), "{line}");
     let sums = write_file(dir.path(), "sums", line.as_bytes());
     let check = mtsum(&["-c", sums.to_str().unwrap()]);
-    assert!(check.status.success(), "{}", stderr(&check));
-    assert_eq!(stdout(&check), format!("{url}: OK\n"));
+    assert!(check.code == Some(0), "{}", check.stderr());
+    assert_eq!(check.stdout(), format!("{url}: OK\n"));
 }
 
 #[test]
@@ -134,7 +126,7 @@ fn the_digest_does_not_depend_on_the_number_of_connections() {
         for layout in ["plain", "mtsum"] {
             let local = digests(&mtsum(&["-t", layout, &file]));
             let out = mtsum(&["-t", layout, "--connections", connections, &url]);
-            assert!(out.status.success(), "{}", stderr(&out));
+            assert!(out.code == Some(0), "{}", out.stderr());
             assert_eq!(
                 digests(&out),
                 local,
@@ -161,7 +153,7 @@ fn unavailable_answers_and_cut_connections_are_retried() {
         ],
     );
     let out = mtsum(&["--connections", "1", &url]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.code == Some(0), "{}", out.stderr());
     assert_eq!(digests(&out), local);
     assert!(
         server.range_gets() >= 3 + 4,
@@ -179,16 +171,16 @@ fn a_range_that_keeps_failing_fails_its_object_only() {
     // More 503s than retries, for the first object's one range.
     server.inject("/bad", vec![Fault::Unavailable; 20]);
     let out = mtsum(&["-p", "1", "--connections", "1", &bad, &good]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
+    assert_eq!(out.code, Some(1));
+    let err = out.stderr();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with(&format!("mtsum: {bad}: ")), "{err}");
     assert!(err.contains("503"), "{err}");
     assert_eq!(digests(&out), digests(&mtsum(&[&file])));
     assert!(
-        stdout(&out).ends_with(&format!("  {good}\n")),
+        out.stdout().ends_with(&format!("  {good}\n")),
         "{}",
-        stdout(&out)
+        out.stdout()
     );
 }
 
@@ -201,13 +193,13 @@ fn an_object_replaced_between_two_range_gets_changed_while_being_read() {
     let new = Served::with_etag(pattern(4 * RANGE, 2), 2);
     server.inject("/a", [Fault::Pass, Fault::Replace(new)]);
     let out = mtsum(&["--connections", "1", &url, &other]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.code, Some(1));
     assert_eq!(
-        stderr(&out),
+        out.stderr(),
         format!("mtsum: {url}: changed while being read\n")
     );
     assert_eq!(
-        stdout(&out).lines().count(),
+        out.stdout().lines().count(),
         1,
         "only the other object's line"
     );
@@ -222,12 +214,12 @@ fn a_server_that_ignores_if_match_is_caught_by_the_etag_it_sends() {
     let new = Served::with_etag(pattern(3 * RANGE, 2), 2);
     server.inject("/a", [Fault::Pass, Fault::Replace(new)]);
     let out = mtsum(&["--connections", "1", &url]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.code, Some(1));
     assert_eq!(
-        stderr(&out),
+        out.stderr(),
         format!("mtsum: {url}: changed while being read\n")
     );
-    assert!(stdout(&out).is_empty());
+    assert!(out.stdout().is_empty());
 }
 
 #[test]
@@ -242,16 +234,16 @@ fn without_an_etag_the_modification_time_guards_the_ranges() {
     );
     let url = server.url("/a");
     let out = mtsum(&[&url]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.code == Some(0), "{}", out.stderr());
     assert_eq!(digests(&out), digests(&mtsum(&[file.to_str().unwrap()])));
     let new = Served::with_date(pattern(2 * RANGE + 1, 6), "Tue, 03 Mar 2026 10:00:00 GMT");
     server.inject("/a", [Fault::Pass, Fault::Replace(new)]);
     let out = mtsum(&["--connections", "1", &url]);
     assert_eq!(
-        stderr(&out),
+        out.stderr(),
         format!("mtsum: {url}: changed while being read\n")
     );
-    assert!(stdout(&out).is_empty());
+    assert!(out.stdout().is_empty());
 }
 
 #[test]
@@ -259,9 +251,9 @@ fn a_missing_object_is_one_line_and_exit_1() {
     let server = HttpServer::start();
     let url = server.url("/nothing");
     let out = mtsum(&[&url]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.code, Some(1));
     assert_eq!(
-        stderr(&out),
+        out.stderr(),
         format!("mtsum: {url}: no such object (404)\n")
     );
 }
@@ -276,8 +268,8 @@ fn a_server_that_is_not_there_is_one_line_and_exit_1() {
         .port();
     let url = format!("http://127.0.0.1:{port}/x");
     let out = mtsum(&[&url]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
+    assert_eq!(out.code, Some(1));
+    let err = out.stderr();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with(&format!("mtsum: {url}: ")), "{err}");
 }
@@ -290,16 +282,16 @@ fn a_malformed_url_or_connection_count_is_a_usage_error() {
         &["--connections", "0", "s3://b/k"],
     ] {
         let out = mtsum(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr());
     }
 }
 
 #[test]
 fn a_prefix_without_recursion_is_refused_as_a_directory_is() {
     let out = mtsum(&["--endpoint-url", "http://127.0.0.1:9", "s3://bucket/dir/"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.code, Some(1));
     assert_eq!(
-        stderr(&out),
+        out.stderr(),
         "mtsum: s3://bucket/dir/: a prefix, not an object; hash the objects below it with -r\n"
     );
 }
@@ -358,14 +350,14 @@ fn check_finds_the_part_size_of_an_s3_value_naming_a_url() {
         mtsum(&[&args[..], &[sums.to_str().unwrap()]].concat())
     };
     let out = check(&etag[0]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out), format!("{url}: OK (--part-size 5M)\n"));
+    assert!(out.code == Some(0), "{}", out.stderr());
+    assert_eq!(out.stdout(), format!("{url}: OK (--part-size 5M)\n"));
     // A value of another object's: no size gives it.
     let out = check(&format!("{}-3", "0".repeat(32)));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.code, Some(1));
     assert!(
-        stdout(&out).starts_with(&format!("{url}: FAILED (")),
+        out.stdout().starts_with(&format!("{url}: FAILED (")),
         "{}",
-        stdout(&out)
+        out.stdout()
     );
 }

@@ -517,23 +517,12 @@ proptest! {
 // The command line
 // ---------------------------------------------------------------------------------------------
 
-/// No run may take this long: a hang fails instead.
-const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// Runs mtsum in `dir`: exit code (-1 when killed, by the [`TIMEOUT`] say), stdout, stderr.
+/// Runs mtsum in `dir`: exit code (-1 when killed, by [`common::run::TIMEOUT`] say), stdout,
+/// stderr.
 fn mtsum(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = assert_cmd::Command::new(common::MTSUM)
-        .args(args)
-        .current_dir(dir)
-        .timeout(TIMEOUT)
-        .output()
-        .expect("mtsum runs");
-    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        text(out.stdout),
-        text(out.stderr),
-    )
+    let r = common::run::run(dir, args);
+    let code = r.code.unwrap_or(-1);
+    (code, r.stdout().to_string(), r.stderr().to_string())
 }
 
 #[test]
