@@ -170,6 +170,10 @@ pub struct DatabaseStore {
     seen: HashMap<Vec<u8>, Entry>,
     /// Records already reported unseen.
     reported: HashSet<Vec<u8>>,
+    /// Whether the database held no record when opened (a first record): then no lookup
+    /// can find one, and every record below an argument is one this audit wrote, so neither
+    /// asks SQLite (the lookups were a quarter of a first record's main thread).
+    empty: bool,
     last_sync: Instant,
     /// Whether a transaction is open: changes since the last [`RecordStore::commit`].
     in_transaction: bool,
@@ -214,8 +218,14 @@ impl DatabaseStore {
                     r.get::<_, bool>(0)
                 })
                 .map_err(|e| fail(e.into()))?;
+        let empty = conn
+            .query_row("SELECT NOT EXISTS (SELECT 1 FROM records)", [], |r| {
+                r.get::<_, bool>(0)
+            })
+            .map_err(|e| fail(e.into()))?;
         Ok(DatabaseStore {
             path: path.to_path_buf(),
+            empty,
             conn,
             writable,
             id: fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
@@ -716,6 +726,9 @@ impl RecordStore for DatabaseStore {
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
+        if self.empty {
+            return Ok(Entry::of(Prior::None));
+        }
         let name = key(path);
         if let Some(entry) = self.seen.get(&name) {
             return Ok(entry.clone());
@@ -752,6 +765,9 @@ impl RecordStore for DatabaseStore {
     }
 
     fn unseen_below(&mut self, arg: &Path, unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
+        if self.empty {
+            return Vec::new();
+        }
         let arg = key(arg);
         let start: &[u8] = if arg == b"." { b"" } else { &arg };
         let sql = format!(
@@ -910,6 +926,33 @@ mod tests {
         db.mark_repair(b"f", record(7).stamp).unwrap();
         db.apply(b"f", Change::Remove).unwrap();
         assert_eq!(marks(&db), 0);
+    }
+
+    #[test]
+    fn a_first_record_sees_the_database_as_it_was_empty_and_the_next_audit_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut db = DatabaseStore::open(&path, true).unwrap();
+        let set = Change::Set {
+            record: &record(5),
+            status: Status::New,
+            outboard: None,
+        };
+        db.set(Path::new("t/f"), set).unwrap();
+        db.commit().unwrap();
+        assert_eq!(db.lookup(Path::new("t/f")).unwrap().prior, Prior::None);
+        assert!(db.unseen_below(Path::new("t"), &[]).is_empty());
+        db.finish().unwrap();
+        drop(db);
+        let mut db = DatabaseStore::open(&path, true).unwrap();
+        assert_eq!(
+            db.lookup(Path::new("t/f")).unwrap().prior,
+            Prior::Record(record(5))
+        );
+        drop(db);
+        let mut db = DatabaseStore::open(&path, false).unwrap();
+        let unseen = db.unseen_below(Path::new("t"), &[]);
+        assert_eq!(unseen, [(PathBuf::from("t/f"), record(5))]);
     }
 
     #[test]
