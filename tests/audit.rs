@@ -1082,9 +1082,12 @@ fn a_failing_stdout_stops_the_audit_at_the_end_of_the_first_batch_with_status_1(
         .stdout(full)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr, "mtsum: standard output: No space left on device\n");
+    let out = Run::from_output(out);
+    assert_eq!(out.code, Some(1), "{}", out.stderr());
+    assert_eq!(
+        out.stderr(),
+        "mtsum: standard output: No space left on device\n"
+    );
     // The first batch was recorded before its lines failed; no later file was decided, and
     // what was recorded is kept. (Files are recorded as soon as they are read: the one
     // reader's file in hand, and the one waiting for it, are recorded too.)

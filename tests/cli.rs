@@ -149,8 +149,9 @@ fn check_prints_its_verdicts_when_standard_error_fails_and_exits_1() {
         .stderr(full)
         .output()
         .expect("mtsum starts");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "a: OK\n");
-    assert_eq!(out.status.code(), Some(1));
+    let out = Run::from_output(out);
+    assert_eq!(out.stdout(), "a: OK\n");
+    assert_eq!(out.code, Some(1));
 }
 
 #[test]
@@ -168,7 +169,8 @@ fn a_usage_error_exits_2_when_standard_error_fails() {
             .stderr(full.try_clone().unwrap())
             .output()
             .expect("mtsum starts");
-        assert_eq!(out.status.code(), Some(2), "{args:?}: not a panic (101)");
+        let out = Run::from_output(out);
+        assert_eq!(out.code, Some(2), "{args:?}: not a panic (101)");
     }
 }
 
@@ -187,8 +189,9 @@ fn verbose_hashing_prints_its_lines_when_standard_error_fails() {
         .stderr(full)
         .output()
         .expect("mtsum starts");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), a);
-    let code = out.status.code();
+    let out = Run::from_output(out);
+    assert_eq!(out.stdout(), a);
+    let code = out.code;
     assert!(
         matches!(code, Some(0 | 1)),
         "a status, not a panic: {code:?}"

@@ -202,13 +202,12 @@ fn verbose_names_the_multi_buffer_kernel_and_none_when_forced_portable() {
         "no {expected:?} in:\n{}",
         r.stderr()
     );
-    let forced = StdCommand::new(MTSUM)
-        .current_dir(dir.path())
-        .env(mtsum::lanes::FORCE_PORTABLE_VAR, "1")
-        .args(["--verbose", "-a", "sha1", "a"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&forced.stderr);
+    let forced = run_cmd(
+        mtsum(dir.path())
+            .env(mtsum::lanes::FORCE_PORTABLE_VAR, "1")
+            .args(["--verbose", "-a", "sha1", "a"]),
+    );
+    let stderr = forced.stderr();
     assert!(stderr.contains("Multi-buffer kernel: none\n"), "{stderr}");
 }
 

@@ -473,16 +473,15 @@ const CAPS: [Option<(&str, &str)>; 5] = [
 
 /// `mtsum ARGS` with only the environment variable `cap` of [`CAPS`] set: its stdout and stderr.
 fn mtsum_capped(args: &[&str], cap: Option<(&str, &str)>) -> (Option<i32>, String, String) {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mtsum"));
+    let mut cmd = assert_cmd::Command::new(common::MTSUM);
     cmd.args(args)
         .env_remove(lanes::FORCE_PORTABLE_VAR)
         .env_remove(lanes::SIMD_VAR);
     if let Some((var, value)) = cap {
         cmd.env(var, value);
     }
-    let out = cmd.output().unwrap();
-    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
-    (out.status.code(), text(out.stdout), text(out.stderr))
+    let out = common::run::run_cmd(&mut cmd);
+    (out.code, out.stdout().to_string(), out.stderr().to_string())
 }
 
 #[test]

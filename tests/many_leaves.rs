@@ -217,10 +217,9 @@ proptest! {
 
 /// The digest `cmd`, an `mtsum` run on one file, prints first; the run must succeed.
 fn printed_root(cmd: &mut std::process::Command) -> String {
-    let out = cmd.output().expect("mtsum runs");
-    assert!(out.status.success(), "{cmd:?}: {out:?}");
-    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
-    stdout
+    let out = common::run::Run::from_output(cmd.output().expect("mtsum runs"));
+    assert_eq!(out.code, Some(0), "{cmd:?}: {}", out.stderr());
+    out.stdout()
         .split_whitespace()
         .next()
         .expect("a digest")

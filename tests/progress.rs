@@ -3,8 +3,9 @@
 
 mod common;
 
-use std::process::Command;
+use assert_cmd::Command;
 
+use common::run::run_cmd;
 use common::{MTSUM, tempdir, write_file};
 
 /// The last frame the bar drew on `stderr`: after the last carriage return, without the
@@ -35,25 +36,25 @@ fn progress_flag_leaves_the_final_bar_on_a_run_far_shorter_than_a_second() {
         ),
     ];
     for (args, starts, ends) in cases {
-        let out = Command::new(MTSUM)
-            .current_dir(dir.path())
-            .arg("--progress")
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}");
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        let frame = last_frame(&stderr);
+        let out = run_cmd(
+            Command::new(MTSUM)
+                .current_dir(dir.path())
+                .arg("--progress")
+                .args(args),
+        );
+        assert_eq!(out.code, Some(0), "{args:?}");
+        let stderr = out.stderr();
+        let frame = last_frame(stderr);
         assert!(
             frame.trim_start().starts_with(starts) && frame.ends_with(ends),
             "{args:?}: {stderr:?}"
         );
     }
     // Without it, a run on a stderr that is not a terminal shows none.
-    let out = Command::new(MTSUM)
-        .current_dir(dir.path())
-        .args(["-t", "plain", "a"])
-        .output()
-        .unwrap();
+    let out = run_cmd(
+        Command::new(MTSUM)
+            .current_dir(dir.path())
+            .args(["-t", "plain", "a"]),
+    );
     assert_eq!(out.stderr, b"");
 }

@@ -258,11 +258,11 @@ fn direct_reads_say_why_when_the_file_system_refuses_them() {
     }
     let path = write_file(&ramfs, "f", &pattern(10_000, 1));
     let d = hash(&engine(1, 1 << 20, ReadMode::Direct), &request, &path);
-    let out = Command::new(MTSUM)
-        .args(["--direct", "--verbose", "--no-names"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = common::run::run_cmd(
+        assert_cmd::Command::new(MTSUM)
+            .args(["--direct", "--verbose", "--no-names"])
+            .arg(&path),
+    );
     let _ = Command::new("umount").arg(&ramfs).status();
     let d = d.unwrap();
     let f = d.fallback.expect("ramfs refuses O_DIRECT");
@@ -271,13 +271,13 @@ fn direct_reads_say_why_when_the_file_system_refuses_them() {
         f.to_string(),
         "O_DIRECT unavailable (Invalid argument); read through the page cache instead"
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = out.stderr();
     assert!(
         stderr.contains(&format!("{}: O_DIRECT unavailable", path.display())),
         "{stderr}"
     );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
+        out.stdout().trim(),
         reference::root(Layout::Mtsum, Algorithm::Sha256, &pattern(10_000, 1)).to_hex()
     );
 }
