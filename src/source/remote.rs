@@ -23,6 +23,8 @@ mod head;
 #[cfg(feature = "remote")]
 mod profile;
 #[cfg(feature = "remote")]
+mod sso;
+#[cfg(feature = "remote")]
 mod store;
 mod stored;
 
@@ -351,6 +353,52 @@ pub fn head_stored(
     }
 }
 
+/// An error and its sources, as one text.
+#[cfg(feature = "remote")]
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text += ": ";
+        text += &s.to_string();
+        source = s.source();
+    }
+    text
+}
+
+/// The innermost cause of an error, without object_store's request dumps: "connection
+/// refused", "server returned 503 Service Unavailable", ...
+#[cfg(feature = "remote")]
+fn short(e: &dyn std::error::Error) -> String {
+    let mut causes = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(s) = source {
+        causes.push(s.to_string());
+        source = s.source();
+    }
+    let status = causes.iter().find_map(|c| {
+        let at = c.find("status code")?;
+        let rest = c[at + "status code".len()..].trim_start_matches([':', ' ']);
+        Some(
+            rest.split([',', ':'])
+                .next()
+                .unwrap_or(rest)
+                .trim()
+                .to_string(),
+        )
+    });
+    let innermost = causes.pop().unwrap_or_default();
+    let innermost = innermost.lines().next().unwrap_or_default();
+    match status {
+        Some(status) => format!("the server answered {status}"),
+        // As coreutils prints an OS error: without Rust's " (os error N)".
+        None => match innermost.find(" (os error ") {
+            Some(at) => innermost[..at].to_string(),
+            None => innermost.to_string(),
+        },
+    }
+}
+
 #[cfg(not(feature = "remote"))]
 fn unsupported() -> InputError {
     InputError::Remote(
@@ -416,5 +464,27 @@ mod tests {
             !shown.contains("SECRET") && !shown.contains("TOKEN"),
             "{shown}"
         );
+    }
+
+    #[cfg(feature = "remote")]
+    #[test]
+    fn causes_are_cut_to_the_status() {
+        #[derive(Debug)]
+        struct E(&'static str);
+        impl fmt::Display for E {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {}
+        use std::fmt;
+        let e = E(
+            "Error performing GET http://x in 1s - Server returned non-success status code 503 Service Unavailable, body: x",
+        );
+        assert_eq!(short(&e), "the server answered 503 Service Unavailable");
+        let e = E("Server returned non-2xx status code: 503 Service Unavailable: ");
+        assert_eq!(short(&e), "the server answered 503 Service Unavailable");
+        let e = E("Connection refused (os error 111)");
+        assert_eq!(short(&e), "Connection refused");
     }
 }

@@ -22,7 +22,8 @@ use object_store::path::Path as Key;
 use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, Signer};
 
 use super::profile::Profile;
-use super::store::{ACCESS_DENIED, client_options, fault, key_of, runtime, s3_builder, short};
+use super::short;
+use super::store::{ACCESS_DENIED, client_options, fault, key_of, runtime, s3_builder};
 use super::stored::{
     CHECKSUM_ALGORITHMS, Parts, StoredChecksum, StoredObject, checksum_kind, etag_parts,
 };

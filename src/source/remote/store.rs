@@ -27,7 +27,8 @@ use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 
 use super::profile::{CredentialProcess, Profile};
-use super::{Addressing, Options, Place, RANGE_SIZE, Url};
+use super::sso::SsoCredentials;
+use super::{Addressing, Options, Place, RANGE_SIZE, Url, chain, short};
 use crate::source::{InputError, os_message};
 
 /// The runtime the GETs run on: two threads move the bytes of 16 connections at loopback
@@ -222,9 +223,19 @@ pub(super) fn s3_builder(bucket: &str, options: &Options) -> Result<AmazonS3Buil
             builder = builder.with_config(key, value);
         }
     }
-    // The profile's keys only where neither the options nor the environment gave any: a
-    // key ID from one source and a secret from another would sign nothing valid.
-    if unset(&builder, AmazonS3ConfigKey::AccessKeyId)
+    // The profile's credentials only where neither the options nor the environment gave
+    // keys: a key ID from one source and a secret from another would sign nothing valid.
+    // In the AWS CLI's order: a web identity in the environment, SSO, static keys, a
+    // credential_process.
+    let web_identity = std::env::var_os("AWS_WEB_IDENTITY_TOKEN_FILE").is_some();
+    let sso = match unset(&builder, AmazonS3ConfigKey::AccessKeyId) && !web_identity {
+        true => SsoCredentials::of(&profile, &client),
+        false => None,
+    };
+    if let Some(sso) = sso {
+        let sso = sso.map_err(InputError::Remote)?;
+        builder = builder.with_credentials(Arc::new(sso));
+    } else if unset(&builder, AmazonS3ConfigKey::AccessKeyId)
         && let (Some(id), Some(secret)) = (
             profile.get("aws_access_key_id"),
             profile.get("aws_secret_access_key"),
@@ -237,8 +248,7 @@ pub(super) fn s3_builder(bucket: &str, options: &Options) -> Result<AmazonS3Buil
             builder = builder.with_token(token);
         }
     } else if unset(&builder, AmazonS3ConfigKey::AccessKeyId)
-        // A web identity in the environment comes first in the AWS CLI's chain.
-        && std::env::var_os("AWS_WEB_IDENTITY_TOKEN_FILE").is_none()
+        && !web_identity
         && let Some(command) = profile.get("credential_process")
     {
         builder = builder.with_credentials(Arc::new(CredentialProcess::new(command)));
@@ -377,50 +387,6 @@ fn s3_code(text: &str) -> Option<&'static str> {
     ]
     .into_iter()
     .find(|code| text.contains(code))
-}
-
-/// An error and its sources, as one text.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text += ": ";
-        text += &s.to_string();
-        source = s.source();
-    }
-    text
-}
-
-/// The innermost cause of an error, without object_store's request dumps: "connection
-/// refused", "server returned 503 Service Unavailable", ...
-pub(super) fn short(e: &dyn std::error::Error) -> String {
-    let mut causes = vec![e.to_string()];
-    let mut source = e.source();
-    while let Some(s) = source {
-        causes.push(s.to_string());
-        source = s.source();
-    }
-    let status = causes.iter().find_map(|c| {
-        let at = c.find("status code")?;
-        let rest = c[at + "status code".len()..].trim_start_matches([':', ' ']);
-        Some(
-            rest.split([',', ':'])
-                .next()
-                .unwrap_or(rest)
-                .trim()
-                .to_string(),
-        )
-    });
-    let innermost = causes.pop().unwrap_or_default();
-    let innermost = innermost.lines().next().unwrap_or_default();
-    match status {
-        Some(status) => format!("the server answered {status}"),
-        // As coreutils prints an OS error: without Rust's " (os error N)".
-        None => match innermost.find(" (os error ") {
-            Some(at) => innermost[..at].to_string(),
-            None => innermost.to_string(),
-        },
-    }
 }
 
 /// A remote object opened for positioned reads.
@@ -798,26 +764,5 @@ mod tests {
             Some("http://127.0.0.1:9000")
         );
         assert_eq!(setting(&path_style, key).as_deref(), Some("false"));
-    }
-
-    #[test]
-    fn causes_are_cut_to_the_status() {
-        #[derive(Debug)]
-        struct E(&'static str);
-        impl fmt::Display for E {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.0)
-            }
-        }
-        impl std::error::Error for E {}
-        use std::fmt;
-        let e = E(
-            "Error performing GET http://x in 1s - Server returned non-success status code 503 Service Unavailable, body: x",
-        );
-        assert_eq!(short(&e), "the server answered 503 Service Unavailable");
-        let e = E("Server returned non-2xx status code: 503 Service Unavailable: ");
-        assert_eq!(short(&e), "the server answered 503 Service Unavailable");
-        let e = E("Connection refused (os error 111)");
-        assert_eq!(short(&e), "Connection refused");
     }
 }
