@@ -1,6 +1,7 @@
 """How mtsum reaches a store, against real servers on loopback: TLS with a certificate
 authority the test makes (as a MinIO with a private CA is reached), virtual-hosted requests
-(the bucket in the host name, as on AWS), and credentials from a `credential_process`."""
+(the bucket in the host name, as on AWS, resolved or through a proxy), and credentials from a
+`credential_process`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import datetime
 import hashlib
 import ipaddress
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -141,12 +143,31 @@ def test_an_untrusted_certificate_is_one_line_naming_the_url(mtsum_bin, tls, tmp
         1, f"mtsum: {endpoint}/tls/k: CA bundle {missing}: No such file or directory\n")
 
 
-def test_virtual_hosted_requests_name_the_bucket_in_the_host(mtsum_bin, tmp_path, monkeypatch):
+def with_hosts(names: Path) -> list[str] | None:
+    """The command prefix that runs a command with `names` as its /etc/hosts: a mount
+    namespace of its own (in a user namespace, so that no privilege is needed), where the
+    file is bound over /etc/hosts; the machine's is untouched. None where the kernel or a
+    sandbox refuses such namespaces."""
+    prefix = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+              'mount --bind "$0" /etc/hosts && exec "$@"', str(names)]
+    try:
+        probe = subprocess.run([*prefix, "true"], capture_output=True)
+    except FileNotFoundError:
+        return None
+    return prefix if probe.returncode == 0 else None
+
+
+@pytest.mark.parametrize("through", ["resolver", "proxy"])
+def test_virtual_hosted_requests_name_the_bucket_in_the_host(
+        mtsum_bin, tmp_path, monkeypatch, through):
     # The host of a virtual-hosted request is BUCKET.localhost, which glibc does not resolve
-    # (and the test may not edit /etc/hosts): the requests go through an HTTP proxy, as
-    # HTTP_PROXY names one to curl and mtsum alike, and the proxy is moto itself, which
-    # takes a request in proxy form (`GET http://BUCKET.localhost:PORT/KEY`), finds the
-    # bucket in the host as S3 does, and checks the signature made over that host.
+    # (no `myhostname` in nsswitch.conf here), and the test may not edit the machine's
+    # /etc/hosts. Either mtsum runs with an /etc/hosts of its own that names the host
+    # (`resolver`: as a real store's name resolves), or the requests go through an HTTP proxy
+    # (`proxy`: as HTTP_PROXY names one to curl and mtsum alike), and the proxy is moto
+    # itself, which takes a request in proxy form (`GET http://BUCKET.localhost:PORT/KEY`).
+    # Either way moto finds the bucket in the host as S3 does, and checks the signature made
+    # over that host.
     proc, endpoint, keys = start_moto_with_users(tmp_path)
     try:
         port = endpoint.rsplit(":", 1)[1]
@@ -156,23 +177,36 @@ def test_virtual_hosted_requests_name_the_bucket_in_the_host(mtsum_bin, tmp_path
         writer.put_object(Bucket="vhost", Key="dir/k", Body=data)
         local = tmp_path / "k"
         local.write_bytes(data)
-        env = clean_env(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, HTTP_PROXY=endpoint)
+        env = clean_env(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret)
+        prefix = []
+        if through == "proxy":
+            env["HTTP_PROXY"] = endpoint
+        else:
+            hosts = tmp_path / "hosts"
+            hosts.write_text("127.0.0.1 localhost vhost.localhost\n::1 localhost\n")
+            prefix = with_hosts(hosts)
+            if prefix is None:
+                pytest.skip("no mount namespace of its own (unshare refused) for an /etc/hosts "
+                            "that names vhost.localhost")
         localhost = f"http://localhost:{port}"
         args = ["--endpoint-url", localhost, "--addressing-style", "virtual"]
         want = digests(run(mtsum_bin, str(local)))
-        out = run(mtsum_bin, *args, "s3://vhost/dir/k", env=env)
+        out = run(*prefix, mtsum_bin, *args, "s3://vhost/dir/k", env=env)
         assert out.returncode == 0, out.stderr
         assert digests(out) == want
-        out = run(mtsum_bin, *args, "-r", "s3://vhost/dir/", env=env)
+        out = run(*prefix, mtsum_bin, *args, "-r", "s3://vhost/dir/", env=env)
         assert (out.returncode, digests(out)) == (0, want), out.stderr
-        monkeypatch.setenv("HTTP_PROXY", endpoint)
-        options = {"key": key, "secret": secret, "endpoint_url": localhost,
-                   "region": "us-east-1", "addressing_style": "virtual"}
-        assert mtsum.file_digest("s3://vhost/dir/k", storage_options=options) == \
-            mtsum.file_digest(local)
+        if through == "proxy":
+            monkeypatch.setenv("HTTP_PROXY", endpoint)
+            options = {"key": key, "secret": secret, "endpoint_url": localhost,
+                       "region": "us-east-1", "addressing_style": "virtual"}
+            assert mtsum.file_digest("s3://vhost/dir/k", storage_options=options) == \
+                mtsum.file_digest(local)
         log = (tmp_path / "log").read_text()
-        assert f"GET http://vhost.localhost:{port}/dir/k " in log, log
-        assert f"HEAD http://vhost.localhost:{port}/dir/k " in log, log
+        # A proxy is sent the whole URL; a server reached directly, the path and a Host.
+        shown = f"http://vhost.localhost:{port}/dir/k" if through == "proxy" else "/dir/k"
+        assert f"GET {shown} " in log, log
+        assert f"HEAD {shown} " in log, log
         assert "GET /vhost/" not in log and "HEAD /vhost/" not in log, "none path-style"
     finally:
         proc.terminate()

@@ -74,8 +74,10 @@ pub struct Options {
 /// How bucket names go into S3 URLs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Addressing {
-    /// Virtual-hosted on AWS (but for bucket names with dots, which TLS names cannot
-    /// hold), path-style on any other endpoint: what the AWS CLI does.
+    /// Virtual-hosted on AWS (but for bucket names that cannot be a host name's label under
+    /// AWS's certificates: dots, capitals, underscores), path-style on any other endpoint
+    /// (`--endpoint-url`, `AWS_ENDPOINT_URL`, a profile's `endpoint_url`): what the AWS CLI
+    /// does.
     #[default]
     Auto,
     Path,

@@ -276,7 +276,7 @@ pub(super) fn s3_builder(bucket: &str, options: &Options) -> Result<AmazonS3Buil
     let virtual_hosted = match options.addressing {
         Addressing::Path => false,
         Addressing::Virtual => true,
-        Addressing::Auto => endpoint.is_none() && !bucket.contains('.'),
+        Addressing::Auto => endpoint.is_none() && host_label(bucket),
     };
     if virtual_hosted {
         builder = builder.with_virtual_hosted_style_request(true);
@@ -288,6 +288,20 @@ pub(super) fn s3_builder(bucket: &str, options: &Options) -> Result<AmazonS3Buil
         }
     }
     Ok(builder)
+}
+
+/// Whether a bucket's name can be the first label of a host name that AWS's wildcard
+/// certificates cover: 3 to 63 lowercase letters, digits and hyphens, a letter or digit at
+/// either end. Others (dots, or the capitals and underscores of some old buckets of
+/// us-east-1) are addressed path-style on AWS, as the AWS CLI addresses them.
+fn host_label(bucket: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    (3..=63).contains(&bucket.len())
+        && bucket
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && edge(bucket.chars().next())
+        && edge(bucket.chars().last())
 }
 
 /// The object's key in its store.
@@ -764,5 +778,28 @@ mod tests {
             Some("http://127.0.0.1:9000")
         );
         assert_eq!(setting(&path_style, key).as_deref(), Some("false"));
+    }
+
+    #[test]
+    fn on_aws_a_bucket_is_addressed_virtual_hosted_where_its_name_can_be_a_host() {
+        let on_aws = Options {
+            region: Some("eu-west-1".into()),
+            ..Options::default()
+        };
+        let key = AmazonS3ConfigKey::VirtualHostedStyleRequest;
+        for (bucket, virtual_hosted) in [
+            ("data-2026", true),
+            ("my.bucket", false),
+            ("Old_Bucket", false),
+            ("-x-", false),
+        ] {
+            let builder = s3_builder(bucket, &on_aws).unwrap();
+            let setting = builder.get_config_value(&key);
+            assert_eq!(
+                setting.as_deref() == Some("true"),
+                virtual_hosted,
+                "{bucket}"
+            );
+        }
     }
 }
