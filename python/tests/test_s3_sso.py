@@ -163,6 +163,29 @@ def test_an_sso_profile_reads_with_the_role_credentials_of_its_cached_token(
         # Once for the run, with the token of the profile's session.
         assert portal.asked == [("/federation/credentials",
                                  {"role_name": ROLE, "account_id": ACCOUNT}, token)], profile
+    # The listing and the HEADs of --stored are signed with the same credentials.
+    out = run(mtsum_bin, "--profile", "dev", "--stored", "s3://sso/", env=env)
+    assert (out.returncode, out.stderr) == (0, "")
+    etags = [line for line in out.stdout.splitlines() if line.startswith("MD5 ")]
+    assert etags == [f"MD5 ({name}) = {md5}" for name, md5 in zip(bodies, want)], out.stdout
+
+
+def test_role_credentials_that_expire_within_five_minutes_are_asked_for_again(
+        mtsum_bin, sso, tmp_path):
+    endpoint, portal, bodies = sso
+    env = sso_home(tmp_path, endpoint, portal)
+    usual = portal.credentials["expiration"]
+    soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=4)
+    portal.credentials["expiration"] = int(soon.timestamp() * 1000)
+    portal.asked.clear()
+    try:
+        out = run(mtsum_bin, "--profile", "dev", "--connections", "1", "-t", "plain",
+                  "s3://sso/a", "s3://sso/b", env=env)
+    finally:
+        portal.credentials["expiration"] = usual
+    assert out.returncode == 0, out.stderr
+    # Each request (a HEAD and a GET per object) asks anew.
+    assert len(portal.asked) >= 4, portal.asked
 
 
 def test_an_expired_or_missing_sso_token_is_one_line_that_says_to_log_in(
