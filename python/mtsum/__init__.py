@@ -22,7 +22,8 @@ a multipart value); :meth:`Hasher.value` gives the same, :meth:`Hasher.hexdigest
 A str ``s3://BUCKET/KEY`` or ``http(s)://HOST/PATH`` names a remote object, read by
 concurrent range GETs (see ``storage_options`` below).
 
-Remote objects are reached as the CLI reaches them (``AWS_*`` variables, ``~/.aws`` profiles,
+Remote objects are reached as the CLI reaches them (``AWS_*`` variables, ``~/.aws`` profiles:
+keys, ``credential_process``, IAM Identity Center after ``aws sso login``;
 ``AWS_ENDPOINT_URL``), or with ``storage_options``, a dict of s3fs's keys: ``key``, ``secret``,
 ``token``, ``anon`` (unsigned requests, for public buckets), ``endpoint_url``, ``region``,
 ``profile``, ``client_kwargs`` (``endpoint_url``, ``region_name``, ``verify``: the path of a
