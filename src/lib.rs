@@ -23,6 +23,8 @@
 //!   they share below them;
 //! - [`range`]: one file hashed in ranges anywhere (partials) and combined into its root;
 //! - [`engine`]: the worker pool that hashes the jobs of many files in parallel;
+//! - [`tries`]: a value tried under several layouts (the part sizes guessed for an S3 ETag)
+//!   in one read, for `-c` and `--compare`;
 //! - [`graph`]: a tree drawn as a Graphviz DOT graph;
 //! - [`report`]: what is printed besides checksum lines (timings, error lines);
 //! - [`dialect`]: errors that suggest a setting, named as the command line or Python names it;
@@ -59,6 +61,7 @@ mod size;
 pub mod source;
 pub mod stored;
 pub mod sumfile;
+pub mod tries;
 pub mod walk;
 
 pub use algorithm::{Algorithm, Digest};

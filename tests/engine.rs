@@ -835,12 +835,12 @@ proptest! {
         let tasks: Vec<Task<usize>> = steps
             .iter()
             .enumerate()
-            .map(|(i, step)| match *step {
+            .map(|(i, step)| match step {
                 Step::Hash(request, n) => {
-                    let data = pattern(n as usize, seed ^ i as u64);
+                    let data = pattern(*n as usize, seed ^ i as u64);
                     let path = write_file(dir.path(), format!("t{i}"), &data);
                     contents.push(data);
-                    Task::hash(Target::Path(path), request, i)
+                    Task::hash(Target::Path(path), request.clone(), i)
                 }
                 Step::Pass => {
                     contents.push(Vec::new());
@@ -919,7 +919,7 @@ fn a_pause_reports_every_earlier_task_and_idles_the_sink_before_the_next_is_take
             return Task::pause();
         };
         log.borrow_mut().push(format!("take {i}"));
-        Task::hash(Target::Path(paths[i].clone()), request, i)
+        Task::hash(Target::Path(paths[i].clone()), request.clone(), i)
     });
     Engine::new(NonZeroUsize::new(2).unwrap()).run_to(tasks, Recorder(&log));
     let log = log.into_inner();
@@ -1003,7 +1003,7 @@ fn a_cancel_before_run_takes_no_task_and_reports_none() {
     let taken = Cell::new(0);
     let tasks = (0..10).map(|i| {
         taken.set(taken.get() + 1);
-        Task::hash(Target::Path(path.clone()), request, i)
+        Task::hash(Target::Path(path.clone()), request.clone(), i)
     });
     let mut reported = Vec::new();
     engine.run(tasks, |i, _| reported.push(i));

@@ -53,11 +53,11 @@ fn check(engine: &Engine, path: &Path, data: &[u8], request: Request) {
         "{what}"
     );
     assert_eq!(got.size, data.len() as u64, "{what}");
-    let side = request.side;
-    let digest = side
-        .digest
-        .map(|(layout, alg)| reference::checksum(layout, alg, data).unwrap());
-    assert_eq!(got.side.digest, digest, "{what}");
+    let side = &request.side;
+    let digests: Vec<_> = (side.digests.iter())
+        .map(|&(layout, alg)| reference::checksum(layout, alg, data).unwrap())
+        .collect();
+    assert_eq!(got.side.digests, digests, "{what}");
     let leaves = side
         .leaves
         .map(|(layout, alg)| reference_leaves(layout, alg, data));
@@ -89,16 +89,24 @@ fn side_digests_and_leaves_of_one_read_are_the_references() {
     ];
     let sides = [
         Side {
-            digest: None,
+            digests: Vec::new(),
             leaves: Some(outboard),
         },
         Side {
-            digest: Some((Layout::Plain, Algorithm::Sha256)),
+            digests: vec![(Layout::Plain, Algorithm::Sha256)],
             leaves: None,
         },
         Side {
-            digest: Some((Layout::Mtsum, Algorithm::Blake3)),
+            digests: vec![(Layout::Mtsum, Algorithm::Blake3)],
             leaves: Some(outboard),
+        },
+        Side {
+            digests: vec![
+                (Layout::Glacier, Algorithm::Sha256),
+                (Layout::Plain, Algorithm::Xxh3),
+                (Layout::Merkle(leaf(4096)), Algorithm::Sha1),
+            ],
+            leaves: None,
         },
     ];
     // Around a leaf, a read, BLAKE3's 4 MiB subtrees (shared among workers), a part.
@@ -109,9 +117,9 @@ fn side_digests_and_leaves_of_one_read_are_the_references() {
         let path = dir.path().join(n.to_string());
         fs::write(&path, &bytes).unwrap();
         for (i, &(layout, alg)) in mains.iter().enumerate() {
-            for (j, &side) in sides.iter().enumerate() {
+            for (j, side) in sides.iter().enumerate() {
                 let request = Request {
-                    side,
+                    side: side.clone(),
                     // The tree's own leaves beside the side outputs, now and then.
                     keep_leaves: matches!(layout, Layout::Merkle(_) | Layout::Rfc6962(_))
                         && len > 0
@@ -132,6 +140,60 @@ fn side_digests_and_leaves_of_one_read_are_the_references() {
     }
 }
 
+/// The part sizes `-c --part-size auto` tries for a value, all in one read: 16 side digests
+/// (S3's sizes that share no boundary, and other layouts beside them), each the digest its
+/// layout gives alone, at sizes around every part boundary and some drawn at random.
+#[test]
+fn each_of_many_side_digests_is_the_digest_of_its_layout_alone() {
+    const MIB: u64 = 1 << 20;
+    let s3 = |bytes: u64| (Layout::S3(PartSize::new(bytes).unwrap()), Algorithm::Md5);
+    let mut digests: Vec<(Layout, Algorithm)> = [5 * MIB, 8 * MIB, 15 * MIB, 16 * MIB]
+        .into_iter()
+        .chain([6_000_000, 7_000_000, 9_000_000, 5 * MIB + 1, 11 * MIB])
+        .chain((12..18).map(|m| m * 1_000_000 + 7))
+        .map(s3)
+        .collect();
+    digests.push((Layout::Plain, Algorithm::Md5));
+    let main = s3(10 * MIB);
+    let request = Request {
+        side: Side {
+            digests: digests.clone(),
+            leaves: None,
+        },
+        ..Request::new(main.0, main.1)
+    };
+    // Deterministic "random" sizes up to 24 MiB, beside 0, 1 and each part boundary ± 1.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % (24 * MIB)
+    };
+    let mut lens: Vec<u64> = vec![0, 1, 5 * MIB - 1, 5 * MIB, 5 * MIB + 1, 15 * MIB + 1];
+    lens.extend((0..3).map(|_| random()));
+    let dir = tempfile::tempdir().unwrap();
+    let engines = engines();
+    for (n, len) in lens.into_iter().enumerate() {
+        let bytes = data(len as usize);
+        let path = dir.path().join(n.to_string());
+        fs::write(&path, &bytes).unwrap();
+        let engine = &engines[n % engines.len()];
+        let alone = |(layout, alg): (Layout, Algorithm)| {
+            let request = Request::new(layout, alg);
+            let target = Target::File(path.clone());
+            engine.hash(&request, target).unwrap().root
+        };
+        let got = engine
+            .hash(&request, Target::File(path.clone()))
+            .unwrap_or_else(|e| panic!("{len}: {e}"));
+        assert_eq!(got.root, alone(main), "{len} bytes");
+        let each: Vec<_> = digests.iter().map(|&spec| alone(spec)).collect();
+        assert_eq!(got.side.digests, each, "{len} bytes");
+        assert_eq!(got.size, len);
+    }
+}
+
 #[test]
 fn a_side_digest_of_a_stream_is_the_references_and_it_has_no_leaves_or_stamp() {
     let bytes = data(300_000);
@@ -146,7 +208,7 @@ fn a_side_digest_of_a_stream_is_the_references_and_it_has_no_leaves_or_stamp() {
     };
     let side = Side {
         // One that takes a stream, and one that needs the length: the stream is held.
-        digest: Some((Layout::Mtsum, Algorithm::Sha256)),
+        digests: vec![(Layout::Mtsum, Algorithm::Sha256)],
         leaves: Some((Layout::Rfc6962(leaf(4096)), Algorithm::Blake3)),
     };
     let request = Request {
@@ -162,7 +224,7 @@ fn a_side_digest_of_a_stream_is_the_references_and_it_has_no_leaves_or_stamp() {
         reference::checksum(Layout::Plain, Algorithm::Blake3, &bytes).unwrap()
     );
     let mtsum = reference::checksum(Layout::Mtsum, Algorithm::Sha256, &bytes).unwrap();
-    assert_eq!(got.side.digest, Some(mtsum));
+    assert_eq!(got.side.digests, [mtsum]);
     assert_eq!(
         (got.side.leaves, got.stamp, got.size),
         (None, None, bytes.len() as u64)
@@ -176,7 +238,7 @@ fn a_side_digest_with_no_value_for_the_file_fails_the_input() {
     fs::write(&empty, b"").unwrap();
     let request = Request {
         side: Side {
-            digest: Some((Layout::Btv2, Algorithm::Sha256)),
+            digests: vec![(Layout::Btv2, Algorithm::Sha256)],
             leaves: None,
         },
         ..Request::new(Layout::Plain, Algorithm::Blake3)

@@ -336,6 +336,13 @@ fn positioned_reads_of_an_object_give_its_bytes_even_when_read_twice() {
     }
 }
 
+/// `mtsum -c -t s3 --part-size auto` of a sum file in `dir` with one line, `value  url`.
+fn check_part_size_auto(dir: &Path, value: &str, url: &str) -> Run {
+    let sums = write_file(dir, "etags", format!("{value}  {url}\n").as_bytes());
+    let args = ["-c", "-t", "s3", "--part-size", "auto"];
+    mtsum(&[&args[..], &[sums.to_str().unwrap()]].concat())
+}
+
 #[test]
 fn check_finds_the_part_size_of_an_s3_value_naming_a_url() {
     let server = HttpServer::start();
@@ -344,11 +351,7 @@ fn check_finds_the_part_size_of_an_s3_value_naming_a_url() {
     // The ETag of a multipart upload in parts of 5 MiB: three parts.
     let etag = digests(&mtsum(&["-t", "s3", "--part-size", "5M", &file]));
     assert!(etag[0].ends_with("-3"), "{etag:?}");
-    let check = |value: &str| {
-        let sums = write_file(dir.path(), "etags", format!("{value}  {url}\n").as_bytes());
-        let args = ["-c", "-t", "s3", "--part-size", "auto"];
-        mtsum(&[&args[..], &[sums.to_str().unwrap()]].concat())
-    };
+    let check = |value: &str| check_part_size_auto(dir.path(), value, &url);
     let out = check(&etag[0]);
     assert!(out.code == Some(0), "{}", out.stderr());
     assert_eq!(out.stdout(), format!("{url}: OK (--part-size 5M)\n"));
@@ -360,4 +363,36 @@ fn check_finds_the_part_size_of_an_s3_value_naming_a_url() {
         "{}",
         out.stdout()
     );
+}
+
+#[test]
+fn check_downloads_an_object_once_however_many_part_sizes_it_tries() {
+    let server = HttpServer::start();
+    let dir = tempdir();
+    let data = pattern(20 * (1 << 20) + 3, 9);
+    let len = data.len() as u64;
+    let (url, file) = serve_and_write(&server, dir.path(), "a", data);
+    // Two parts of 16 MiB: every whole MiB from 11 to 20 gives two parts too, and more.
+    let etag = digests(&mtsum(&["-t", "s3", "--part-size", "16M", &file]));
+    assert!(etag[0].ends_with("-2"), "{etag:?}");
+    let check = |value: &str| check_part_size_auto(dir.path(), value, &url);
+    let out = check(&etag[0]);
+    assert!(out.code == Some(0), "{}", out.stderr());
+    assert_eq!(out.stdout(), format!("{url}: OK (--part-size 16M)\n"));
+    assert_eq!(
+        server.bytes_served("/a"),
+        len,
+        "one download, not one per size"
+    );
+    // A value no size gives: every size is tried, still in one download.
+    let out = check(&format!("{}-2", "0".repeat(32)));
+    assert_eq!(out.code, Some(1));
+    let text = out.stdout();
+    let tried: usize = text
+        .strip_prefix(&format!("{url}: FAILED ("))
+        .and_then(|rest| rest.split_once(' '))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(tried > 8, "{text}");
+    assert_eq!(server.bytes_served("/a"), 2 * len);
 }

@@ -129,7 +129,7 @@ pub fn repair(
     }
     let request = Request {
         side: Side {
-            digest: None,
+            digests: Vec::new(),
             leaves: recorded.as_ref().map(|o| (o.layout(), outboard::ALGORITHM)),
         },
         ..Request::new(record.layout, record.algorithm)

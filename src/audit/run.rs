@@ -443,7 +443,7 @@ impl Planner<'_> {
         let keeps = self.shared.borrow().store.keeps_outboards();
         let request = Request {
             side: Side {
-                digest: migrate_to,
+                digests: migrate_to.into_iter().collect(),
                 leaves: (keeps && may_write && outboard::kept(before.len))
                     .then(|| (outboard::layout(before.len), outboard::ALGORITHM)),
             },
@@ -721,7 +721,7 @@ impl Sink<'_> {
             _ => fs::metadata(&path).map(|m| measured(Stamp::of(&m))),
         };
         let (hashed, migrated, leaves) = match hashed {
-            Ok(h) => (Ok((h.root, h.size)), h.side.digest, h.side.leaves),
+            Ok(mut h) => (Ok((h.root, h.size)), h.side.digests.pop(), h.side.leaves),
             Err(e) => (Err(e), None, None),
         };
         let outboard = leaves.map(|leaves| Outboard {
@@ -828,7 +828,7 @@ impl Sink<'_> {
                 // The record's digest too, which the engine computes of any read.
                 let request = Request {
                     side: Side {
-                        digest: None,
+                        digests: Vec::new(),
                         leaves: Some((recorded.layout(), outboard::ALGORITHM)),
                     },
                     ..Request::new(layout, algorithm)

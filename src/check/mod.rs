@@ -27,6 +27,7 @@ use crate::layout::{Layout, Root};
 use crate::report::{self, Figures, error_line};
 use crate::source::{self, InputError, Target};
 use crate::sumfile::{self, Parser, Terminator};
+use crate::tries::Tries;
 
 pub mod verdict;
 
@@ -68,8 +69,8 @@ pub struct Untagged {
     /// a CRC.
     pub algorithm: Option<Algorithm>,
     /// `--part-size auto`: an untagged line is tried with each size the layout guesses
-    /// ([`Layout::size_guesses`]: S3's part sizes) until one matches, and the verdict says
-    /// which.
+    /// ([`Layout::size_guesses`]: S3's part sizes), all in one read of the file, and the
+    /// verdict says which matched.
     pub auto_part_size: bool,
 }
 
@@ -174,7 +175,6 @@ pub fn check(
         untagged_multipart_mismatches: 0,
         untagged_matches: 0,
         untagged_implied: [(0, 0); IMPLIED_NOTES.len()],
-        tries: Tries::default(),
         processors: engine.threads(),
         settings_shown: None,
     };
@@ -278,8 +278,8 @@ enum Item {
         /// The layout and algorithm the line is checked with.
         spec: (Layout, Algorithm),
         tagged: bool,
-        /// With `--part-size auto`: the part size this hash tries.
-        attempt: Option<Attempt>,
+        /// With `--part-size auto`: the part sizes the read tries (`spec` is the first).
+        tries: Option<Box<Tries>>,
     },
     /// Line `line` (1-based) of sum file `file` is not a checksum line; `crc`: it would be
     /// one of these CRCs, named with `-a` ([`Untagged::crc_hint`]).
@@ -298,33 +298,24 @@ enum Item {
     End { file: usize },
 }
 
-/// One of the sizes tried for a line with `--part-size auto`; the attempts of a line follow
-/// each other.
-#[derive(Clone, Copy, Debug)]
-struct Attempt {
-    /// The layout with the size tried.
-    layout: Layout,
-    /// The line's last attempt: its verdict follows.
-    last: bool,
-}
-
-/// The layouts to try for a line of `layout` whose value is `expected`, for the file or
+/// The sizes to try for a line of `(layout, alg)` whose value is `expected`, for the file or
 /// object `target` (none for standard input or an input that cannot be read, which is then
 /// hashed once and reported as usual). An object's size takes a `HEAD`, made only for S3's
 /// layout, the one that guesses sizes.
-fn size_guesses(layout: Layout, target: &Target, expected: &Root) -> Vec<Layout> {
+fn size_guesses(
+    (layout, alg): (Layout, Algorithm),
+    target: &Target,
+    expected: &Root,
+) -> Option<Tries> {
     let size = match target {
-        Target::Url(_) if !matches!(layout, Layout::S3(_)) => return Vec::new(),
+        Target::Url(_) if !matches!(layout, Layout::S3(_)) => return None,
         Target::Url(_) => match source::Input::open(target) {
             Ok(source::Input::Sized(object)) => object.len(),
-            _ => return Vec::new(),
+            _ => return None,
         },
-        _ => match target.path().map(std::fs::metadata) {
-            Some(Ok(meta)) => meta.len(),
-            _ => return Vec::new(),
-        },
+        _ => target.path().map(std::fs::metadata)?.ok()?.len(),
     };
-    layout.size_guesses(size, expected)
+    Tries::guessed(layout, alg, size, *expected)
 }
 
 /// A sum file being read.
@@ -518,38 +509,24 @@ impl Lines<'_> {
         }
         let target = Target::from_arg(OsString::from_vec(entry.name.clone()));
         let tagged = entry.spec.is_some();
-        let guesses = match self.untagged.auto_part_size && !tagged {
-            true => size_guesses(layout, &target, &entry.expected),
-            false => Vec::new(),
+        let tries = match self.untagged.auto_part_size && !tagged {
+            true => size_guesses((layout, alg), &target, &entry.expected),
+            false => None,
         };
-        let line = |layout, attempt| {
-            let item = Item::Line {
-                file,
-                line: line_no,
-                name: entry.name.clone(),
-                expected: Box::new(entry.expected),
-                spec: (layout, alg),
-                tagged,
-                attempt,
-            };
-            Task::hash(target.clone(), Request::new(layout, alg), item)
+        let request = match &tries {
+            Some(tries) => tries.request(),
+            None => Request::new(layout, alg),
         };
-        let Some((&first, rest)) = guesses.split_first() else {
-            return Some(line(layout, None));
+        let item = Item::Line {
+            file,
+            line: line_no,
+            name: entry.name,
+            expected: Box::new(entry.expected),
+            spec: (request.layout, alg),
+            tagged,
+            tries: tries.map(Box::new),
         };
-        for (i, &layout) in rest.iter().enumerate() {
-            let last = i + 1 == rest.len();
-            self.queue
-                .push_back(line(layout, Some(Attempt { layout, last })));
-        }
-        let last = rest.is_empty();
-        Some(line(
-            first,
-            Some(Attempt {
-                layout: first,
-                last,
-            }),
-        ))
+        Some(Task::hash(target, request, item))
     }
 }
 
@@ -610,79 +587,20 @@ struct Verdicts<'a> {
     /// Per [`IMPLIED_NOTES`] entry, the untagged values checked with the algorithm their
     /// length implies that differed, and that matched.
     untagged_implied: [(u64, u64); IMPLIED_NOTES.len()],
-    /// The attempts so far of a line with `--part-size auto`.
-    tries: Tries,
     /// For the settings lines of `--verbose`.
     processors: NonZeroUsize,
     /// The layout and algorithm that the settings lines printed last name.
     settings_shown: Option<(Layout, Algorithm)>,
 }
 
-/// What hashing a line's file gave: with `--part-size auto`, all its attempts together
-/// ([`Tries::add`]).
+/// What hashing a line's file gave: with `--part-size auto`, under the size that matched.
 struct Outcome {
     /// The layout the file was hashed with (see [`LineVerdict::layout`]).
     layout: Layout,
     matched: Result<bool, InputError>,
     digest: Option<FileDigest>,
-    /// With `--part-size auto`: how many part sizes hashed the file.
+    /// With `--part-size auto`: how many part sizes hashed the file (all in one read).
     tried: Option<usize>,
-}
-
-/// What the attempts of one line with `--part-size auto` found so far.
-#[derive(Debug, Default)]
-struct Tries {
-    /// The first layout (size) whose value matched.
-    matched: Option<Layout>,
-    /// The attempts that hashed the file: a miss after any is a mismatch, not an unreadable
-    /// file, and its verdict says how many sizes were tried.
-    hashed: usize,
-    error: Option<InputError>,
-    /// The value of the size that matched, else of the first size that hashed the file,
-    /// with the time of every attempt, for the verdict and the figures.
-    digest: Option<(Layout, FileDigest)>,
-}
-
-impl Tries {
-    /// Adds one attempt's outcome; after the line's last attempt, the outcome of them all.
-    fn add(&mut self, attempt: Attempt, this: Outcome) -> Option<Outcome> {
-        let is_match = matches!(this.matched, Ok(true));
-        if let Some(digest) = this.digest {
-            let before = self.digest.take();
-            let elapsed = before.as_ref().map(|(_, d)| d.elapsed).unwrap_or_default();
-            let mut kept = match before {
-                Some(before) if !(is_match && self.matched.is_none()) => before,
-                _ => (attempt.layout, digest.clone()),
-            };
-            kept.1.elapsed = elapsed + digest.elapsed;
-            self.digest = Some(kept);
-        }
-        match this.matched {
-            Ok(matched) => {
-                self.hashed += 1;
-                if matched {
-                    self.matched.get_or_insert(attempt.layout);
-                }
-            }
-            Err(e) => _ = self.error.get_or_insert(e),
-        }
-        if !attempt.last {
-            return None;
-        }
-        let tries = std::mem::take(self);
-        let matched = match (tries.matched, tries.hashed, tries.error) {
-            (Some(_), _, _) => Ok(true),
-            (None, 0, Some(e)) => Err(e),
-            (None, _, _) => Ok(false),
-        };
-        let first = tries.digest.as_ref().map(|(layout, _)| *layout);
-        Some(Outcome {
-            layout: tries.matched.or(first).unwrap_or(attempt.layout),
-            matched,
-            digest: tries.digest.map(|(_, digest)| digest),
-            tried: Some(tries.hashed),
-        })
-    }
 }
 
 impl Sink<Item> for &mut Verdicts<'_> {
@@ -731,28 +649,34 @@ impl Verdicts<'_> {
                 expected,
                 spec: (layout, alg),
                 tagged,
-                attempt,
+                tries,
             } => {
-                let mut outcome = match result.expect("a line is hashed") {
-                    Ok(digest) => Outcome {
+                let tried = tries.as_ref().map(|t| t.layouts().len());
+                let outcome = match (result.expect("a line is hashed"), tries) {
+                    (Ok(mut digest), Some(tries)) => {
+                        let found = tries.found(&digest);
+                        digest.root = found.root;
+                        Outcome {
+                            layout: found.layout,
+                            matched: Ok(found.matched),
+                            digest: Some(digest),
+                            tried,
+                        }
+                    }
+                    (Ok(digest), None) => Outcome {
                         layout,
                         matched: Ok(layout.matches(alg, &digest.root, &expected)),
                         digest: Some(digest),
-                        tried: None,
+                        tried,
                     },
-                    Err(e) => Outcome {
+                    (Err(e), _) => Outcome {
                         layout,
                         matched: Err(e),
                         digest: None,
-                        tried: None,
+                        // None hashed the file.
+                        tried: tried.map(|_| 0),
                     },
                 };
-                if let Some(attempt) = attempt {
-                    match self.tries.add(attempt, outcome) {
-                        Some(all) => outcome = all,
-                        None => return Ok(()),
-                    }
-                }
                 let status = match &outcome.matched {
                     Ok(true) => LineStatus::Ok,
                     Ok(false) => LineStatus::Failed,

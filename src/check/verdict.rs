@@ -50,8 +50,8 @@ pub struct LineVerdict<'a> {
     pub algorithm: Algorithm,
     /// The value the line holds, in its encoding.
     pub expected: Root,
-    /// What the file gave (with `--part-size auto`, the time of every size tried); `None`
-    /// when it could not be read.
+    /// What the file gave (with `--part-size auto`, the value under the size of `layout`,
+    /// from the one read that tried every size); `None` when it could not be read.
     pub digest: Option<FileDigest>,
     /// Why the file could not be read.
     pub error: Option<InputError>,

@@ -12,14 +12,14 @@
 use crate::algorithm::Algorithm;
 use crate::layout::{Encoding, Layout, PartSize, Root};
 use crate::stored::{Source, StoredObject, StoredValue, values};
+use crate::tries::Tries;
 
 /// What the local file is to be hashed for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Choice {
-    /// Each of these; the bytes are the same if any gives its value. One, but for an ETag
-    /// whose part size the store did not tell, which is tried with the sizes `-c --part-size
-    /// auto` tries.
-    Values(Vec<StoredValue>),
+    /// A value, under one layout; but for an ETag whose part size the store did not tell,
+    /// under each size `-c --part-size auto` tries. The bytes are the same if any gives it.
+    Values(Tries),
     /// None of the store's values can tell: why.
     Unverifiable(String),
 }
@@ -31,11 +31,10 @@ pub fn choose(object: &StoredObject) -> Choice {
         .iter()
         .filter_map(|v| v.as_ref().ok())
         .min_by_key(|v| cost(v));
-    if let Some(value) = cheapest {
-        return Choice::Values(vec![*value]);
+    if let Some(v) = cheapest {
+        return Choice::Values(Tries::one(v.layout, v.algorithm, v.expected));
     }
-    let guesses = guesses(object);
-    if !guesses.is_empty() {
+    if let Some(guesses) = guesses(object) {
         return Choice::Values(guesses);
     }
     let why: Vec<String> = reported
@@ -82,27 +81,20 @@ fn cost(value: &StoredValue) -> u8 {
 
 /// An MD5 multipart ETag of an object whose part size the store did not tell (a server
 /// without `partNumber` HEADs): the part sizes `-c --part-size auto` tries.
-fn guesses(object: &StoredObject) -> Vec<StoredValue> {
+fn guesses(object: &StoredObject) -> Option<Tries> {
     let told = object.parts.is_some_and(|p| p.first.is_some());
     let etag = object
         .etag
         .as_deref()
         .filter(|_| object.encryption.is_none() && !told)
         .and_then(|e| Root::parse(e, Algorithm::Md5.digest_len()))
-        .filter(|e| e.encoding() == Encoding::Hex && e.parts().is_some());
-    let Some(etag) = etag else {
-        return Vec::new();
-    };
-    Layout::S3(PartSize::DEFAULT)
-        .size_guesses(object.size, &etag)
-        .into_iter()
-        .map(|layout| StoredValue {
-            source: Source::Etag,
-            layout,
-            algorithm: Algorithm::Md5,
-            expected: etag,
-        })
-        .collect()
+        .filter(|e| e.encoding() == Encoding::Hex && e.parts().is_some())?;
+    Tries::guessed(
+        Layout::S3(PartSize::DEFAULT),
+        Algorithm::Md5,
+        object.size,
+        etag,
+    )
 }
 
 #[cfg(test)]
@@ -136,19 +128,18 @@ mod tests {
             full(Algorithm::Crc32, b"x"),
             full(Algorithm::Crc64Nvme, b"x"),
         ];
-        let Choice::Values(values) = choose(&o) else {
+        let Choice::Values(value) = choose(&o) else {
             panic!("a value")
         };
-        assert_eq!(values.len(), 1);
         assert_eq!(
-            (values[0].layout, values[0].algorithm),
-            (Layout::Plain, Algorithm::Crc64Nvme)
+            (value.layouts(), value.algorithm),
+            (&[Layout::Plain][..], Algorithm::Crc64Nvme)
         );
         o.checksums = vec![full(Algorithm::Sha256, b"x")];
-        let Choice::Values(values) = choose(&o) else {
+        let Choice::Values(value) = choose(&o) else {
             panic!("a value")
         };
-        assert_eq!(values[0].source, Source::Etag, "MD5 before SHA-256");
+        assert_eq!(value.algorithm, Algorithm::Md5, "the ETag before SHA-256");
     }
 
     #[test]
@@ -159,16 +150,16 @@ mod tests {
             panic!("a value")
         };
         let five = Layout::S3(PartSize::new(5 * MIB).unwrap());
-        assert_eq!(told.iter().map(|v| v.layout).collect::<Vec<_>>(), [five]);
+        assert_eq!(told.layouts(), [five]);
         let Choice::Values(guessed) = choose(&object(size, &etag, None)) else {
             panic!("values")
         };
         let expected = Root::parse(&etag, 16).unwrap();
         assert_eq!(
-            guessed.iter().map(|v| v.layout).collect::<Vec<_>>(),
+            guessed.layouts(),
             Layout::S3(PartSize::DEFAULT).size_guesses(size, &expected)
         );
-        assert!(guessed.len() > 1 && guessed.iter().all(|v| v.expected == expected));
+        assert!(guessed.layouts().len() > 1 && guessed.expected == expected);
     }
 
     #[test]

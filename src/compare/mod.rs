@@ -26,7 +26,8 @@ use crate::algorithm::Algorithm;
 use crate::engine::{Engine, FileDigest, Request, Task};
 use crate::layout::Layout;
 use crate::source::{InputError, Target, remote};
-use crate::stored::{StoredObject, StoredValue};
+use crate::stored::StoredObject;
+use crate::tries::{Found, Tries};
 use crate::walk::{Recursion, Walked, walk};
 
 pub use choose::{Choice, choose, common};
@@ -45,7 +46,7 @@ pub enum ReadRemote {
 }
 
 /// How to compare.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// What the bytes of both sides are hashed with where both are read (two local trees,
     /// [`ReadRemote`]): plain BLAKE3 by default, the fastest on every core.
@@ -418,9 +419,9 @@ struct Piece {
 enum Work {
     /// Decided without reading.
     Nothing,
-    /// One side hashed for a value the other side's store reports, and for a second one
-    /// from the same read (an engine side output), where there are several to try.
-    Value(Side, Box<(StoredValue, Option<StoredValue>)>),
+    /// One side hashed for a value the other side's store reports, under each layout it
+    /// may have been made with, in one read.
+    Value(Side, Box<Tries>),
     /// One side's bytes, hashed with the options' request.
     Bytes(Side),
 }
@@ -506,27 +507,14 @@ fn plan(
     }
     if let Some((side, local, stored)) = vouched.filter(|(_, local, _)| is_local(local)) {
         match choose(stored) {
-            Choice::Values(values) => {
-                let target = local.target.clone();
-                record.sizes_tried = (values.len() > 1).then_some(values.len());
-                // Two values per read: the request's and a side output's.
-                let pairs: Vec<&[StoredValue]> = values.chunks(2).collect();
-                let last = pairs.len() - 1;
-                let mut finish = Some(Pending { record, names });
-                return pairs
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, pair)| {
-                        let (v, second) = (pair[0], pair.get(1).copied());
-                        let mut request = Request::new(v.layout, v.algorithm);
-                        request.side.digest = second.map(|w| (w.layout, w.algorithm));
-                        let piece = Piece {
-                            what: Work::Value(side, Box::new((v, second))),
-                            finish: if i == last { finish.take() } else { None },
-                        };
-                        Task::hash(target.clone(), request, piece)
-                    })
-                    .collect();
+            Choice::Values(tries) => {
+                let sizes = tries.layouts().len();
+                record.sizes_tried = (sizes > 1).then_some(sizes);
+                let piece = Piece {
+                    what: Work::Value(side, Box::new(tries.clone())),
+                    finish: Some(Pending { record, names }),
+                };
+                return vec![Task::hash(local.target.clone(), tries.request(), piece)];
             }
             Choice::Unverifiable(reason) => why = Some(reason),
         }
@@ -537,7 +525,7 @@ fn plan(
         record.why = Some(why.unwrap_or_else(|| "the store reports no value of it".into()));
         return decided(record, names);
     }
-    let request = options.request;
+    let request = options.request.clone();
     record.layout = Some(request.layout);
     record.algorithm = Some(request.algorithm);
     let piece = |side, finish| Piece {
@@ -546,7 +534,7 @@ fn plan(
     };
     let finish = Pending { record, names };
     vec![
-        Task::hash(a.target, request, piece(Side::First, None)),
+        Task::hash(a.target, request.clone(), piece(Side::First, None)),
         Task::hash(b.target, request, piece(Side::Second, Some(finish))),
     ]
 }
@@ -567,18 +555,15 @@ fn decide(
         record.error = Some((names[index].clone(), e));
         record
     };
-    let mut hashed: Vec<(Side, StoredValue, crate::layout::Root)> = Vec::new();
+    let mut hashed: Option<(Tries, Found)> = None;
     let mut read: [Option<FileDigest>; 2] = [None, None];
     let mut failed = None;
     for (piece, outcome) in pieces {
         match (piece.what, outcome) {
             (Work::Nothing, _) => {}
-            (Work::Value(side, values), Some(Ok(digest))) => {
-                let (v, second) = *values;
-                hashed.push((side, v, digest.root));
-                if let (Some(w), Some(root)) = (second, digest.side.digest) {
-                    hashed.push((side, w, root));
-                }
+            (Work::Value(_, tries), Some(Ok(digest))) => {
+                let found = tries.found(&digest);
+                hashed = Some((*tries, found));
             }
             (Work::Bytes(side), Some(Ok(digest))) => read[side as usize] = Some(digest),
             (Work::Value(side, ..) | Work::Bytes(side), Some(Err(e))) => {
@@ -602,26 +587,16 @@ fn decide(
         record.remote_size = Some(second.size);
         return record;
     }
-    let matched = hashed
-        .iter()
-        .position(|(_, v, root)| v.layout.matches(v.algorithm, root, &v.expected));
-    let shown = match (matched, hashed.is_empty()) {
-        (_, true) => None,
-        (Some(i), _) => Some(i),
-        (None, false) => Some(0),
-    };
-    if let Some(i) = shown {
-        let (_, v, root) = &hashed[i];
+    if let Some((tries, found)) = hashed {
         record.method = Some(Method::Stored);
-        record.status = match matched {
-            Some(_) => Status::Ok,
-            None => Status::Differs,
+        record.status = match found.matched {
+            true => Status::Ok,
+            false => Status::Differs,
         };
-        record.layout = Some(v.layout);
-        record.algorithm = Some(v.algorithm);
-        record.expected = Some(v.expected);
-        record.digest = Some(root.with_encoding(v.expected.encoding()));
-        record.sizes_tried = record.sizes_tried.map(|_| hashed.len());
+        record.layout = Some(found.layout);
+        record.algorithm = Some(tries.algorithm);
+        record.expected = Some(tries.expected);
+        record.digest = Some(found.root.with_encoding(tries.expected.encoding()));
         return record;
     }
     match failed {
@@ -637,9 +612,9 @@ mod tests {
     use crate::stored::Parts;
 
     /// A local file against an ETag of parts whose size the store did not tell: the sizes of
-    /// `-c --part-size auto`, two per read, find the one it was uploaded with.
+    /// `-c --part-size auto`, all in one read, find the one it was uploaded with.
     #[test]
-    fn an_etag_of_an_untold_part_size_is_found_among_the_guesses_two_per_read() {
+    fn an_etag_of_an_untold_part_size_is_found_among_the_guesses_of_one_read() {
         let dir = tempfile::tempdir().unwrap();
         let data: Vec<u8> = (0..(21u32 << 20) + 3).map(|i| (i % 251) as u8).collect();
         let path = dir.path().join("f");

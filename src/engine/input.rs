@@ -108,10 +108,18 @@ impl Unplanned {
     /// Whether the input is a stream that its layout can only hash once it knows the length:
     /// it must be held in memory first ([`Unplanned::hold`]).
     pub(super) fn must_be_held(&self) -> bool {
-        let side = self.request.side.digest.map(|(layout, _)| layout);
         matches!(self.opened, Ok(Input::Stream(_)))
-            && (self.request.layout.needs_length() || side.is_some_and(Layout::needs_length))
+            && self.needs_length().is_some()
             && self.slice.is_none()
+    }
+
+    /// The first of the request's layouts, its own then its side digests', that can only
+    /// hash an input whose length it knows.
+    fn needs_length(&self) -> Option<Layout> {
+        let side = self.request.side.digests.iter().map(|&(layout, _)| layout);
+        std::iter::once(self.request.layout)
+            .chain(side)
+            .find(|layout| layout.needs_length())
     }
 
     /// A layout that needs the length learns it by reading: a stream that ends soon enough
@@ -128,11 +136,7 @@ impl Unplanned {
                 Ok(Input::Sized(file))
             }
             Ok(None) => {
-                let side = self.request.side.digest.map(|(layout, _)| layout);
-                let layout = match side {
-                    Some(side) if !self.request.layout.needs_length() => side,
-                    _ => self.request.layout,
-                };
+                let layout = self.needs_length().unwrap_or(self.request.layout);
                 Err(InputError::StreamNeedsLength(layout.name()))
             }
             Err(e) => Err(e),
@@ -158,17 +162,16 @@ impl Unplanned {
         // Side outputs, but not of a slice: its caller wants job digests of one layout.
         let side = match (request.side.is_empty() || slice.is_some(), &opened) {
             (true, _) => None,
-            (false, Input::Stream(_)) => Some(SidePlan::of_stream((layout, alg), request.side)),
+            (false, Input::Stream(_)) => Some(SidePlan::of_stream((layout, alg), &request.side)),
             (false, Input::Sized(file)) => {
-                request
-                    .side
-                    .digest
-                    .map_or(Ok(()), |(l, _)| l.check_size(file.len()))?;
+                for (l, _) in &request.side.digests {
+                    l.check_size(file.len())?;
+                }
                 let spec = (layout, alg);
                 Some(SidePlan::of_file(
                     spec,
                     request.keep_leaves,
-                    request.side,
+                    &request.side,
                     file.len(),
                 ))
             }
@@ -245,13 +248,14 @@ impl Unplanned {
         };
         let jobs: Vec<Job> = jobs;
         let main_jobs = side.as_ref().map_or(jobs.len(), |plan| plan.main_jobs());
+        let leaves = (request.keep_leaves && slice.is_none()).then(|| vec![None; main_jobs]);
         let fold = Fold {
             request,
             file,
             combiner: layout.combiner(alg),
             remaining: jobs.len(),
             size: 0,
-            leaves: (request.keep_leaves && slice.is_none()).then(|| vec![None; main_jobs]),
+            leaves,
             jobs: slice.map(|_| vec![None; jobs.len()]),
             side: side.map(|plan| (plan.side_fold(), plan)),
             error: None,

@@ -92,7 +92,7 @@ const MAX_QUEUED_JOBS: usize = 256;
 pub const MAX_KEPT_LEAVES: usize = 1 << 16;
 
 /// What to compute for every input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
     pub layout: Layout,
     pub algorithm: Algorithm,
@@ -359,7 +359,7 @@ impl Engine {
         bytes: Range<u64>,
     ) -> Result<Vec<(Range<u64>, Digest)>, InputError> {
         let task = Task(Step::Run {
-            input: Some((target, *request)),
+            input: Some((target, request.clone())),
             slice: Some(Slice { size, bytes }),
             context: (),
         });
@@ -381,7 +381,7 @@ impl Engine {
     {
         let tasks = targets
             .into_iter()
-            .map(|t| Task::hash(t.clone(), *request, t));
+            .map(|t| Task::hash(t.clone(), request.clone(), t));
         self.run(tasks, |target, result| {
             sink(target, result.expect("every task hashes"))
         });

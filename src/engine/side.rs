@@ -1,7 +1,8 @@
 //! Side outputs: more digests of the bytes that one read of an input hashes ([`Side`]), so
 //! that a caller who needs several (an audit: the record's digest, a migration's digest in
-//! another layout, the leaf digests that locate damage) reads the input once, on every
-//! worker, and every digest is of the same bytes.
+//! another layout, the leaf digests that locate damage; `-c --part-size auto`: a value under
+//! every part size it may have been made with) reads the input once, on every worker, and
+//! every digest is of the same bytes.
 //!
 //! Each layout cuts the input into jobs of its own ([`Layout::plan`]). The jobs that are read
 //! are the finest cut that every layout's jobs nest in: a cut between two jobs of the
@@ -19,11 +20,14 @@ use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot, Root};
 use crate::source::Pieces;
 
 /// What else to compute from the bytes read for a [`Request`](super::Request).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Side {
-    /// A second digest of the input, in another layout or algorithm (an audit's migration
-    /// records it beside the one it verifies).
-    pub digest: Option<(Layout, Algorithm)>,
+    /// More digests of the input, each in another layout or algorithm: an audit's migration
+    /// records one beside the one it verifies; the part sizes guessed for a value try one
+    /// each ([`crate::guesses`]). Each costs a pass of its algorithm over every byte and a
+    /// hasher for each job read in flight, which the caller bounds: the guesses are at most
+    /// [`PartSize::MAX_GUESSES`](crate::layout::PartSize::MAX_GUESSES).
+    pub digests: Vec<(Layout, Algorithm)>,
     /// Every leaf digest of a fixed-leaf layout, in order (an audit's outboard, which says
     /// where a corrupt file differs). Never of a stream: the leaves of a length learnt by
     /// reading are of no use to whoever chose the leaf size from the length they expected.
@@ -33,15 +37,15 @@ pub struct Side {
 impl Side {
     /// Whether anything is asked.
     pub fn is_empty(&self) -> bool {
-        self.digest.is_none() && self.leaves.is_none()
+        self.digests.is_empty() && self.leaves.is_none()
     }
 }
 
 /// What [`Side`] asked, in [`FileDigest::side`](super::FileDigest::side).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SideDigests {
-    /// The value of [`Side::digest`].
-    pub digest: Option<Root>,
+    /// The values of [`Side::digests`], in their order.
+    pub digests: Vec<Root>,
     /// The digests of [`Side::leaves`]; `None` for a stream.
     pub leaves: Option<Vec<Digest>>,
 }
@@ -54,12 +58,12 @@ struct Spec {
 }
 
 /// The jobs of an input hashed with side outputs: those of each layout (the request's first,
-/// then [`Side::digest`]'s, then [`Side::leaves`]'), and the jobs read, each with the range
-/// of every layout's jobs that lie in it.
+/// then [`Side::digests`]' in order, then [`Side::leaves`]'), and the jobs read, each with
+/// the range of every layout's jobs that lie in it.
 pub(super) struct SidePlan {
     specs: Vec<Spec>,
-    /// Where each spec is in `specs`: the side digest's and the leaves'.
-    digest_at: Option<usize>,
+    /// Where the side digests' specs are in `specs` (from 1 on), and the leaves'.
+    digests_at: Range<usize>,
     leaves_at: Option<usize>,
     pub(super) reads: Vec<(Range<u64>, Vec<Range<usize>>)>,
 }
@@ -70,7 +74,7 @@ impl SidePlan {
     pub(super) fn of_file(
         (layout, alg): (Layout, Algorithm),
         keep_leaves: bool,
-        side: Side,
+        side: &Side,
         len: u64,
     ) -> SidePlan {
         let mut specs = vec![Spec {
@@ -88,7 +92,10 @@ impl SidePlan {
                 specs.len() - 1
             })
         };
-        let digest_at = at(side.digest, false);
+        for &spec in &side.digests {
+            at(Some(spec), false);
+        }
+        let digests_at = 1..1 + side.digests.len();
         let leaves_at = at(side.leaves, true);
         // A cut between jobs read is a boundary of every layout's jobs.
         let mut cuts: Vec<u64> = boundaries(&specs[0].jobs);
@@ -121,7 +128,7 @@ impl SidePlan {
             .collect();
         SidePlan {
             specs,
-            digest_at,
+            digests_at,
             leaves_at,
             reads,
         }
@@ -129,21 +136,18 @@ impl SidePlan {
 
     /// The plan of a stream, read as one job: each layout that takes a stream hashes it as
     /// one job of unknown length; no leaves.
-    pub(super) fn of_stream((layout, alg): (Layout, Algorithm), side: Side) -> SidePlan {
+    pub(super) fn of_stream((layout, alg): (Layout, Algorithm), side: &Side) -> SidePlan {
         let whole = |(layout, alg): (Layout, Algorithm)| Spec {
             layout,
             alg,
             jobs: vec![(0..u64::MAX, JobKind::Layout)],
         };
         let mut specs = vec![whole((layout, alg))];
-        let digest_at = side.digest.map(|spec| {
-            specs.push(whole(spec));
-            1
-        });
+        specs.extend(side.digests.iter().map(|&spec| whole(spec)));
         let reads = vec![(0..u64::MAX, specs.iter().map(|_| 0..1).collect())];
         SidePlan {
             specs,
-            digest_at,
+            digests_at: 1..1 + side.digests.len(),
             leaves_at: None,
             reads,
         }
@@ -157,10 +161,9 @@ impl SidePlan {
     /// A fold for each layout but the request's own, whose fold is the input's.
     pub(super) fn side_fold(&self) -> SideFold {
         SideFold {
-            digest: self.digest_at.map(|i| {
-                let spec = &self.specs[i];
-                spec.layout.combiner(spec.alg)
-            }),
+            digests: (self.specs[self.digests_at.clone()].iter())
+                .map(|spec| spec.layout.combiner(spec.alg))
+                .collect(),
             leaves: self.leaves_at.map(|i| vec![None; self.specs[i].jobs.len()]),
         }
     }
@@ -194,7 +197,7 @@ impl SidePlan {
         mut main: impl FnMut(usize, Range<u64>, Digest),
     ) {
         self.each(0, read, end, &per_spec[0], &mut main);
-        if let (Some(at), Some(combiner)) = (self.digest_at, &mut side.digest) {
+        for (at, combiner) in self.digests_at.clone().zip(&mut side.digests) {
             self.each(at, read, end, &per_spec[at], |i, r, d| {
                 combiner.add(i, r, d)
             });
@@ -235,7 +238,7 @@ fn boundaries(jobs: &[(Range<u64>, JobKind)]) -> Vec<u64> {
 
 /// The side outputs of an input being folded.
 pub(super) struct SideFold {
-    digest: Option<Combiner>,
+    digests: Vec<Combiner>,
     leaves: Option<Vec<Option<Digest>>>,
 }
 
@@ -243,7 +246,9 @@ impl SideFold {
     /// What the side outputs give for an input of `size` bytes; `stream`: no leaves.
     pub(super) fn finish(self, size: u64, stream: bool) -> Result<SideDigests, NoRoot> {
         Ok(SideDigests {
-            digest: self.digest.map(|c| c.finish(size)).transpose()?,
+            digests: (self.digests.into_iter())
+                .map(|c| c.finish(size))
+                .collect::<Result<_, _>>()?,
             leaves: self
                 .leaves
                 .filter(|_| !stream)

@@ -139,8 +139,9 @@ impl PartSize {
         out
     }
 
-    /// The most part sizes [`PartSize::candidates`] gives: each is a read of the whole file
-    /// by `-c --part-size auto`, all of them whatever matches, and a value of two parts of a
+    /// The most part sizes [`PartSize::candidates`] gives: each is an MD5 of the whole file
+    /// by `-c --part-size auto` (all in one read, a hasher each per job read in flight), all
+    /// of them whatever matches, and a value of two parts of a
     /// 1 GiB file allows a thousand whole-MiB and whole-MB sizes. The clients' sizes and the
     /// powers of two come first; a file uploaded in parts of another size needs its size
     /// named.

@@ -58,6 +58,8 @@ struct State {
     faults: HashMap<String, VecDeque<Fault>>,
     /// Range GETs answered so far (faults included).
     range_gets: usize,
+    /// Bytes of bodies sent so far, by path: how often a client read an object.
+    bytes_served: HashMap<String, u64>,
     /// `If-Match` and `If-Unmodified-Since` ignored, as by a server that does not know them.
     ignore_conditions: bool,
 }
@@ -122,6 +124,12 @@ impl HttpServer {
 
     pub fn range_gets(&self) -> usize {
         self.state.lock().unwrap().range_gets
+    }
+
+    /// The bytes of `path`'s bodies sent so far (a body cut short counts what was sent).
+    pub fn bytes_served(&self, path: &str) -> u64 {
+        let state = self.state.lock().unwrap();
+        state.bytes_served.get(path).copied().unwrap_or(0)
     }
 }
 
@@ -243,8 +251,15 @@ fn answer(
     if out.write_all(head.as_bytes()).is_err() {
         return false;
     }
+    let sent = match fault {
+        Some(Fault::CutMidRange) => body.len() / 2,
+        _ => body.len(),
+    };
+    let mut state = state.lock().unwrap();
+    *state.bytes_served.entry(path.into()).or_default() += sent as u64;
+    drop(state);
     if let Some(Fault::CutMidRange) = fault {
-        let _ = out.write_all(&body[..body.len() / 2]);
+        let _ = out.write_all(&body[..sent]);
         let _ = out.shutdown(std::net::Shutdown::Both);
         return false;
     }

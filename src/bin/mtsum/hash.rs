@@ -44,7 +44,9 @@ pub fn run(common: &Common, settings: &HashSettings) -> Status {
     let tasks = walked
         .take_while(|_| !printer.broken())
         .map(|walked| match walked {
-            Walked::Input(target) => Task::hash(target.clone(), *request, Item::Input(target)),
+            Walked::Input(target) => {
+                Task::hash(target.clone(), request.clone(), Item::Input(target))
+            }
             Walked::Error { path, error } => {
                 Task::pass(Item::Failed(path.into_os_string().into_vec(), error))
             }
