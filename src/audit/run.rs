@@ -250,6 +250,9 @@ impl Planner<'_> {
                 continue;
             }
             let arg = self.args.next()?.clone();
+            if let Some(path) = arg.path() {
+                self.shared.borrow_mut().store.walking(path);
+            }
             let walk = walk(std::iter::once(arg.clone()), self.options.recursion);
             self.current = Some((arg, walk));
             self.walked_any = false;

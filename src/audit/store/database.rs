@@ -58,7 +58,6 @@
 //!     outboard_leaf INTEGER,            -- leaf size of the outboard tree
 //!     outboard      BLOB                -- its leaf digests, concatenated
 //! );
-//! CREATE INDEX records_by_verified ON records (verified);
 //! CREATE TABLE repairs (                -- since version 2
 //!     path          BLOB PRIMARY KEY,   -- a file being repaired in place
 //!     size          INTEGER NOT NULL,   -- the stamp the repair puts back: its record's
@@ -66,6 +65,10 @@
 //!     mtime_nsec    INTEGER NOT NULL
 //! );
 //! ```
+//!
+//! Databases made before 2026-11-29 also have an index `records_by_verified` on `verified`;
+//! nothing reads by it, and every verify rewrote it (a third of a verify's database work), so
+//! an audit that may write drops it. Versions that know it still read such a database.
 //!
 //! A database of version 1 (no `repairs`) is upgraded when an audit or a repair opens it for
 //! writing; a reader (`--dry-run`, `--export`) reads it as it is, with no repair in progress.
@@ -76,9 +79,7 @@
 //! another program, is refused and never written to.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
 use std::fs;
-use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -86,17 +87,19 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
 use super::Status;
-use crate::algorithm::Algorithm;
 use crate::audit::AuditError;
 use crate::audit::outboard::Outboard;
-use crate::layout::{Layout, LeafSize};
-use crate::source::{Mtime, Stamp};
+use crate::layout::LeafSize;
+use crate::source::Stamp;
 
 use super::manifest::{is_within, key};
+
+mod rows;
 use super::{
     Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError,
-    is_unwalked, nanos, resolved, time,
+    is_unwalked, nanos, resolved,
 };
+use rows::{Ahead, RECORD_COLUMNS, REPAIRING, entry, path_of, row_record};
 
 /// `PRAGMA application_id` of an mtsum database: `mtsm` in ASCII.
 pub const APPLICATION_ID: i32 = 0x6d74_736d;
@@ -120,7 +123,6 @@ const SCHEMA_1: &str = "
         outboard_leaf INTEGER,
         outboard      BLOB
     );
-    CREATE INDEX records_by_verified ON records (verified);
 ";
 
 /// What each later version adds: `UPGRADES[i]` takes a database from version `i + 1` to
@@ -134,13 +136,6 @@ const UPGRADES: [&str; SCHEMA_VERSION as usize - 1] = [
         mtime_nsec    INTEGER NOT NULL
     );",
 ];
-
-/// The columns of a record, in the order [`row_record`] reads them, but the last: whether a
-/// repair of the file is in progress ([`REPAIRING`]).
-const RECORD_COLUMNS: &str = "path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, outboard_leaf IS NOT NULL";
-
-/// Whether a repair of the file is in progress: a mark with the record's stamp.
-const REPAIRING: &str = "EXISTS (SELECT 1 FROM repairs m WHERE m.path = records.path AND m.size = records.size AND m.mtime_sec = records.mtime_sec AND m.mtime_nsec = records.mtime_nsec)";
 
 impl From<rusqlite::Error> for DatabaseError {
     fn from(e: rusqlite::Error) -> Self {
@@ -174,11 +169,16 @@ pub struct DatabaseStore {
     /// can find one, and every record below an argument is one this audit wrote, so neither
     /// asks SQLite (the lookups were a quarter of a first record's main thread).
     empty: bool,
+    /// The records below the argument being walked, read ahead in name order.
+    ahead: Option<Ahead>,
     last_sync: Instant,
     /// Whether a transaction is open: changes since the last [`RecordStore::commit`].
     in_transaction: bool,
     /// Whether its commit waits for the disk.
     syncing: bool,
+    /// The files of the open transaction read and found `ok` whose records are yet to say
+    /// so ([`DatabaseStore::write_verified`]).
+    verified_now: Vec<Vec<u8>>,
     /// When it began: the time its changes give the files they verify or check. One time for
     /// a batch (at most a second), so that files verified together keep the order of the
     /// walk among the least recently verified (`--time-budget`) whichever reader was first.
@@ -232,9 +232,11 @@ impl DatabaseStore {
             file: resolved(path),
             seen: HashMap::new(),
             reported: HashSet::new(),
+            ahead: None,
             last_sync: Instant::now(),
             in_transaction: false,
             syncing: false,
+            verified_now: Vec::new(),
             batch_time: 0,
             may_have_marks,
             columns: format!("{RECORD_COLUMNS}, {repairing}"),
@@ -257,16 +259,17 @@ impl DatabaseStore {
             .prepare_cached(&sql)?
             .query_row([name], |row| Ok(row_record(row)))
             .optional()?;
-        Ok(match row {
-            None => Entry::of(Prior::None),
-            Some((_, Ok(record), (verified, has_outboard, repairing))) => Entry {
-                prior: Prior::Record(record),
-                verified,
-                has_outboard,
-                repairing,
-            },
-            Some((_, Err(why), _)) => Entry::of(Prior::Unusable(format!("damaged record: {why}"))),
-        })
+        Ok(row.map_or(Entry::of(Prior::None), |(_, record, state)| {
+            entry((record, state))
+        }))
+    }
+
+    /// The entry named `name` from the records read ahead ([`Ahead::lookup`]).
+    fn get_ahead(&mut self, name: &[u8]) -> Result<Option<Entry>, DatabaseError> {
+        match &mut self.ahead {
+            Some(ahead) => ahead.lookup(&self.conn, &self.columns, name),
+            None => Ok(None),
+        }
     }
 
     fn apply(&mut self, name: &[u8], change: Change) -> Result<(), DatabaseError> {
@@ -298,13 +301,56 @@ impl DatabaseStore {
         if !self.in_transaction {
             return Ok(());
         }
+        self.write_verified()?;
         self.conn.execute_batch("COMMIT")?;
         self.in_transaction = false;
         self.synced(self.syncing)
     }
 
-    /// Writes `change` to the records.
+    /// Writes `change` to the records: a file found `ok` with the others of the transaction,
+    /// before its commit; any other change at once.
     fn write(&mut self, name: &[u8], change: Change) -> Result<(), DatabaseError> {
+        if let Change::Checked {
+            status: Status::Ok,
+            outboard: None,
+        } = change
+        {
+            self.verified_now.push(name.to_vec());
+            return Ok(());
+        }
+        // In the order the changes came.
+        self.write_verified()?;
+        self.write_one(name, change)
+    }
+
+    /// Writes that the files of [`DatabaseStore::verified_now`] were found `ok` now: one
+    /// statement per [`VERIFIED_AT_ONCE`] files, which took a third of the time a statement
+    /// per file did (in a verify that changes nothing, every file is one of them).
+    fn write_verified(&mut self) -> Result<(), DatabaseError> {
+        if self.verified_now.is_empty() {
+            return Ok(());
+        }
+        let marks = vec!["?"; VERIFIED_AT_ONCE].join(", ");
+        let sql = format!(
+            "UPDATE records SET checked = ?1, verdict = 'ok', verified = ?1 WHERE path IN ({marks})"
+        );
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        for names in self.verified_now.chunks(VERIFIED_AT_ONCE) {
+            // A short last chunk repeats its first name: one statement serves every chunk.
+            let mut params: Vec<&dyn rusqlite::ToSql> = vec![&self.batch_time];
+            params.extend(
+                (0..VERIFIED_AT_ONCE)
+                    .map(|i| names.get(i).unwrap_or(&names[0]) as &dyn rusqlite::ToSql),
+            );
+            statement.execute(&*params)?;
+        }
+        drop(statement);
+        self.verified_now.clear();
+        Ok(())
+    }
+
+    /// Writes `change` to the records at once.
+    fn write_one(&mut self, name: &[u8], change: Change) -> Result<(), DatabaseError> {
         let now = self.batch_time;
         let (record, status, outboard) = match change {
             Change::Set {
@@ -397,6 +443,9 @@ impl DatabaseStore {
     }
 }
 
+/// Files whose `ok` one statement writes ([`DatabaseStore::write_verified`]).
+const VERIFIED_AT_ONCE: usize = 128;
+
 /// Opens the database and checks that it is ours (or new), before anything is written; a
 /// reader's with the lock that keeps writers out while it reads.
 fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>), DatabaseError> {
@@ -474,6 +523,7 @@ fn connect(path: &Path, writable: bool) -> Result<(Connection, Option<ReadLock>)
             "BEGIN; {upgrades} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))?;
     }
+    conn.execute_batch("DROP INDEX IF EXISTS records_by_verified;")?;
     Ok((conn, None))
 }
 
@@ -659,52 +709,6 @@ fn check_writable(path: &Path) -> Result<(), DatabaseError> {
     })
 }
 
-/// When a record was last verified, whether it has an outboard, and whether a repair of the
-/// file is in progress.
-type RowState = (Option<SystemTime>, bool, bool);
-
-/// A row of [`DatabaseStore::columns`]: its name, its record (or why it cannot be used), when
-/// it was last verified, whether it has an outboard and whether a repair is in progress.
-fn row_record(row: &rusqlite::Row) -> (Vec<u8>, Result<Record, String>, RowState) {
-    let name: Vec<u8> = row.get(0).unwrap_or_default();
-    let verified = row.get::<_, Option<i64>>(8).ok().flatten().map(time);
-    let has_outboard = row.get::<_, bool>(9).unwrap_or(false);
-    let repairing = row.get::<_, bool>(10).unwrap_or(false);
-    (name, parse_row(row), (verified, has_outboard, repairing))
-}
-
-fn parse_row(row: &rusqlite::Row) -> Result<Record, String> {
-    let get_i64 = |i: usize| row.get::<_, i64>(i).map_err(|e| e.to_string());
-    let size = u64::try_from(get_i64(1)?).map_err(|_| "negative size")?;
-    let nsec = u32::try_from(get_i64(3)?).map_err(|_| "bad nanoseconds")?;
-    let mtime = Mtime::new(get_i64(2)?, nsec).ok_or("bad nanoseconds")?;
-    let layout: String = row.get(4).map_err(|e| e.to_string())?;
-    let leaf = row
-        .get::<_, Option<i64>>(5)
-        .map_err(|e| e.to_string())?
-        .map(|l| {
-            u64::try_from(l)
-                .ok()
-                .and_then(LeafSize::new)
-                .ok_or("bad leaf size")
-        })
-        .transpose()?;
-    let layout = Layout::from_name(&layout, leaf).map_err(|e| e.to_string())?;
-    if layout.size_parameter().is_some() && leaf.is_none() {
-        return Err("leaf size missing".into());
-    }
-    let algorithm: String = row.get(6).map_err(|e| e.to_string())?;
-    let algorithm: Algorithm = algorithm
-        .parse()
-        .map_err(|e: crate::algorithm::UnknownAlgorithm| e.to_string())?;
-    let digest: Vec<u8> = row.get(7).map_err(|e| e.to_string())?;
-    Record::from_value_bytes(layout, algorithm, Stamp::new(size, mtime), &digest)
-}
-
-fn path_of(name: Vec<u8>) -> PathBuf {
-    PathBuf::from(OsString::from_vec(name))
-}
-
 impl RecordStore for DatabaseStore {
     fn describe(&self) -> String {
         format!("database {}", self.path.display())
@@ -733,11 +737,18 @@ impl RecordStore for DatabaseStore {
         if let Some(entry) = self.seen.get(&name) {
             return Ok(entry.clone());
         }
-        let entry = self
-            .get(&name)
-            .map_err(|e| StoreError::Fatal(self.error(e)))?;
+        let entry = match self.get_ahead(&name) {
+            Ok(Some(entry)) => Ok(entry),
+            Ok(None) => self.get(&name),
+            Err(e) => Err(e),
+        }
+        .map_err(|e| StoreError::Fatal(self.error(e)))?;
         self.seen.insert(name, entry.clone());
         Ok(entry)
+    }
+
+    fn walking(&mut self, arg: &Path) {
+        self.ahead = Some(Ahead::new(key(arg)));
     }
 
     fn has_records_below(&self, path: &Path) -> bool {
@@ -769,30 +780,15 @@ impl RecordStore for DatabaseStore {
             return Vec::new();
         }
         let arg = key(arg);
-        let start: &[u8] = if arg == b"." { b"" } else { &arg };
-        let sql = format!(
-            "SELECT {} FROM records WHERE path >= ?1 ORDER BY path",
-            self.columns
-        );
+        let ahead = match self.ahead.take() {
+            Some(ahead) if ahead.is_for(&arg) => ahead,
+            _ => Ahead::new(arg.clone()),
+        };
         let mut unseen = Vec::new();
-        let Ok(mut statement) = self.conn.prepare_cached(&sql) else {
-            return unseen;
-        };
-        let Ok(mut rows) = statement.query([start]) else {
-            return unseen;
-        };
-        while let Ok(Some(row)) = rows.next() {
-            let (name, record, _) = row_record(row);
-            if !name.starts_with(start) {
-                break;
-            }
-            if !is_within(&name, &arg)
-                || self.seen.contains_key(&name)
-                || is_unwalked(&name, unwalked)
-            {
-                continue;
-            }
-            if let Ok(record) = record
+        for (name, record) in ahead.rest(&self.conn, &self.columns) {
+            if is_within(&name, &arg)
+                && !self.seen.contains_key(&name)
+                && !is_unwalked(&name, unwalked)
                 && self.reported.insert(name.clone())
             {
                 unseen.push((path_of(name), record));
@@ -876,6 +872,9 @@ impl RecordStore for DatabaseStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::Algorithm;
+    use crate::layout::Layout;
+    use crate::source::Mtime;
 
     fn record(mtime: i64) -> Record {
         Record {
@@ -965,5 +964,131 @@ mod tests {
             reader.mark_repair(b"f", record(5).stamp),
             Err(DatabaseError::ReadOnly(_))
         ));
+    }
+
+    fn new_record(status: Status) -> impl Fn(&Record) -> Change<'_> {
+        move |record| Change::Set {
+            record,
+            status,
+            outboard: None,
+        }
+    }
+
+    #[test]
+    fn lookups_in_walk_order_read_ahead_and_what_the_walk_passed_over_is_unseen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut db = DatabaseStore::open(&path, true).unwrap();
+        let set = new_record(Status::New);
+        // More than one read ahead's rows below `t`, and names around `a` that are not below it.
+        let many: Vec<String> = (0..1200).map(|i| format!("t/{i:04}")).collect();
+        let few = ["a", "a.txt", "a/1", "a/3", "a/5", "a/sub/x", "a0"];
+        for name in few.iter().copied().chain(many.iter().map(String::as_str)) {
+            db.apply(name.as_bytes(), set(&record(5))).unwrap();
+        }
+        db.finish().unwrap();
+        drop(db);
+        let mut db = DatabaseStore::open(&path, true).unwrap();
+        let mut has_record = |name: &str| {
+            let entry = db.lookup(Path::new(name)).unwrap();
+            match entry.prior {
+                Prior::Record(r) => r == record(5),
+                _ => false,
+            }
+        };
+        assert!(has_record("a/1"));
+        assert!(!has_record("a/2"), "a name between two records has none");
+        assert!(has_record("a/5"));
+        assert!(has_record("a/3"), "out of order, it is looked up alone");
+        let names = |unseen: Vec<(PathBuf, Record)>| -> Vec<String> {
+            (unseen.iter())
+                .map(|(p, _)| p.to_string_lossy().into_owned())
+                .collect()
+        };
+        db.walking(Path::new("a"));
+        for name in ["a/1", "a/2", "a/5", "a/3"] {
+            db.lookup(Path::new(name)).unwrap();
+        }
+        assert_eq!(
+            names(db.unseen_below(Path::new("a"), &[])),
+            ["a", "a/sub/x"]
+        );
+
+        db.walking(Path::new("./t/"));
+        for name in many.iter().step_by(2) {
+            let entry = db.lookup(Path::new(name)).unwrap();
+            assert_eq!(entry.prior, Prior::Record(record(5)), "{name}");
+        }
+        let odd: Vec<String> = many.iter().skip(1).step_by(2).cloned().collect();
+        assert_eq!(names(db.unseen_below(Path::new("t"), &[])), odd);
+        assert!(db.unseen_below(Path::new("t"), &[]).is_empty(), "once");
+    }
+
+    #[test]
+    fn files_found_ok_are_written_at_the_commit_and_in_the_order_of_the_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = DatabaseStore::open(&dir.path().join("db"), true).unwrap();
+        let names: Vec<String> = (0..300).map(|i| format!("f/{i:03}")).collect();
+        for name in &names {
+            db.apply(name.as_bytes(), new_record(Status::New)(&record(5)))
+                .unwrap();
+        }
+        db.commit().unwrap();
+        let ok = Change::Checked {
+            status: Status::Ok,
+            outboard: None,
+        };
+        for name in &names {
+            db.apply(name.as_bytes(), ok).unwrap();
+        }
+        // Found ok, then modified and recorded anew in the same batch: the later change wins.
+        db.apply(b"f/007", new_record(Status::Modified)(&record(9)))
+            .unwrap();
+        db.commit().unwrap();
+        let time = db.batch_time;
+        let rows: Vec<(Vec<u8>, String, i64, i64, i64)> = db
+            .conn
+            .prepare(
+                "SELECT path, verdict, verified, checked, mtime_sec FROM records ORDER BY path",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows.len(), 300);
+        for (name, verdict, verified, checked, mtime) in rows {
+            let expected = match &name[..] {
+                b"f/007" => ("modified", 9),
+                _ => ("ok", 5),
+            };
+            assert_eq!((verdict.as_str(), mtime), expected);
+            assert_eq!((verified, checked), (time, time));
+        }
+    }
+
+    #[test]
+    fn an_audit_drops_the_index_of_verification_times_that_nothing_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let index = |db: &DatabaseStore| -> i64 {
+            db.conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'records_by_verified'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        let db = DatabaseStore::open(&path, true).unwrap();
+        assert_eq!(index(&db), 0, "a new database has none");
+        db.conn
+            .execute_batch("CREATE INDEX records_by_verified ON records (verified);")
+            .unwrap();
+        drop(db);
+        assert_eq!(index(&DatabaseStore::open(&path, false).unwrap()), 1);
+        assert_eq!(index(&DatabaseStore::open(&path, true).unwrap()), 0);
     }
 }

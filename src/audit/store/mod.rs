@@ -424,6 +424,10 @@ pub trait RecordStore {
     /// The entry of the regular file `path`, as the store held it before the audit.
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError>;
 
+    /// The walk of the argument `path` begins: its files will be looked up in the bytewise
+    /// order of their paths, which a store may use to read their records ahead.
+    fn walking(&mut self, _path: &Path) {}
+
     /// Whether the store holds records of files at or below `path` (which does not exist):
     /// they are reported `missing` rather than the path being unreadable.
     fn has_records_below(&self, _path: &Path) -> bool {
