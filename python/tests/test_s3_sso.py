@@ -34,10 +34,12 @@ def in_hours(hours: float) -> str:
 
 class Portal(http.server.ThreadingHTTPServer):
     """GetRoleCredentials on loopback: a token it knows gets `credentials` for ROLE of
-    ACCOUNT (401 for any other token, 403 for any other role), and each request is noted."""
+    ACCOUNT (401 for any other token, 403 for any other role), after `unavailable` answers
+    503 Service Unavailable; each request is noted."""
 
     def __init__(self, tokens: set[str], credentials: dict):
         self.tokens, self.credentials, self.asked = tokens, credentials, []
+        self.unavailable = 0
         super().__init__(("127.0.0.1", 0), PortalHandler)
 
     @property
@@ -52,7 +54,10 @@ class PortalHandler(http.server.BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query))
         token = self.headers.get("x-amz-sso_bearer_token")
         portal.asked.append((url.path, query, token))
-        if url.path != "/federation/credentials" or token not in portal.tokens:
+        if portal.unavailable > 0:
+            portal.unavailable -= 1
+            status, body = 503, {"message": "Service Unavailable"}
+        elif url.path != "/federation/credentials" or token not in portal.tokens:
             status, body = 401, {"message": "Session token not found or invalid"}
         elif query != {"role_name": ROLE, "account_id": ACCOUNT}:
             status, body = 403, {"message": "No access"}
@@ -168,6 +173,17 @@ def test_an_sso_profile_reads_with_the_role_credentials_of_its_cached_token(
     assert (out.returncode, out.stderr) == (0, "")
     etags = [line for line in out.stdout.splitlines() if line.startswith("MD5 ")]
     assert etags == [f"MD5 ({name}) = {md5}" for name, md5 in zip(bodies, want)], out.stdout
+
+
+def test_a_portal_that_is_unavailable_for_a_moment_is_asked_again(mtsum_bin, sso, tmp_path):
+    endpoint, portal, bodies = sso
+    env = sso_home(tmp_path, endpoint, portal)
+    portal.asked.clear()
+    portal.unavailable = 2
+    out = run(mtsum_bin, "--profile", "dev", "-a", "md5", "-t", "plain", "s3://sso/a", env=env)
+    assert (out.returncode, out.stderr) == (0, "")
+    assert digests(out) == [hashlib.md5(bodies["a"]).hexdigest()]
+    assert len(portal.asked) == 3
 
 
 def test_role_credentials_that_expire_within_five_minutes_are_asked_for_again(

@@ -355,6 +355,46 @@ pub fn head_stored(
     }
 }
 
+/// How often, and how far apart, a request that failed for a reason that may pass (a 5xx
+/// answer, a connection refused or cut) is sent again: object_store's requests
+/// (`store::retry`) and those sent past it ([`retried`]) alike.
+#[cfg(feature = "remote")]
+const RETRIES: usize = 5;
+#[cfg(feature = "remote")]
+const FIRST_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+#[cfg(feature = "remote")]
+const LONGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// One try of a request sent past object_store: worth another, or final.
+#[cfg(feature = "remote")]
+enum Attempt<E> {
+    Retry(E),
+    Fail(E),
+}
+
+/// What `attempt` gets, tried up to [`RETRIES`] more times while it fails with
+/// [`Attempt::Retry`], [`FIRST_WAIT`] apart doubling up to [`LONGEST_WAIT`]: for the
+/// requests object_store does not send (and so does not retry) for us.
+#[cfg(feature = "remote")]
+async fn retried<T, E, F>(mut attempt: impl FnMut() -> F) -> Result<T, E>
+where
+    F: Future<Output = Result<T, Attempt<E>>>,
+{
+    let mut wait = FIRST_WAIT;
+    let mut retries = 0;
+    loop {
+        match attempt().await {
+            Err(Attempt::Retry(_)) if retries < RETRIES => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(LONGEST_WAIT);
+                retries += 1;
+            }
+            Err(Attempt::Retry(e) | Attempt::Fail(e)) => return Err(e),
+            Ok(answer) => return Ok(answer),
+        }
+    }
+}
+
 /// An error and its sources, as one text.
 #[cfg(feature = "remote")]
 fn chain(e: &dyn std::error::Error) -> String {

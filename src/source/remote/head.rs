@@ -22,11 +22,11 @@ use object_store::path::Path as Key;
 use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, Signer};
 
 use super::profile::Profile;
-use super::short;
 use super::store::{ACCESS_DENIED, client_options, fault, key_of, runtime, s3_builder};
 use super::stored::{
     CHECKSUM_ALGORITHMS, Parts, StoredChecksum, StoredObject, checksum_kind, etag_parts,
 };
+use super::{Attempt, retried, short};
 use super::{Place, Url};
 use crate::source::InputError;
 
@@ -206,25 +206,17 @@ impl Heads {
     }
 
     /// A `HEAD` of `key` with the checksums asked for, of the whole object or of one part;
-    /// the answer's headers. Retried as object_store retries: 5 times, 100 ms apart doubling,
-    /// on a 5xx answer or a failed connection.
+    /// the answer's headers. Retried as object_store retries, on a 5xx answer or a failed
+    /// connection.
     async fn head(&self, key: &Key, part: Option<u64>) -> Result<HeaderMap, InputError> {
-        let mut wait = Duration::from_millis(100);
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.head_once(key, part).await {
-                Err(Attempt::Retry(_)) if tries < 6 => {
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(3));
-                }
-                Err(Attempt::Retry(e) | Attempt::Fail(e)) => return Err(e),
-                Ok(headers) => return Ok(headers),
-            }
-        }
+        retried(|| self.head_once(key, part)).await
     }
 
-    async fn head_once(&self, key: &Key, part: Option<u64>) -> Result<HeaderMap, Attempt> {
+    async fn head_once(
+        &self,
+        key: &Key,
+        part: Option<u64>,
+    ) -> Result<HeaderMap, Attempt<InputError>> {
         let fail = |e: &dyn std::error::Error| Attempt::Fail(InputError::Remote(short(e)));
         let mut url = self
             .addresser
@@ -284,10 +276,4 @@ impl Heads {
             )))),
         }
     }
-}
-
-/// One try of a request: worth another, or final.
-enum Attempt {
-    Retry(InputError),
-    Fail(InputError),
 }

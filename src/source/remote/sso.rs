@@ -26,7 +26,7 @@ use object_store::signer::{HeaderName, HeaderValue, Method, Url};
 use object_store::{ClientOptions, CredentialProvider};
 
 use super::profile::{Profile, Renewed, home};
-use super::short;
+use super::{Attempt, retried, short};
 use crate::algorithm::Algorithm;
 
 /// What an SSO profile needs, from itself or (start URL and region) from its session's
@@ -143,14 +143,26 @@ impl SsoCredentials {
         (expires > SystemTime::now()).then(|| token.to_string())
     }
 
-    /// GetRoleCredentials: the role's keys and their expiry, for the cached token.
+    /// GetRoleCredentials: the role's keys and their expiry, for the cached token; asked
+    /// again after a 5xx answer, a 429 or a failed connection, as object_store asks again.
     async fn fetch(&self) -> Result<(AwsCredential, Option<SystemTime>), String> {
         let token = self.token().ok_or_else(|| self.expired())?;
+        retried(|| self.ask(&token)).await
+    }
+
+    async fn ask(
+        &self,
+        token: &str,
+    ) -> Result<(AwsCredential, Option<SystemTime>), Attempt<String>> {
         let portal = || format!("the SSO portal {}", self.url.host_str().unwrap_or_default());
         let mut request = HttpRequest::new(HttpRequestBody::empty());
         *request.method_mut() = Method::GET;
-        *request.uri_mut() = self.url.as_str().parse().map_err(|e| short(&e))?;
-        let bearer = HeaderValue::from_str(&token).map_err(|_| self.expired())?;
+        *request.uri_mut() = self
+            .url
+            .as_str()
+            .parse()
+            .map_err(|e| Attempt::Fail(short(&e)))?;
+        let bearer = HeaderValue::from_str(token).map_err(|_| Attempt::Fail(self.expired()))?;
         request
             .headers_mut()
             .insert(HeaderName::from_static("x-amz-sso_bearer_token"), bearer);
@@ -158,33 +170,40 @@ impl SsoCredentials {
             .client
             .execute(request)
             .await
-            .map_err(|e| format!("{}: {}", portal(), short(&e)))?;
+            .map_err(|e| Attempt::Retry(format!("{}: {}", portal(), short(&e))))?;
         let status = response.status();
         match status.as_u16() {
             200..=299 => {}
             // The portal's word for a token it no longer takes (signed out, revoked).
-            401 => return Err(self.expired()),
-            _ => {
-                return Err(format!(
+            401 => return Err(Attempt::Fail(self.expired())),
+            code => {
+                let cause = format!(
                     "{} answered {status} for the role {} of account {}",
                     portal(),
                     self.role,
                     self.account
-                ));
+                );
+                return Err(match code {
+                    429 | 500..=599 => Attempt::Retry(cause),
+                    _ => Attempt::Fail(cause),
+                });
             }
         }
         let body = response
             .into_body()
             .bytes()
             .await
-            .map_err(|e| format!("{}: {}", portal(), short(&e)))?;
+            .map_err(|e| Attempt::Retry(format!("{}: {}", portal(), short(&e))))?;
         let json: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|e| format!("{} sent no JSON ({e})", portal()))?;
+            .map_err(|e| Attempt::Fail(format!("{} sent no JSON ({e})", portal())))?;
         let role = json.get("roleCredentials");
         let field = |name| role?.get(name)?.as_str().map(String::from);
         let (Some(key_id), Some(secret_key)) = (field("accessKeyId"), field("secretAccessKey"))
         else {
-            return Err(format!("{} sent no role credentials", portal()));
+            return Err(Attempt::Fail(format!(
+                "{} sent no role credentials",
+                portal()
+            )));
         };
         // Milliseconds since the epoch.
         let expires = role

@@ -28,7 +28,9 @@ use tokio::sync::Semaphore;
 
 use super::profile::{CredentialProcess, Profile};
 use super::sso::SsoCredentials;
-use super::{Addressing, Options, Place, RANGE_SIZE, Url, chain, short};
+use super::{
+    Addressing, FIRST_WAIT, LONGEST_WAIT, Options, Place, RANGE_SIZE, RETRIES, Url, chain, short,
+};
 use crate::source::{InputError, os_message};
 
 /// The runtime the GETs run on: two threads move the bytes of 16 connections at loopback
@@ -149,11 +151,11 @@ impl Pool {
 fn retry() -> RetryConfig {
     RetryConfig {
         backoff: BackoffConfig {
-            init_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(3),
+            init_backoff: FIRST_WAIT,
+            max_backoff: LONGEST_WAIT,
             base: 2.0,
         },
-        max_retries: 5,
+        max_retries: RETRIES,
         retry_timeout: Duration::from_secs(60),
     }
 }
