@@ -230,3 +230,6 @@ def test_python_reads_with_an_sso_profile(sso, tmp_path, monkeypatch):
     local.write_bytes(bodies["a"])
     got = mtsum.file_digest("s3://sso/a", storage_options={"profile": "dev"})
     assert got == mtsum.file_digest(local)
+    with pytest.raises(OSError, match="the SSO session stale has expired: run `aws sso login "
+                                      "--profile late`"):
+        mtsum.file_digest("s3://sso/a", storage_options={"profile": "late"})
