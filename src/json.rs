@@ -4,7 +4,8 @@
 //! Every object about a file starts with the file's `path` (see [`path`]), so that a script
 //! can match objects to inputs whatever else they hold; a sum file is named by `sumfile`,
 //! the same way. Summaries are `{"summary":{…}}`. Fields that describe a digest are the same
-//! in every object that has one: `layout`, `leaf_size` (`null` for layouts without leaves),
+//! in every object that has one: `layout`, `leaf_size` (`null` for layouts without leaves;
+//! `part_sizes` beside it for S3's parts of different sizes),
 //! `algorithm` and `digest` (hex; S3's values as S3 shows them). Times of files (`mtime`, `recorded_mtime`) are strings
 //! `SECONDS.NANOSECONDS`: a JSON number would lose the nanoseconds.
 //!
@@ -299,11 +300,19 @@ fn insert_digest(object: &mut Object, layout: Layout, alg: Algorithm, digest: &d
     object.insert("digest".into(), digest.to_string().into());
 }
 
-/// `layout`, `leaf_size` and `algorithm`: what a digest is, or would have been.
+/// `layout`, `leaf_size` and `algorithm`: what a digest is, or would have been; and
+/// `part_sizes`, each part's size, for S3's parts of different sizes (whose `leaf_size` is
+/// `null`).
 fn insert_kind(object: &mut Object, layout: Layout, alg: Algorithm) {
     object.insert("layout".into(), layout.name().into());
     let leaf = layout.leaf_size().map(|l| l.get());
     object.insert("leaf_size".into(), leaf.into());
+    if let Layout::S3Parts(parts) = layout {
+        object.insert(
+            "part_sizes".into(),
+            parts.sizes().collect::<Vec<u64>>().into(),
+        );
+    }
     object.insert("algorithm".into(), alg.name().into());
 }
 

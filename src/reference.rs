@@ -29,7 +29,7 @@ pub fn root(layout: Layout, alg: Algorithm, data: &[u8]) -> Digest {
         Layout::Plain => plain(alg, data),
         Layout::Merkle(leaf) => merkle(alg, leaf.get(), data),
         Layout::Rfc6962(leaf) => rfc6962(alg, leaf.get(), data),
-        Layout::S3(_) | Layout::Glacier | Layout::Dropbox | Layout::Btv2 => {
+        Layout::S3(_) | Layout::S3Parts(_) | Layout::Glacier | Layout::Dropbox | Layout::Btv2 => {
             *checksum(layout, alg, data).expect("a root").digest()
         }
     }
@@ -41,7 +41,9 @@ pub fn checksum(layout: Layout, alg: Algorithm, data: &[u8]) -> Result<Root, NoR
     // S3's limit on the number of parts is a rule of the service, not of the digest.
     layout.check_size(data.len() as u64)?;
     let root = match layout {
-        Layout::S3(part) => s3(alg, part.get(), data),
+        Layout::S3(part) => s3(alg, std::iter::repeat(part.get()), data),
+        // Past the listed parts, the rest is one part.
+        Layout::S3Parts(parts) => s3(alg, parts.sizes().chain([u64::MAX]), data),
         Layout::Glacier => Root::new(glacier(alg, data)),
         Layout::Dropbox => Root::new(dropbox(alg, data)),
         Layout::Btv2 => Root::new(btv2(alg, data).ok_or(NoRoot::EmptyFile("btv2"))?),
@@ -121,16 +123,28 @@ fn tree_hash(alg: Algorithm, leaves: &[&[u8]], leaf_prefix: &[u8], node_prefix: 
     }
 }
 
-/// S3's multipart ETag (`alg` MD5) or composite checksum as the AWS CLI makes it: an object
-/// shorter than one part is a single upload, whose value is its plain digest; otherwise (one
-/// part or more: the CLI's threshold is inclusive) the digest of the concatenated raw digests
-/// of its `part`-byte parts, followed by `-N`; a value of one part keeps the part's digest
-/// beside it, as the engine's does.
-fn s3(alg: Algorithm, part: u64, data: &[u8]) -> Root {
-    if (data.len() as u64) < part {
+/// S3's multipart ETag (`alg` MD5) or composite checksum as the AWS CLI makes it, over parts
+/// of the sizes `parts` in turn: an object shorter than the first part is a single upload,
+/// whose value is its plain digest; otherwise (one part or more: the CLI's threshold is
+/// inclusive) the digest of the concatenated raw digests of its parts, followed by `-N`; a
+/// value of one part keeps the part's digest beside it, as the engine's does.
+fn s3(alg: Algorithm, parts: impl Iterator<Item = u64>, data: &[u8]) -> Root {
+    let mut sizes = parts.peekable();
+    if sizes
+        .peek()
+        .is_some_and(|&first| (data.len() as u64) < first)
+    {
         return Root::new(alg.hash(data));
     }
-    let digests: Vec<Digest> = data.chunks(part as usize).map(|p| alg.hash(p)).collect();
+    let mut rest = data;
+    let mut digests: Vec<Digest> = Vec::new();
+    while !rest.is_empty() {
+        let size = sizes.next().expect("parts to the end of the data");
+        let (part, after) =
+            rest.split_at(rest.len().min(usize::try_from(size).unwrap_or(usize::MAX)));
+        digests.push(alg.hash(part));
+        rest = after;
+    }
     let concatenated: Vec<u8> = digests.iter().flat_map(|d| d.as_bytes().to_vec()).collect();
     let root = Root::new(alg.hash(&concatenated)).with_parts(digests.len() as u64);
     match digests[..] {

@@ -4,7 +4,9 @@
 //!
 //! - The ETag of a single upload is the object's MD5 (`-t plain -a md5`); of a multipart
 //!   upload, S3's multipart ETag over the part size the store told ([`Parts::part_size`]),
-//!   `-t s3 --part-size P`. It is no MD5 at all for SSE-KMS and SSE-C objects.
+//!   `-t s3 --part-size P`, or where the parts differ in size over each part's size
+//!   ([`Parts::sizes`]), `-t s3 --part-size 5M,7M,5M,1`. It is no MD5 at all for SSE-KMS
+//!   and SSE-C objects.
 //! - A `FULL_OBJECT` checksum is the plain CRC or SHA of the bytes (`-t plain`), in base64.
 //! - A `COMPOSITE` checksum is S3's composite value over the part size, `-t s3 -a ALG`.
 //!
@@ -15,7 +17,7 @@
 use std::fmt;
 
 use crate::algorithm::Algorithm;
-use crate::layout::{Encoding, Layout, PartSize, Root};
+use crate::layout::{Encoding, Layout, PartList, PartSize, Root};
 pub use crate::source::remote::{
     ChecksumKind, Parts, StoredChecksum, StoredObject, etag_parts, list_stored,
 };
@@ -170,24 +172,28 @@ fn checksum_value(
     })
 }
 
-/// `-t s3` with the part size the store told, for a value of a multipart upload.
+/// `-t s3` with the part size the store told, for a value of a multipart upload; with
+/// each part's size where they differ (and the store told them all).
 fn multipart_layout(object: &StoredObject) -> Result<Layout, String> {
-    let Some(parts) = object.parts else {
+    let Some(parts) = &object.parts else {
         return Err("a multipart value, but the ETag has no part count".into());
     };
     let size = object.size;
     let Some(part) = parts.part_size(size) else {
-        return Err(match (parts.first, parts.last) {
-            (None, _) => "the store did not tell the part size (HEAD with partNumber=1); \
-                          -c --part-size auto guesses it"
-                .into(),
-            (Some(first), last) => format!(
-                "{} parts of different sizes (the first {first} bytes, the last {}, of {size}): \
-                 no single part size gives this value",
+        return match (parts.first, parts.last) {
+            _ if !parts.sizes.is_empty() => listed_layout(&parts.sizes, size),
+            (None, _) => Err(
+                "the store did not tell the part size (HEAD with partNumber=1); \
+                              -c --part-size auto guesses it"
+                    .into(),
+            ),
+            (Some(first), last) => Err(format!(
+                "{} parts of different sizes (the first {first} bytes, the last {}, of {size}), \
+                 and the store did not tell each",
                 parts.count,
                 last.map_or("unknown".into(), |l| l.to_string()),
-            ),
-        });
+            )),
+        };
     };
     // A single part is the whole object: any part size of at least its size gives its value
     // (Layout::matches takes it as a single upload's or one part's), so S3's smallest will
@@ -199,6 +205,19 @@ fn multipart_layout(object: &StoredObject) -> Result<Layout, String> {
     PartSize::new(part)
         .map(Layout::S3)
         .map_err(|e| format!("parts of {part} bytes: {e}"))
+}
+
+/// `-t s3` over parts of these sizes, which must make the object's.
+fn listed_layout(sizes: &[u64], size: u64) -> Result<Layout, String> {
+    let told: u64 = sizes.iter().sum();
+    if told != size {
+        return Err(format!(
+            "the store told parts of {told} bytes in all, of an object of {size}"
+        ));
+    }
+    PartList::new(sizes)
+        .map(Layout::S3Parts)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -242,6 +261,26 @@ mod tests {
         let e = v[0].as_ref().unwrap_err();
         assert_eq!(e.source, None);
         assert!(e.why.contains("aws:kms"), "{e}");
+    }
+
+    #[test]
+    fn parts_of_different_sizes_told_one_by_one_are_cut_where_the_object_was() {
+        let sizes = vec![5 * MIB, 7 * MIB, 5 * MIB, 1];
+        let mut o = object(17 * MIB + 1, &format!("{ETAG}-4"));
+        o.parts = Some(Parts {
+            count: 4,
+            first: Some(5 * MIB),
+            last: None,
+            sizes: sizes.clone(),
+        });
+        let v = values(&o);
+        let v = v[0].as_ref().unwrap();
+        assert_eq!(v.layout, Layout::S3Parts(PartList::new(&sizes).unwrap()));
+        assert_eq!(v.layout.to_string(), "s3-5M,7M,5M,1");
+        // Sizes that do not make the object's are no value.
+        o.size += 1;
+        let e = values(&o).remove(0).unwrap_err();
+        assert!(e.why.contains("parts of 17825793 bytes in all"), "{e}");
     }
 
     #[test]

@@ -28,9 +28,13 @@
 //!           | "MERKLE-" ALG "-" LEAF    ; e.g. MERKLE-SHA256-64
 //!           | "RFC6962-" ALG "-" LEAF   ; e.g. RFC6962-BLAKE3-1M
 //!           | "S3-" ALG "-" PART        ; e.g. S3-MD5-8M, S3-CRC32C-16M
+//!           | "S3-" ALG "-" PARTS       ; e.g. S3-MD5-5M,7M,5M,1, S3-MD5-8Mx1000,3M
 //!           | "GLACIER-SHA256" | "DROPBOX-SHA256" | "BTV2-SHA256"
 //! LEAF      = the leaf size as -l takes it; mtsum writes the shortest exact form (64, 4K, 1M, 2G)
 //! PART      = the part size as --part-size takes it, written the same way
+//! PARTS     = PART ["x" COUNT] *("," PART ["x" COUNT]) ; each part's size, in order, for an
+//!             object whose parts differ (PART xN: N parts of that size); at least two
+//!             parts, or one with its count: a single PART is a part size
 //! ```
 //!
 //! A tag whose algorithm its layout is not defined with (`MERKLE-CRC32-1M`, `GLACIER-MD5`) is
@@ -68,7 +72,7 @@
 use std::borrow::Cow;
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::{Layout, Root};
+use crate::layout::{Layout, PartList, Root};
 
 /// How a checksum line is laid out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -119,6 +123,9 @@ pub fn tag(layout: Layout, alg: Algorithm) -> String {
         return alg;
     }
     let name = layout.name().to_ascii_uppercase();
+    if let Layout::S3Parts(parts) = layout {
+        return format!("{name}-{alg}-{parts}");
+    }
     match layout.size_parameter() {
         Some(leaf) => format!("{name}-{alg}-{leaf}"),
         None => format!("{name}-{alg}"),
@@ -151,7 +158,10 @@ pub fn parse_tag(tag: &str) -> Option<(Layout, Algorithm)> {
         _ => {
             // The size comes last, so that an algorithm spelled with a dash still parses.
             let (alg, size) = rest.rsplit_once('-')?;
-            let layout = Layout::from_name(name, Some(size.parse().ok()?)).ok()?;
+            let layout = match PartList::is_list(size) && layout.name() == "s3" {
+                true => Layout::S3Parts(size.parse().ok()?),
+                false => Layout::from_name(name, Some(size.parse().ok()?)).ok()?,
+            };
             (layout, alg.parse().ok()?)
         }
     };
@@ -663,6 +673,32 @@ mod tests {
             tag(Layout::Merkle(leaf(1536)), Algorithm::Xxh3),
             "MERKLE-XXH3-1536"
         );
+    }
+
+    #[test]
+    fn an_s3_tag_names_its_part_size_or_each_part_where_they_differ() {
+        use crate::layout::PartSize;
+        let mib = 1 << 20;
+        let uniform = Layout::S3(PartSize::DEFAULT);
+        let listed = Layout::S3Parts(PartList::new(&[5 * mib, 7 * mib, 5 * mib, 1]).unwrap());
+        assert_eq!(tag(uniform, Algorithm::Md5), "S3-MD5-8M");
+        assert_eq!(tag(listed, Algorithm::Md5), "S3-MD5-5M,7M,5M,1");
+        for layout in [uniform, listed] {
+            assert_eq!(
+                parse_tag(&tag(layout, Algorithm::Sha256)),
+                Some((layout, Algorithm::Sha256))
+            );
+        }
+        assert_eq!(
+            parse_tag("s3-crc32-8mx2,1"),
+            Some((
+                Layout::S3Parts(PartList::new(&[8 * mib, 8 * mib, 1]).unwrap()),
+                Algorithm::Crc32,
+            ))
+        );
+        // A list is S3's alone, and its parts follow S3's rules.
+        assert_eq!(parse_tag("MERKLE-SHA256-1M,2M"), None);
+        assert_eq!(parse_tag("S3-MD5-1M,1"), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use common::{config, pattern, tempdir, write_file};
 use mtsum::engine::{Engine, Request};
-use mtsum::layout::{Encoding, NoRoot, PartSize, Root};
+use mtsum::layout::{Encoding, NoRoot, PartList, PartSize, Root};
 use mtsum::source::{InputError, Target};
 use mtsum::{Algorithm, Digest, Layout, LeafSize, reference};
 use proptest::prelude::*;
@@ -135,6 +135,47 @@ fn s3_etag_reproduces_cloudflares_example() {
     let etag = combiner.finish(p + 5).unwrap();
     assert_eq!(etag.to_string(), "f77dc0eecdebcd774a2a22cb393ad2ff-2");
     assert_eq!(etag.parts(), Some(2));
+}
+
+#[test]
+fn parts_of_different_sizes_are_cut_where_the_list_says_and_the_rest_is_one_more() {
+    // The same bytes cut 5, 7, 5 MiB and 1 byte: the ETag over those four parts, which no
+    // part size gives.
+    let data = pattern((17 * MIB + 1) as usize, 3);
+    let list = PartList::new(&[5 * MIB, 7 * MIB, 5 * MIB, 1]).unwrap();
+    let etag = |cuts: &[u64], data: &[u8]| {
+        let mut at = 0;
+        let mut digests = Vec::new();
+        for &size in cuts {
+            let end = (at + size as usize).min(data.len());
+            digests.extend_from_slice(Algorithm::Md5.hash(&data[at..end]).as_bytes());
+            at = end;
+        }
+        format!("{}-{}", Algorithm::Md5.hash(&digests).to_hex(), cuts.len())
+    };
+    let root = reference::checksum(Layout::S3Parts(list), Algorithm::Md5, &data).unwrap();
+    assert_eq!(
+        root.to_string(),
+        etag(&[5 * MIB, 7 * MIB, 5 * MIB, 1], &data)
+    );
+    for part in [5 * MIB, 7 * MIB] {
+        let uniform = reference::checksum(
+            Layout::S3(PartSize::new(part).unwrap()),
+            Algorithm::Md5,
+            &data,
+        );
+        assert_ne!(uniform.unwrap(), root);
+    }
+    // A longer file: the bytes past the list are one part more; a shorter one ends early.
+    let longer = pattern((20 * MIB) as usize, 3);
+    let root = reference::checksum(Layout::S3Parts(list), Algorithm::Md5, &longer).unwrap();
+    assert_eq!(
+        root.to_string(),
+        etag(&[5 * MIB, 7 * MIB, 5 * MIB, 1, 3 * MIB - 1], &longer)
+    );
+    let shorter = &data[..(6 * MIB) as usize];
+    let root = reference::checksum(Layout::S3Parts(list), Algorithm::Md5, shorter).unwrap();
+    assert_eq!(root.to_string(), etag(&[5 * MIB, MIB], shorter));
 }
 
 #[test]
@@ -427,6 +468,32 @@ fn storage_case() -> impl Strategy<Value = (Layout, Algorithm, u64)> {
                 prop_oneof![prop::sample::select(sizes), 0..3 * p],
             )
         });
+    // Parts of different sizes, as a client of its own uploads them (each part is a job of
+    // its own, however long): sizes around every part's end and past the last.
+    let listed = (
+        prop::sample::select(vec![
+            vec![5 * MIB, 7 * MIB, 5 * MIB, 1],
+            vec![6 * MIB, 5 * MIB + 3, 5 * MIB],
+        ]),
+        prop::sample::select(vec![Algorithm::Md5, Algorithm::Sha256, Algorithm::Crc32c]),
+    )
+        .prop_flat_map(|(sizes, alg)| {
+            let ends: Vec<u64> = sizes
+                .iter()
+                .scan(0, |end, size| {
+                    *end += size;
+                    Some(*end)
+                })
+                .flat_map(|end| [end - 1, end, end + 1])
+                .chain([0, 1])
+                .collect();
+            let total = ends[ends.len() - 2];
+            (
+                Just(Layout::S3Parts(PartList::new(&sizes).unwrap())),
+                Just(alg),
+                prop_oneof![prop::sample::select(ends), 0..total + 3 * MIB],
+            )
+        });
     let sha256 = |layout: Layout, unit: u64| {
         let sizes: Vec<u64> = [1, 2, 3, 4, 5, 7, 256, 257, 300]
             .into_iter()
@@ -453,6 +520,7 @@ fn storage_case() -> impl Strategy<Value = (Layout, Algorithm, u64)> {
         .prop_map(|(alg, n)| (Layout::Plain, alg, n));
     prop_oneof![
         s3,
+        listed,
         sha256(Layout::Glacier, MIB),
         sha256(Layout::Dropbox, 4 * MIB),
         sha256(Layout::Btv2, 16 * KIB),
@@ -536,6 +604,8 @@ fn every_storage_layout_writes_tags_and_checks_them_back() {
         &["-t", "s3", "--part-size", "5M", "-a", "crc32c"],
         &["-t", "s3", "--part-size", "6M", "-a", "sha256"],
         &["-t", "s3", "-a", "sha1"],
+        &["-t", "s3", "--part-size", "6M,5242883"],
+        &["-t", "s3", "--part-size", "5Mx2,1", "-a", "crc32"],
         &["-t", "glacier"],
         &["-t", "dropbox"],
         &["-t", "btv2"],
@@ -549,6 +619,37 @@ fn every_storage_layout_writes_tags_and_checks_them_back() {
             (code, out.as_str()),
             (0, "big: OK\nsmall: OK\n"),
             "{args:?} {sums}: {err}"
+        );
+    }
+}
+
+#[test]
+fn parts_of_different_sizes_are_named_one_by_one_and_only_where_a_line_keeps_them() {
+    let dir = tempdir();
+    let p = dir.path();
+    let data = pattern(17 * MIB as usize + 1, 2);
+    write_file(p, "f", &data);
+    let list = PartList::new(&[5 * MIB, 7 * MIB, 5 * MIB, 1]).unwrap();
+    let etag = reference::checksum(Layout::S3Parts(list), Algorithm::Md5, &data).unwrap();
+    let (code, out, err) = mtsum(p, &["-t", "s3", "--part-size", "5M,7M,5M,1", "--tag", "f"]);
+    assert_eq!(
+        (code, out),
+        (0, format!("S3-MD5-5M,7M,5M,1 (f) = {etag}\n")),
+        "{err}"
+    );
+    // Not S3's parts, or where the list cannot be kept: usage errors.
+    for args in [
+        &["-t", "s3", "--part-size", "4M,1", "f"][..],
+        &["-t", "s3", "--part-size", "5Mx0,1", "f"],
+        &["-t", "merkle", "--part-size", "5M,1", "f"],
+        &["--audit", "-t", "s3", "--part-size", "5M,1", "f"],
+        &["--every-part", "f"],
+    ] {
+        let (code, out, err) = mtsum(p, args);
+        assert_eq!(
+            (code, out.as_str(), err.lines().count()),
+            (2, "", 1),
+            "{args:?}: {err}"
         );
     }
 }

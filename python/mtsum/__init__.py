@@ -265,7 +265,8 @@ class Compared(NamedTuple):
     which side); ``method`` how a name on both sides was decided: ``size``, ``stored`` (the
     local file against a value the store reports, no remote byte read) or ``read`` (both
     sides' bytes). ``expected`` is the remote side's value, ``digest`` the local one's, with
-    ``layout``, ``leaf_size`` and ``algorithm`` saying what they are.
+    ``layout``, ``leaf_size`` and ``algorithm`` saying what they are (``part_sizes``, each
+    part's size, for an S3 object whose parts differ in size).
     """
 
     path: str
@@ -275,6 +276,7 @@ class Compared(NamedTuple):
     remote_size: Optional[int] = None
     layout: Optional[str] = None
     leaf_size: Optional[int] = None
+    part_sizes: Optional[list] = None
     algorithm: Optional[str] = None
     expected: Optional[str] = None
     digest: Optional[str] = None

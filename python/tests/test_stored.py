@@ -17,7 +17,10 @@ from boto3.s3.transfer import TransferConfig  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
 from conftest import random_bytes  # noqa: E402
-from test_s3 import run, server, writer_client, writer_env  # noqa: E402, F401  (server: the fixture)
+import mtsum  # noqa: E402
+from test_s3 import (  # noqa: E402, F401  (server: the fixture)
+    run, server, storage_options, writer_client, writer_env,
+)
 
 MIB = 1 << 20
 BUCKET = "stored"
@@ -157,38 +160,103 @@ def test_moto_composite_checksums_are_not_s3s_so_they_are_comments(
     assert verdict.returncode == 0 and ok_names(verdict) == {"SHA256", "CRC32C"}
 
 
-def upload_parts(s3, local, key, parts: list[bytes]):
-    """A multipart upload of exactly these parts, as a client of its own would make it."""
+def upload_parts(s3, local, key, parts: list[bytes], algorithm=None):
+    """A multipart upload of exactly these parts, as a client of its own would make it (with
+    a checksum of each part if `algorithm` names one)."""
     (local / key.split("/")[-1]).write_bytes(b"".join(parts))
-    upload_id = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    extra = {"ChecksumAlgorithm": algorithm} if algorithm else {}
+    upload_id = s3.create_multipart_upload(Bucket=BUCKET, Key=key, **extra)["UploadId"]
     done = []
     for number, body in enumerate(parts, 1):
-        etag = s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload_id, PartNumber=number,
-                              Body=body)["ETag"]
-        done.append({"ETag": etag, "PartNumber": number})
+        answer = s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload_id, PartNumber=number,
+                                Body=body, **extra)
+        part = {"ETag": answer["ETag"], "PartNumber": number}
+        if algorithm:
+            part[f"Checksum{algorithm}"] = answer[f"Checksum{algorithm}"]
+        done.append(part)
     s3.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload_id,
                                  MultipartUpload={"Parts": done})
 
 
-def test_parts_of_any_size_the_store_tells_check_and_parts_of_different_sizes_are_said(
+def test_parts_of_any_size_the_store_tells_check_even_where_they_differ(
         mtsum_bin, server, s3, tmp_path):  # noqa: F811
     local = tmp_path / "copy"
     local.mkdir()
     # Parts of 6 MiB and a short last one: no client's size, told by the store.
     upload_parts(s3, local, "odd/six", [random_bytes(6 * MIB, 1), random_bytes(6 * MIB, 2),
                                        random_bytes(100, 3)])
-    # 6, 5, 5 MiB: the first part is not the size of the others; no part size gives it.
+    # 6, 5, 5 MiB: the first part is not the size of the others; no part size gives it, the
+    # store tells each.
     upload_parts(s3, local, "odd/mixed", [random_bytes(6 * MIB, 4), random_bytes(5 * MIB, 5),
                                          random_bytes(5 * MIB, 6)])
     out = stored(mtsum_bin, server, "odd")
-    assert out.returncode == 1
+    assert out.returncode == 0, out.stderr
     assert "S3-MD5-6M (six) = " in out.stdout
-    assert "# mixed: ETag " in out.stdout and "parts of different sizes" in out.stdout
-    assert out.stderr.startswith(f"mtsum: s3://{BUCKET}/odd/mixed: no value to check a copy "
-                                 "against: ETag "), out.stderr
-    assert len(out.stderr.splitlines()) == 1
+    assert "S3-MD5-6M,5Mx2 (mixed) = " in out.stdout
     verdict = check(mtsum_bin, local, out.stdout)
-    assert verdict.returncode == 0 and ok_names(verdict) == {"six"}
+    assert verdict.returncode == 0 and ok_names(verdict) == {"six", "mixed"}
+
+
+def compare(mtsum_bin, server, local, prefix, *args):  # noqa: F811
+    return run(mtsum_bin, "--compare", *args, str(local), f"s3://{BUCKET}/{prefix}/",
+               env=writer_env(server))
+
+
+@pytest.mark.parametrize("algorithm", [None, "SHA256", "CRC32"])
+def test_parts_of_5_7_5_mib_and_1_byte_are_checked_part_by_part_and_a_flipped_byte_differs(
+        mtsum_bin, server, s3, tmp_path, algorithm):  # noqa: F811
+    local = tmp_path / "copy"
+    local.mkdir()
+    prefix = f"uneven-{algorithm}"
+    sizes = [5 * MIB, 7 * MIB, 5 * MIB, 1]
+    upload_parts(s3, local, f"{prefix}/f", [random_bytes(n, 40 + i) for i, n in enumerate(sizes)],
+                 algorithm)
+    out = stored(mtsum_bin, server, prefix)
+    assert out.returncode == 0, out.stderr
+    etag = [line for line in out.stdout.splitlines() if line.startswith("S3-MD5-")]
+    assert len(etag) == 1 and etag[0].startswith("S3-MD5-5M,7M,5M,1 (f) = "), out.stdout
+    # The value the store computed (moto's ETag), not ours: hashing the file cut so gives it.
+    mine = run(mtsum_bin, "-t", "s3", "--part-size", "5M,7M,5M,1", str(local / "f"))
+    assert mine.stdout.split()[0] == etag[0].split(" = ")[1], (mine.stdout, etag)
+    verdict = check(mtsum_bin, local, out.stdout)
+    (local / "SUMS").unlink()
+    assert verdict.returncode == 0 and ok_names(verdict) == {"f"}, verdict.stdout
+    same = compare(mtsum_bin, server, local, prefix)
+    assert (same.returncode, same.stdout) == (0, "ok  f\n"), same.stderr
+    [record] = mtsum.compare(local, f"s3://{BUCKET}/{prefix}/",
+                             storage_options=storage_options(server))
+    assert (record.status, record.layout, record.leaf_size) == ("ok", "s3", None), record
+    assert record.part_sizes == sizes, record
+    # A byte of the second part flipped, size and mtime kept.
+    path = local / "f"
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    data[6 * MIB] ^= 1
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    verdict = check(mtsum_bin, local, out.stdout)
+    (local / "SUMS").unlink()
+    assert verdict.returncode == 1 and "f: FAILED" in verdict.stdout, verdict.stdout
+    flipped = compare(mtsum_bin, server, local, prefix)
+    assert (flipped.returncode, flipped.stdout) == (1, "differs  f\n"), flipped.stderr
+
+
+def test_middle_parts_that_differ_unseen_are_told_with_every_part(
+        mtsum_bin, server, s3, tmp_path):  # noqa: F811
+    local = tmp_path / "copy"
+    local.mkdir()
+    # 6, 7, 5, 6 MiB: the count and the last part are those of 6 MiB parts.
+    parts = [random_bytes(n * MIB, 50 + n) for n in [6, 7, 5, 6]]
+    upload_parts(s3, local, "inside/f", parts)
+    seen = stored(mtsum_bin, server, "inside")
+    assert "S3-MD5-6M (f) = " in seen.stdout
+    # The first and last parts cannot tell: the line fails rather than passes.
+    assert check(mtsum_bin, local, seen.stdout).returncode == 1
+    told = run(mtsum_bin, "--stored", "--every-part", f"s3://{BUCKET}/inside/",
+               env=writer_env(server))
+    assert told.returncode == 0 and "S3-MD5-6M,7M,5M,6M (f) = " in told.stdout, told.stdout
+    verdict = check(mtsum_bin, local, told.stdout)
+    assert verdict.returncode == 0 and ok_names(verdict) == {"f"}
 
 
 def test_an_sse_kms_etag_is_no_md5_and_is_said_not_dropped(mtsum_bin, server, s3):  # noqa: F811

@@ -14,6 +14,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use crate::check::Untagged;
+use crate::layout::Layout;
 use crate::source::{InputError, Stamp};
 use crate::sumfile::{self, Format, Parser, Terminator};
 
@@ -202,6 +203,14 @@ pub fn import(
                 imported.skipped.push((format!("line {number}"), why));
                 continue;
             };
+            if let Layout::S3Parts(_) = layout {
+                // A record names a layout by its name and one size: not a list of parts.
+                let why = "an S3 value over parts of different sizes, which records do not keep";
+                imported
+                    .skipped
+                    .push((format!("line {number}"), why.into()));
+                continue;
+            }
             let path = PathBuf::from(OsString::from_vec(entry.name));
             match fs::metadata(&path) {
                 Ok(meta) if meta.is_file() => {

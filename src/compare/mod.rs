@@ -635,6 +635,7 @@ mod tests {
                 count: 2,
                 first: None,
                 last: None,
+                sizes: Vec::new(),
             }),
         };
         let local = Entry {

@@ -9,14 +9,14 @@
 
 use std::ops::Range;
 
-use super::{JobKind, Root};
+use super::{JobKind, PartList, Root};
 use crate::algorithm::{Algorithm, Digest, Hasher};
 
 /// Parameters of the flat shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Flat {
-    /// Bytes per part, the last one shorter.
-    pub part: u64,
+    /// Where the parts end.
+    pub cut: Cut,
     /// S3: a stream shorter than one part was a single upload, whose value is the part's own
     /// digest (the plain digest); an empty stream is one empty part. A stream of exactly one
     /// part was a multipart upload of one part, `H(H(part))-1`: the AWS CLI's threshold is
@@ -27,23 +27,88 @@ pub(super) struct Flat {
     pub count_suffix: bool,
 }
 
+/// How a stream is cut into parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cut {
+    /// Parts of this many bytes, the last one shorter: every client's way.
+    Every(u64),
+    /// Parts of the listed sizes in turn, the bytes past them one more part: an upload
+    /// whose parts differ in size.
+    Listed(PartList),
+}
+
+impl Cut {
+    /// The size of part `index` (from 0): past a list, the rest of the stream.
+    fn size(self, index: u64) -> u64 {
+        match self {
+            Cut::Every(part) => part,
+            Cut::Listed(list) => list.size_of(index).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The first part's size: a shorter stream was a single upload.
+    fn first(self) -> u64 {
+        match self {
+            Cut::Every(part) => part,
+            Cut::Listed(list) => list.first(),
+        }
+    }
+
+    /// The parts of a stream of `n` bytes, in order; none for an empty one.
+    fn ranges(self, n: u64) -> Vec<Range<u64>> {
+        let sizes: Box<dyn Iterator<Item = u64>> = match self {
+            Cut::Every(part) => Box::new(std::iter::repeat(part)),
+            Cut::Listed(list) => Box::new(list.sizes().chain(std::iter::once(u64::MAX))),
+        };
+        let mut start = 0u64;
+        sizes
+            .map_while(|size| {
+                let range = start..n.min(start.saturating_add(size));
+                start = range.end;
+                (!range.is_empty()).then_some(range)
+            })
+            .collect()
+    }
+
+    /// The number of parts of a stream of `n` bytes: [`Cut::ranges`], counted.
+    fn count(self, n: u64) -> u64 {
+        match self {
+            Cut::Every(part) => n.div_ceil(part),
+            Cut::Listed(list) => {
+                let mut left = n;
+                let mut count = 0;
+                for size in list.sizes() {
+                    if left == 0 {
+                        break;
+                    }
+                    left = left.saturating_sub(size);
+                    count += 1;
+                }
+                count + u64::from(left > 0)
+            }
+        }
+    }
+}
+
 impl Flat {
     /// The number of parts of a stream of `n` bytes.
     pub fn parts(&self, n: u64) -> u64 {
-        match n.div_ceil(self.part) {
+        match self.cut.count(n) {
             0 if self.single_part_is_plain => 1,
             parts => parts,
         }
     }
 
-    /// The jobs of a stream of `n` bytes: its parts.
+    /// The jobs of a stream of `n` bytes: its parts, each one message.
     pub fn plan(&self, n: u64) -> Vec<(Range<u64>, JobKind)> {
-        (0..self.parts(n))
-            .map(|i| i * self.part..n.min((i + 1).saturating_mul(self.part)))
-            .map(|r| (r, JobKind::Layout))
-            .collect()
+        let mut parts = self.cut.ranges(n);
+        if parts.is_empty() && self.single_part_is_plain {
+            parts.push(0..0);
+        }
+        parts.into_iter().map(|r| (r, JobKind::Part)).collect()
     }
 
+    /// A hasher for a whole stream of parts (one of unknown length), which it cuts itself.
     pub fn job_hasher(self, alg: Algorithm) -> PartRun {
         PartRun {
             shape: self,
@@ -64,7 +129,7 @@ impl Flat {
 
     /// Whether a stream of `n` bytes was a single upload: shorter than one part.
     fn is_single_upload(&self, n: u64) -> bool {
-        self.single_part_is_plain && n < self.part
+        self.single_part_is_plain && n < self.cut.first()
     }
 
     /// Whether `expected` is the value of the same one part of bytes as `root`, uploaded the
@@ -89,8 +154,9 @@ impl Flat {
     }
 }
 
-/// Hashes a job fed as chunks: one part (the jobs of a file), or a whole stream of many
-/// parts, whose digest is then the root's ([`Outer::push`] knows it by its length).
+/// Hashes a whole stream of many parts fed as chunks, whose digest is then the root's
+/// ([`Outer::push`] knows it by its length); or a stream of one part, whose digest is the
+/// part's. The parts of a file are jobs of their own ([`JobKind::Part`]), each one message.
 #[derive(Clone)]
 pub(super) struct PartRun {
     shape: Flat,
@@ -105,10 +171,12 @@ pub(super) struct PartRun {
 impl PartRun {
     pub fn update(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
-            if self.filled == self.shape.part {
+            let part = self.shape.cut.size(self.outer.parts);
+            if self.filled == part {
                 self.finish_part();
+                continue;
             }
-            let take = (self.shape.part - self.filled).min(data.len() as u64) as usize;
+            let take = (part - self.filled).min(data.len() as u64) as usize;
             self.current.update(&data[..take]);
             self.filled += take as u64;
             data = &data[take..];
@@ -166,10 +234,16 @@ impl Outer {
     }
 
     /// Takes the digest of the next job, which covers `range`: a part (an empty one only for
-    /// the empty stream), or a whole stream of many parts hashed by one [`PartRun`].
+    /// the empty stream), or a whole stream of many parts hashed by one [`PartRun`], which
+    /// starts where the first part does and runs past its end.
     pub fn push(&mut self, range: Range<u64>, digest: Digest) {
-        self.bytes += range.end - range.start;
-        match self.shape.parts(range.end - range.start) {
+        let len = range.end - range.start;
+        self.bytes += len;
+        let parts = match range.start {
+            0 => self.shape.parts(len),
+            _ => 1,
+        };
+        match parts {
             0 => {}
             1 => self.add_part(digest),
             parts => self.whole = Some((digest, parts)),

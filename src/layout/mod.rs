@@ -56,10 +56,10 @@ mod s3;
 pub use crate::size::{LeafSize, LeafSizeError};
 pub use crate::source::NoRoot;
 use fixed::{Fixed, LeafRun, Stack, Top};
-use flat::{Flat, Outer, PartRun};
+use flat::{Cut, Flat, Outer, PartRun};
 pub use halving::MAX_LEAF as MTSUM_MAX_LEAF;
 pub use root::{Encoding, Root};
-pub use s3::PartSize;
+pub use s3::{PartList, PartSize};
 
 /// Roughly how many bytes one job of a fixed-leaf layout covers: large enough that the
 /// per-job overhead (a channel message, a few syscalls) vanishes, small enough that two
@@ -90,6 +90,9 @@ pub enum Layout {
     /// Amazon S3's multipart ETag (MD5) and composite checksums (CRC32, CRC32C, SHA-1,
     /// SHA-256) of an upload in parts of the given size: see `s3`.
     S3(PartSize),
+    /// The same values of an upload whose parts differ in size, cut where the listed parts
+    /// end (see [`PartList`]); named `s3` as [`Layout::S3`] is.
+    S3Parts(PartList),
     /// Amazon Glacier's SHA-256 tree hash over 1 MiB chunks: see `glacier`.
     Glacier,
     /// Dropbox's `content_hash`, SHA-256 over the SHA-256s of 4 MiB blocks: see `dropbox`.
@@ -121,7 +124,7 @@ impl Layout {
             Layout::Plain => "plain",
             Layout::Merkle(_) => "merkle",
             Layout::Rfc6962(_) => "rfc6962",
-            Layout::S3(_) => "s3",
+            Layout::S3(_) | Layout::S3Parts(_) => "s3",
             Layout::Glacier => "glacier",
             Layout::Dropbox => "dropbox",
             Layout::Btv2 => "btv2",
@@ -174,6 +177,7 @@ impl Layout {
                 top: Top::Unbalanced,
             }),
             Layout::S3(part) => Shape::Flat(s3::shape(part)),
+            Layout::S3Parts(parts) => Shape::Flat(s3::listed_shape(parts)),
             Layout::Glacier => Shape::Fixed(glacier::SHAPE),
             Layout::Dropbox => Shape::Flat(dropbox::SHAPE),
             Layout::Btv2 => Shape::Fixed(btv2::SHAPE),
@@ -186,7 +190,7 @@ impl Layout {
     pub fn check_algorithm(self, alg: Algorithm) -> Result<(), LayoutError> {
         match self {
             Layout::Plain => Ok(()),
-            Layout::S3(_) => s3::check_algorithm(alg),
+            Layout::S3(_) | Layout::S3Parts(_) => s3::check_algorithm(alg),
             _ if alg.is_crc() => Err(LayoutError::CrcInTree {
                 layout: self.name(),
                 alg,
@@ -205,7 +209,7 @@ impl Layout {
     /// (`s3`: the ETag's MD5), SHA-256 otherwise.
     pub fn default_algorithm(self) -> Algorithm {
         match self {
-            Layout::S3(_) => Algorithm::Md5,
+            Layout::S3(_) | Layout::S3Parts(_) => Algorithm::Md5,
             _ => Algorithm::Sha256,
         }
     }
@@ -213,7 +217,7 @@ impl Layout {
     /// How the root is spelled by default, as the system the layout imitates shows it.
     pub fn encoding(self, alg: Algorithm) -> Encoding {
         match self {
-            Layout::S3(_) => s3::encoding(alg),
+            Layout::S3(_) | Layout::S3Parts(_) => s3::encoding(alg),
             _ => Encoding::Hex,
         }
     }
@@ -274,11 +278,15 @@ impl Layout {
     }
 
     /// The size of the leaves (blocks, parts) of the layouts whose leaves all have one
-    /// size but the last: those where a long stream is many jobs of whole leaves.
+    /// size but the last: those where a long stream is many jobs of whole leaves. Not the
+    /// listed parts of [`Layout::S3Parts`], each a job of its own.
     pub fn leaf_size(self) -> Option<LeafSize> {
         let bytes = match self.shape() {
             Shape::Fixed(f) => f.leaf,
-            Shape::Flat(f) => f.part,
+            Shape::Flat(f) => match f.cut {
+                Cut::Every(part) => part,
+                Cut::Listed(_) => return None,
+            },
             Shape::Whole | Shape::Halving => return None,
         };
         LeafSize::new(bytes)
@@ -443,6 +451,7 @@ impl Layout {
     pub fn hasher_for(self, alg: Algorithm, kind: JobKind) -> JobHasher {
         match kind {
             JobKind::Layout => self.job_hasher(alg),
+            JobKind::Part => JobHasher(JobState::Message(alg.bulk_hasher())),
             JobKind::Subtree { offset } => {
                 JobHasher(JobState::Message(Hasher::subtree(alg, offset)))
             }
@@ -513,8 +522,12 @@ impl Layout {
 }
 
 impl fmt::Display for Layout {
-    /// The name, with the size chosen where the layout has one: `mtsum`, `rfc6962-1M`, `s3-8M`.
+    /// The name, with the size chosen where the layout has one: `mtsum`, `rfc6962-1M`, `s3-8M`,
+    /// and the parts where they differ: `s3-5M,7M,5M,1`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Layout::S3Parts(parts) = self {
+            return write!(f, "{}-{parts}", self.name());
+        }
         match self.size_parameter() {
             Some(size) => write!(f, "{}-{size}", self.name()),
             None => f.write_str(self.name()),
@@ -540,6 +553,8 @@ pub enum LayoutError {
         allowed: &'static str,
     },
     FullObjectOnly(Algorithm),
+    /// Part sizes S3 would not take ([`PartList::new`]): why.
+    PartList(String),
 }
 
 impl Worded for LayoutError {
@@ -568,6 +583,7 @@ impl Worded for LayoutError {
                 f,
                 "the {layout} layout is defined with {allowed} only, not {alg}"
             ),
+            LayoutError::PartList(why) => write!(f, "invalid part sizes: {why}"),
             LayoutError::FullObjectOnly(alg) => write!(
                 f,
                 "S3 has no composite {alg} checksum (it is full-object only); use {}",
@@ -644,6 +660,9 @@ pub enum JobKind {
     /// The subtree of a tree algorithm's own tree that starts at byte `offset`, whose digest
     /// is a chaining value for [`Combiner`] to join.
     Subtree { offset: u64 },
+    /// One part of a flat layout, one message however long: the parts of a list differ in
+    /// size, so the hasher of a part cannot tell where one ends by its length alone.
+    Part,
 }
 
 /// Hashes one job (or a whole stream) fed as chunks of any size.

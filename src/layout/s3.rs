@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use super::flat::Flat;
+use super::flat::{Cut, Flat};
 use super::{Encoding, LayoutError, LeafSize, NoRoot};
 use crate::algorithm::Algorithm;
 
@@ -24,7 +24,7 @@ pub struct PartSize(LeafSize);
 
 impl PartSize {
     /// The smallest part S3 accepts (but for the last one): 5 MiB.
-    pub const MIN: u64 = 5 << 20;
+    pub const MIN: u64 = crate::source::remote::SMALLEST_PART;
     /// The largest part S3 accepts: 5 GiB.
     pub const MAX: u64 = 5 << 30;
     /// The most parts an upload may have.
@@ -173,10 +173,172 @@ impl fmt::Display for PartSize {
     }
 }
 
+/// The sizes of an upload's parts one by one, for an object whose parts differ in size (a
+/// client of its own, a part uploaded again with other bytes), which no [`PartSize`] gives.
+/// The store tells each part's size (`HEAD` with `partNumber=k`); `mtsum --stored` writes
+/// them into the line so that `-c` cuts the local file where the object was cut.
+///
+/// Written run-length, each size in its shortest exact spelling and `xCOUNT` after a size
+/// repeated: `5M,7M,5M,1`, `8Mx1000,3M`. The bytes are cut into parts of these sizes in
+/// turn; bytes past them all (a file longer than the object) are one part more, and a file
+/// shorter ends in a shorter part: the value of any other file is some other value, never
+/// an error. As for [`PartSize`], a file shorter than the first part was a single upload.
+///
+/// S3's rules hold: 1 to 10 000 parts, each at most 5 GiB and all but the last at least
+/// 5 MiB. The list is kept once per process, whatever the number of layouts naming it, so
+/// that a layout stays a small value to copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PartList(&'static [(u64, u64)]);
+
+impl PartList {
+    /// The parts of these sizes, in order, if S3 allows them.
+    pub fn new(sizes: &[u64]) -> Result<PartList, LayoutError> {
+        let bad = |why: String| Err(LayoutError::PartList(why));
+        let count = sizes.len() as u64;
+        if count == 0 || count > PartSize::MAX_PARTS {
+            return bad(format!("{count} parts; S3 takes 1 to 10000"));
+        }
+        for (i, &size) in sizes.iter().enumerate() {
+            let least = if i + 1 == sizes.len() {
+                1
+            } else {
+                PartSize::MIN
+            };
+            if size < least || size > PartSize::MAX {
+                let shown = LeafSize::new(size).map_or("0".into(), |s| s.to_string());
+                return bad(format!(
+                    "part {} of {count} is {shown}; S3 parts are 5M to 5G, the last at least 1 byte",
+                    i + 1
+                ));
+            }
+        }
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for &size in sizes {
+            match runs.last_mut() {
+                Some((s, n)) if *s == size => *n += 1,
+                _ => runs.push((size, 1)),
+            }
+        }
+        Ok(PartList(intern(runs)))
+    }
+
+    /// Each part's size, in order.
+    pub fn sizes(self) -> impl Iterator<Item = u64> {
+        self.0
+            .iter()
+            .flat_map(|&(size, n)| std::iter::repeat_n(size, n as usize))
+    }
+
+    /// Whether `s` is written as a list of parts (`5M,1`, `8Mx3`) rather than one size: a
+    /// comma, or a count after `x`.
+    pub fn is_list(s: &str) -> bool {
+        let count = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+        s.contains(',')
+            || s.split_once(['x', 'X'])
+                .is_some_and(|(_, n)| count(n.trim()))
+    }
+
+    /// The size of part `index` (from 0), if there is one.
+    pub fn size_of(self, mut index: u64) -> Option<u64> {
+        for &(size, n) in self.0 {
+            if index < n {
+                return Some(size);
+            }
+            index -= n;
+        }
+        None
+    }
+
+    /// The number of parts.
+    pub fn count(self) -> u64 {
+        self.0.iter().map(|&(_, n)| n).sum()
+    }
+
+    /// The bytes of all the parts: the size of the object they were read from.
+    pub fn total(self) -> u64 {
+        self.0.iter().map(|&(size, n)| size * n).sum()
+    }
+
+    /// The first part's size.
+    pub fn first(self) -> u64 {
+        self.0[0].0
+    }
+}
+
+/// The one copy of `runs` in this process: a list of parts is made once per object whose
+/// parts differ, and named by every layout and value of that object.
+fn intern(runs: Vec<(u64, u64)>) -> &'static [(u64, u64)] {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static LISTS: Mutex<BTreeSet<&'static [(u64, u64)]>> = Mutex::new(BTreeSet::new());
+    let mut lists = LISTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = lists.get(&runs[..]) {
+        return known;
+    }
+    let kept: &'static [(u64, u64)] = Vec::leak(runs);
+    lists.insert(kept);
+    kept
+}
+
+impl fmt::Display for PartList {
+    /// `5M,7M,5M,1`, `8Mx1000,3M`; one part is `8Mx1`, as `8M` is a part size.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let one = self.count() == 1;
+        for (i, &(size, n)) in self.0.iter().enumerate() {
+            let size = LeafSize::new(size).expect("parts are at least 1 byte");
+            let sep = if i == 0 { "" } else { "," };
+            match n {
+                1 if !one => write!(f, "{sep}{size}")?,
+                _ => write!(f, "{sep}{size}x{n}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for PartList {
+    type Err = String;
+
+    /// `5M,7M,5M,1`, `8Mx1000,3M`: sizes as `--part-size` takes them, comma-separated, a
+    /// size followed by `xN` standing for N parts of that size.
+    fn from_str(s: &str) -> Result<PartList, String> {
+        let mut sizes = Vec::new();
+        for item in s.split(',') {
+            let (size, n) = match item.trim().split_once(['x', 'X']) {
+                Some((size, n)) => (size, n.trim().parse::<u64>().ok().filter(|&n| n > 0)),
+                None => (item, Some(1)),
+            };
+            let n = n.filter(|&n| n <= PartSize::MAX_PARTS).ok_or_else(|| {
+                format!("invalid part sizes '{s}': a count after x is 1 to 10000")
+            })?;
+            let size = LeafSize::parse_as(size, "part size").map_err(|e| e.to_string())?;
+            if sizes.len() as u64 + n > PartSize::MAX_PARTS {
+                return Err(format!(
+                    "invalid part sizes '{s}': more than S3's 10000 parts"
+                ));
+            }
+            sizes.extend(std::iter::repeat_n(size.get(), n as usize));
+        }
+        PartList::new(&sizes).map_err(|e| match e {
+            LayoutError::PartList(why) => format!("invalid part sizes '{s}': {why}"),
+            e => e.to_string(),
+        })
+    }
+}
+
 /// The flat shape of parts of `part` bytes, S3's way: one part is a single upload.
 pub(super) fn shape(part: PartSize) -> Flat {
     Flat {
-        part: part.get(),
+        cut: Cut::Every(part.get()),
+        single_part_is_plain: true,
+        count_suffix: true,
+    }
+}
+
+/// The flat shape of parts of the listed sizes, S3's way.
+pub(super) fn listed_shape(parts: PartList) -> Flat {
+    Flat {
+        cut: Cut::Listed(parts),
         single_part_is_plain: true,
         count_suffix: true,
     }
@@ -207,6 +369,59 @@ pub(super) fn encoding(alg: Algorithm) -> Encoding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn a_list_of_parts_is_written_run_length_and_read_back() {
+        let list = PartList::new(&[5 * MIB, 7 * MIB, 5 * MIB, 1]).unwrap();
+        assert_eq!(list.to_string(), "5M,7M,5M,1");
+        assert_eq!((list.count(), list.total()), (4, 17 * MIB + 1));
+        let runs = PartList::new(&[8 * MIB, 8 * MIB, 8 * MIB, 3 * MIB]).unwrap();
+        assert_eq!(runs.to_string(), "8Mx3,3M");
+        assert_eq!(runs.size_of(2), Some(8 * MIB));
+        assert_eq!(runs.size_of(3), Some(3 * MIB));
+        assert_eq!(runs.size_of(4), None);
+        // One part says its count, since a bare size is a part size.
+        assert_eq!(PartList::new(&[6 * MIB]).unwrap().to_string(), "6Mx1");
+        for list in [list, runs, PartList::new(&[6 * MIB]).unwrap()] {
+            assert_eq!(list.to_string().parse::<PartList>(), Ok(list));
+        }
+        assert_eq!(
+            "5MiB, 5242880 ,7mx1,1"
+                .parse::<PartList>()
+                .unwrap()
+                .to_string(),
+            "5Mx2,7M,1"
+        );
+        // Made once: two lists of the same parts are one.
+        let again = PartList::new(&[5 * MIB, 7 * MIB, 5 * MIB, 1]).unwrap();
+        assert!(std::ptr::eq(list.0, again.0));
+    }
+
+    #[test]
+    fn a_list_of_parts_s3_would_not_take_is_refused() {
+        for (sizes, why) in [
+            (&[][..], "0 parts"),
+            (&[4 * MIB, 5 * MIB][..], "part 1 of 2 is 4M"),
+            (&[5 * MIB, 0][..], "part 2 of 2 is 0"),
+            (&[PartSize::MAX + 1][..], "part 1 of 1"),
+        ] {
+            let e = PartList::new(sizes).unwrap_err().to_string();
+            assert!(
+                e.starts_with("invalid part sizes: ") && e.contains(why),
+                "{e}"
+            );
+        }
+        assert!(PartList::new(&vec![5 * MIB; 10_001]).is_err());
+        for bad in ["5M,,1", "5Mx0", "5Mx", "5Mx10001", "4M,1", "5M,x3"] {
+            let e = bad.parse::<PartList>().unwrap_err();
+            assert!(
+                e.contains(bad) || e.contains("invalid part size"),
+                "{bad}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn part_sizes_outside_s3_limits_are_refused() {

@@ -31,7 +31,8 @@ mod stored;
 #[cfg(feature = "remote")]
 pub(crate) use store::Object;
 pub use stored::{
-    CHECKSUM_ALGORITHMS, ChecksumKind, Parts, StoredChecksum, StoredObject, etag_parts,
+    CHECKSUM_ALGORITHMS, ChecksumKind, Parts, SMALLEST_PART, StoredChecksum, StoredObject,
+    etag_parts,
 };
 
 /// Without the `remote` feature no object opens: an `Object` has no value.
@@ -69,6 +70,11 @@ pub struct Options {
     pub secret_access_key: Option<String>,
     pub session_token: Option<String>,
     pub region: Option<String>,
+    /// What a store reports of an object uploaded in parts (`--stored`, `--compare`): ask
+    /// each part's size wherever parts that seem of one size may differ in the middle
+    /// ([`Parts::may_differ_inside`]), one `HEAD` per part, instead of only where the first
+    /// and last parts show that they differ.
+    pub every_part: bool,
 }
 
 /// How bucket names go into S3 URLs.
@@ -96,6 +102,7 @@ impl Default for Options {
             connections: Options::DEFAULT_CONNECTIONS,
             endpoint_url: None,
             no_sign_request: false,
+            every_part: false,
             addressing: Addressing::Auto,
             profile: None,
             ca_bundle: None,

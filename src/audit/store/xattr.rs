@@ -103,6 +103,9 @@ pub fn encode(record: &Record) -> Vec<u8> {
         Layout::Merkle(_) => 2,
         Layout::Rfc6962(_) => 3,
         Layout::S3(_) => 4,
+        Layout::S3Parts(_) => {
+            unreachable!("records of parts of different sizes are refused where records are made")
+        }
         Layout::Glacier => 5,
         Layout::Dropbox => 6,
         Layout::Btv2 => 7,

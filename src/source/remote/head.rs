@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3, AmazonS3ConfigKey, AwsAuthorizer};
 use object_store::client::{
     HttpClient, HttpConnector, HttpRequest, HttpRequestBody, ReqwestConnector,
@@ -91,6 +91,11 @@ struct Heads {
     signer: Option<AmazonS3>,
     region: String,
     client: HttpClient,
+    /// `HEAD`s of one object's parts at once.
+    connections: usize,
+    /// Ask each part's size wherever middle parts may differ unseen
+    /// ([`super::Options::every_part`]).
+    every_part: bool,
 }
 
 impl Heads {
@@ -124,6 +129,8 @@ impl Heads {
             signer,
             region,
             client,
+            connections: options.connections.get(),
+            every_part: options.every_part,
         })
     }
 
@@ -173,7 +180,9 @@ impl Heads {
     }
 
     /// The first part's size and the count (`partNumber=1`), and for three parts or more
-    /// the last part's size (`partNumber=N`), where the first fits the size and count.
+    /// the last part's size (`partNumber=N`), where the first fits the size and count; then
+    /// every part's size where those show that the parts differ, or where they may differ
+    /// unseen and the user asked to be sure (see [`Parts`]).
     async fn parts(&self, key: &Key, size: u64, count: u64) -> Result<Parts, InputError> {
         let part = |head: &HeaderMap, name: &str| {
             head.get(name)
@@ -186,6 +195,7 @@ impl Heads {
                 count,
                 first: Some(size),
                 last: None,
+                sizes: Vec::new(),
             });
         }
         let first = self.head(key, Some(1)).await?;
@@ -197,10 +207,24 @@ impl Heads {
             count,
             first,
             last: None,
+            sizes: Vec::new(),
         };
         if count >= 3 && parts.part_size(size).is_some() {
             let last = self.head(key, Some(count)).await?;
             parts.last = part(&last, "content-length");
+        }
+        let differ = first.is_some() && parts.part_size(size).is_none();
+        if differ || (self.every_part && parts.may_differ_inside()) {
+            let sizes = (1..=count).map(|k| async move {
+                let head = self.head(key, Some(k)).await?;
+                part(&head, "content-length").ok_or_else(|| {
+                    InputError::Remote(format!("the store did not tell the size of part {k}"))
+                })
+            });
+            parts.sizes = futures_util::stream::iter(sizes)
+                .buffered(self.connections)
+                .try_collect()
+                .await?;
         }
         Ok(parts)
     }

@@ -51,6 +51,7 @@ impl StoredObject {
                 count,
                 first: first_part,
                 last: None,
+                sizes: Vec::new(),
             }),
         }
     }
@@ -98,15 +99,19 @@ impl fmt::Display for ChecksumKind {
 
 /// The parts of an object uploaded in parts, as the store told them.
 ///
-/// Two `HEAD`s at most tell them: `partNumber=1` gives the first part's size and the count,
-/// and for three parts or more `partNumber=N` the last one's. Parts of one size but the last
-/// (every client's way) are then known exactly: the first part's size is the part size, and
-/// the count and the last part's size must follow from it and the object's size. Parts that
-/// break that rule are known to differ ([`Parts::part_size`] is `None`). Not told apart:
-/// middle parts that differ from the first while the count and the last part still fit (5,
-/// 7, 3, 5 MiB as if 5 MiB parts); no client uploads so, and their values then fail `-c`
-/// rather than pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A `HEAD` with `partNumber=k` gives part k's size (and the count). Two of them tell most
+/// objects: `partNumber=1` the first part's size, and for three parts or more `partNumber=N`
+/// the last one's. Parts of one size but the last (every client's way) are then known
+/// exactly: the first part's size is the part size, and the last part's size and the count
+/// must follow from it and the object's size ([`Parts::part_size`]). Parts that break that
+/// rule certainly differ, and each part's size is asked ([`Parts::sizes`]).
+///
+/// Parts that keep to it may still differ in the middle (5, 7, 3, 5 MiB as if of 5 MiB),
+/// but only from four parts on and with a first part larger than S3's smallest, 5 MiB: the
+/// middle parts add up to (N − 2) × the first, and no part but the last is smaller than
+/// 5 MiB, so with a first part of 5 MiB they are all 5 MiB ([`Parts::may_differ_inside`]).
+/// No client uploads so; asked to be sure, each part's size is asked there too.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parts {
     /// The part count (`x-amz-mp-parts-count`, or the ETag's `-N`).
     pub count: u64,
@@ -116,7 +121,12 @@ pub struct Parts {
     /// The last part's size, where it was asked for (three parts or more) or follows from
     /// the size and the first part (two).
     pub last: Option<u64>,
+    /// Every part's size in order, where each was asked: empty, or `count` sizes.
+    pub sizes: Vec<u64>,
 }
+
+/// The smallest part S3 accepts, but for the last: 5 MiB (`mtsum::layout::PartSize::MIN`).
+pub const SMALLEST_PART: u64 = 5 << 20;
 
 impl Parts {
     /// The size of every part but the last, if the parts have one (see [`Parts`]) and the
@@ -126,10 +136,21 @@ impl Parts {
         if self.count <= 1 {
             return Some(first);
         }
+        if let [before @ .., last] = &self.sizes[..] {
+            let regular = before.iter().all(|&s| s == first) && *last <= first;
+            return (regular && self.sizes.iter().sum::<u64>() == size).then_some(first);
+        }
         let before_last = first.checked_mul(self.count - 1)?;
         let last = size.checked_sub(before_last)?;
         let fits = last > 0 && last <= first && self.last.is_none_or(|l| l == last);
         fits.then_some(first)
+    }
+
+    /// Whether parts that keep to one part size ([`Parts::part_size`]) may still differ in
+    /// the middle, unseen: four parts or more, the first larger than [`SMALLEST_PART`],
+    /// and not every size asked.
+    pub fn may_differ_inside(&self) -> bool {
+        self.count >= 4 && self.first.is_some_and(|f| f > SMALLEST_PART) && self.sizes.is_empty()
     }
 }
 
@@ -167,6 +188,7 @@ mod tests {
             count,
             first: Some(first),
             last,
+            sizes: Vec::new(),
         }
     }
 
@@ -195,8 +217,31 @@ mod tests {
             count: 2,
             first: None,
             last: None,
+            sizes: Vec::new(),
         };
         assert_eq!(unknown.part_size(9 * MIB), None);
+    }
+
+    #[test]
+    fn every_part_told_settles_what_the_first_and_last_cannot() {
+        // 6, 7, 5, 6 MiB: the count and the last part fit 6 MiB parts.
+        let mut p = parts(4, 6 * MIB, Some(6 * MIB));
+        assert_eq!(p.part_size(24 * MIB), Some(6 * MIB));
+        assert!(p.may_differ_inside());
+        p.sizes = vec![6 * MIB, 7 * MIB, 5 * MIB, 6 * MIB];
+        assert_eq!(p.part_size(24 * MIB), None);
+        assert!(!p.may_differ_inside());
+        p.sizes = vec![6 * MIB, 6 * MIB, 6 * MIB, 6 * MIB];
+        assert_eq!(p.part_size(24 * MIB), Some(6 * MIB));
+    }
+
+    #[test]
+    fn parts_that_fit_hide_nothing_below_four_or_from_a_first_of_5_mib() {
+        // Three parts: the middle one is what the first and the last leave.
+        assert!(!parts(3, 8 * MIB, Some(MIB)).may_differ_inside());
+        // The middle parts are at least 5 MiB each and add up to 5 MiB each.
+        assert!(!parts(5, 5 * MIB, Some(1)).may_differ_inside());
+        assert!(parts(5, 8 * MIB, Some(1)).may_differ_inside());
     }
 
     #[test]

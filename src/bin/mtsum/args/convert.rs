@@ -25,6 +25,9 @@ impl Config {
     pub(super) fn from_args(args: Args) -> Result<Config, String> {
         // Checked in every mode, so that a wrong -t/-l is an error whatever else is asked.
         let layout = args.layout()?;
+        if args.every_part && !(args.stored || args.compare) {
+            return Err("--every-part applies to --stored and --compare".into());
+        }
         args.check_urls()?;
         // Before any target is made: operands, and the names in sum files (-c), take them.
         remote::set_default_options(args.remote_options());
@@ -68,10 +71,27 @@ impl Args {
                 return Err("--part-size auto applies to -c only".into());
             }
             Some(PartSizeArg::Size(p)) => Some(LeafSize::from(p)),
-            Some(PartSizeArg::Auto) | None => None,
+            // An audit record keeps one part size, and a range's partial line names its
+            // layout by one too.
+            Some(PartSizeArg::Parts(_))
+                if self.audit
+                    || self.repair.is_some()
+                    || self.export.is_some()
+                    || self.import.is_some()
+                    || self.plan.is_some()
+                    || self.range.is_some() =>
+            {
+                return Err(
+                    "--part-size with a list of parts applies to hashing, -c and --compare".into(),
+                );
+            }
+            Some(PartSizeArg::Parts(_)) | Some(PartSizeArg::Auto) | None => None,
         };
         let size = self.leaf_size.or(part);
-        let layout = Layout::from_name(tree, size).map_err(|e| e.to_string())?;
+        let layout = match self.part_size {
+            Some(PartSizeArg::Parts(parts)) => Layout::S3Parts(parts),
+            _ => Layout::from_name(tree, size).map_err(|e| e.to_string())?,
+        };
         if let Some(alg) = self.algorithm {
             layout.check_algorithm(alg).map_err(|e| e.to_string())?;
         }
@@ -111,6 +131,7 @@ impl Args {
                 Some("virtual") => remote::Addressing::Virtual,
                 _ => remote::Addressing::Auto,
             },
+            every_part: self.every_part,
             ..remote::Options::default()
         }
     }

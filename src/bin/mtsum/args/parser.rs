@@ -65,7 +65,8 @@ pub struct Args {
 
     /// Part size of the s3 layout, 5M to 5G [default: 8M, the AWS CLI's]; with -c, auto tries
     /// the sizes of common clients and those the part count allows, and says which matched.
-    #[arg(long = "part-size", value_name = "SIZE|auto", value_parser = parse_part_size)]
+    /// Parts of different sizes are listed in order, run-length: 5M,7M,5M,1 or 8Mx100,3M.
+    #[arg(long = "part-size", value_name = "SIZE|LIST|auto", value_parser = parse_part_size)]
     pub(super) part_size: Option<PartSizeArg>,
 
     /// Print digests in base64 (of the big-endian bytes), as S3, GCS and Azure headers show
@@ -342,6 +343,12 @@ pub struct Args {
     /// copy checks it. A value that checks nothing (an SSE-KMS ETag) is a # comment.
     #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "no_names", "base64", "algorithm", "tree", "leaf_size", "part_size", "plan", "range", "combine"])]
     pub(super) stored: bool,
+
+    /// With --stored and --compare: ask the store each part's size (a HEAD per part) of
+    /// every object of 4 parts or more whose first part is over 5 MiB, where parts of
+    /// different sizes in the middle would go unseen; elsewhere the first and last parts tell.
+    #[arg(long = "every-part")]
+    pub(super) every_part: bool,
 
     /// Print the version and the SIMD kernels this CPU runs (within MTSUM_SIMD).
     #[arg(short = 'V', long = "version", visible_short_alias = 'v', action = clap::ArgAction::Version)]

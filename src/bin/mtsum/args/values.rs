@@ -3,7 +3,7 @@
 
 use std::num::NonZeroUsize;
 
-use mtsum::layout::{LayoutError, LeafSizeError, PartSize};
+use mtsum::layout::{LayoutError, LeafSizeError, PartList, PartSize};
 use mtsum::{Layout, LeafSize};
 
 pub(super) fn parse_layout_name(s: &str) -> Result<String, LayoutError> {
@@ -67,16 +67,21 @@ where
     }
 }
 
-/// `--part-size`: a size, or `auto` (with -c).
+/// `--part-size`: a size, a list of parts, or `auto` (with -c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PartSizeArg {
     Size(PartSize),
+    /// Each part's size, for an upload whose parts differ.
+    Parts(PartList),
     Auto,
 }
 
 pub(super) fn parse_part_size(s: &str) -> Result<PartSizeArg, String> {
     if s.eq_ignore_ascii_case("auto") {
         return Ok(PartSizeArg::Auto);
+    }
+    if PartList::is_list(s) {
+        return s.parse().map(PartSizeArg::Parts);
     }
     let size = match LeafSize::parse_as(s, "part size") {
         Ok(size) => size,
