@@ -28,7 +28,9 @@ fn engines() -> Vec<Engine> {
         Engine::new(n(1)),
         Engine::new(n(2)).with_chunk_size(4096),
         Engine::new(n(3)).with_chunk_size(7 << 10),
-        Engine::new(n(2)).with_multi_buffer(false),
+        // Two cores whatever the machine has: a job read alone shares its layouts among
+        // two threads.
+        Engine::new(n(2)).with_multi_buffer(false).with_cores(n(2)),
     ]
 }
 

@@ -11,7 +11,7 @@
 //! | `reader.rs` | the reader half of a worker: takes work from the shared queues, reads jobs ahead |
 //! | `whole.rs` | a reader's batch of inputs: opens each, hashes the small ones whole itself (in a lane set of its own), hands the others back |
 //! | `hasher.rs` | the hasher half of a worker: hashes chunks as one stream, or rounds of SIMD lanes |
-//! | `side.rs` | side outputs ([`Side`]): more digests of the same read, its jobs cut where every layout's jobs nest |
+//! | `side.rs` | side outputs ([`Side`]): more digests of the same read, its jobs cut where every layout's jobs nest; a job read alone on the cores shares each chunk's layouts among threads |
 //! | `pace.rs` | reader options: a rate limit shared by every worker, an I/O priority |
 //!
 //! A call of [`Engine::run`] is: the coordinator hands tasks out in batches on one bounded
@@ -448,7 +448,7 @@ impl Engine {
             let mut refusal = None;
             let busy = Arc::new(AtomicUsize::new(0));
             let died = Arc::new(AtomicBool::new(false));
-            let dealer = Arc::new(Dealer::new(self.cores));
+            let dealer = Arc::new(Dealer::new(self.cores, self.threads));
             for _ in 0..self.threads.get() {
                 let queues = (&job_rx, &open_rx, &done_tx, &opened_tx);
                 match self.spawn_worker(scope, queues, &busy, &died, &dealer) {
@@ -693,10 +693,11 @@ struct Job {
 }
 
 impl Job {
-    /// A hasher for the job.
-    fn hashing(&self) -> Hashing {
+    /// A hasher for the job; one of side outputs may share a chunk's layouts among `width`
+    /// threads.
+    fn hashing(&self, width: usize) -> Hashing {
         match &self.side {
-            Some(plan) => Hashing::Side(Box::new(plan.hasher(self.index))),
+            Some(plan) => Hashing::Side(Box::new(plan.hasher(self.index, width))),
             None => Hashing::One(self.layout.hasher_for(self.alg, self.kind)),
         }
     }

@@ -195,7 +195,8 @@ impl Reader {
                 }])
                 .ok();
         }
-        self.out.send(Msg::Begin(Box::new(job.hashing()))).ok()?;
+        let hashing = job.hashing(self.hashing_width());
+        self.out.send(Msg::Begin(Box::new(hashing))).ok()?;
         let chunk = self.file_chunk_size();
         let spread = spread_for(&job, chunk);
         let result = match job.source {
@@ -225,7 +226,7 @@ impl Reader {
         shared: &SharedFile,
         len: u64,
     ) -> Option<Result<(Range<u64>, Out), InputError>> {
-        let mut hasher = job.hashing();
+        let mut hasher = job.hashing(self.hashing_width());
         let (start, chunk) = (job.start, self.chunk_size);
         let mut reader = shared.file.range_reader(start..start + len, chunk);
         if let Some(piece) = spread_for(job, chunk) {
@@ -245,6 +246,13 @@ impl Reader {
             }
         }
         Some(Ok((start..reader.position(), hasher.finalize())))
+    }
+
+    /// The threads a job's hasher may share its layouts among (a job with side outputs):
+    /// the engine's threads, up to its cores, shared among the busy readers' jobs.
+    fn hashing_width(&self) -> usize {
+        let busy = self.busy.load(Ordering::Relaxed).max(1);
+        (self.dealer.cores.min(self.dealer.threads) / busy).max(1)
     }
 
     /// Bytes per read of a job of a file hashed as one stream.
@@ -495,15 +503,18 @@ pub(super) struct Dealer {
     idle: AtomicUsize,
     /// The cores the readers and hashers run on ([`crate::Engine::with_cores`]).
     cores: usize,
+    /// The workers asked for ([`crate::Engine::new`]).
+    threads: usize,
 }
 
 impl Dealer {
-    /// A dealer for readers on `cores` cores.
-    pub(super) fn new(cores: NonZeroUsize) -> Dealer {
+    /// A dealer for `threads` readers on `cores` cores.
+    pub(super) fn new(cores: NonZeroUsize, threads: NonZeroUsize) -> Dealer {
         Dealer {
             turn: Mutex::default(),
             idle: AtomicUsize::default(),
             cores: cores.get(),
+            threads: threads.get(),
         }
     }
 
