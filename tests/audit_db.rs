@@ -126,6 +126,19 @@ fn the_database_and_its_log_inside_the_audited_tree_are_not_audited() {
 }
 
 #[test]
+fn the_database_inside_the_tree_under_another_name_is_not_audited_either() {
+    // The audit examines only the files whose names may be the database's before reading
+    // them; a database with another name in the tree (a hard link) makes it examine all.
+    let dir = tempdir();
+    fs::create_dir(dir.path().join("t")).unwrap();
+    fs::write(dir.path().join("t/a"), "a").unwrap();
+    audit(dir.path(), &["-r", "t"]);
+    fs::hard_link(dir.path().join("db"), dir.path().join("t/records")).unwrap();
+    let again = audit(dir.path(), &["-r", "t"]);
+    assert_eq!(again.stdout(), "ok  t/a\n", "{}", again.stderr());
+}
+
+#[test]
 fn several_trees_share_one_database() {
     let dir = tempdir();
     for t in ["a", "b"] {

@@ -39,10 +39,11 @@
 //! Each file is read once, through the engine as `mtsum -r` reads ([`read`]): small files side
 //! by side, a large one on every core; every digest the audit needs of it comes from that
 //! read (the others are the engine's side outputs); verdicts come back in walk order (with a
-//! time budget, least recently verified first). The stamp (size and mtime) is taken when the
-//! walk meets a file, and the engine's stamp of the file it opened, which held until the last
-//! byte was read, is compared with it; if they differ, or the read saw the file change, the
-//! file is `changed`: its digest belongs to no version of the file and proves nothing.
+//! time budget, least recently verified first). The engine's stamp (size and mtime) of the file
+//! it opened held until the last byte was read; where the audit had to look at the file
+//! before reading it (`--max-age`, a record that calls for its size), that stamp is compared
+//! with the one taken then. If they differ, or the read saw the file change, the file is
+//! `changed`: its digest belongs to no version of the file and proves nothing.
 //!
 //! # The parts
 //! - [`store`]: where records live, each store behind the one trait [`RecordStore`]

@@ -3,8 +3,10 @@
 //! as it comes, writing its record at once; the verdicts are reported in walk order (with a
 //! time budget: least recently verified first).
 //!
-//! The stamp (size and mtime) of a file is taken before it is read and again after its
-//! digest is known; [`judge`] compares them. Records below an argument that its walk did not
+//! The stamp (size and mtime) of a file is the one the engine takes when it opens it, which
+//! held until its digest was known; where the planner must know the file before it is read
+//! ([`examine_first`], a record that calls for the size), one taken then too, and [`judge`]
+//! compares them. Records below an argument that its walk did not
 //! meet are reported `missing` once the argument is done.
 
 use std::cell::RefCell;
@@ -70,8 +72,11 @@ pub(super) fn run(
         now: SystemTime::now(),
         deadline: options.time_budget.map(|budget| started + budget),
         ordered: None,
-        spinning: spinning(targets, options.recursion),
+        spinning: false,
+        examine_first: true,
     };
+    planner.spinning = spinning(targets, options.recursion);
+    planner.examine_first = examine_first(options, planner.spinning);
     let mut sink = Sink {
         options,
         on,
@@ -125,13 +130,30 @@ fn spinning(targets: &[Target], recursion: crate::walk::Recursion) -> bool {
         .is_none_or(|share| share < plan::MOSTLY_RESIDENT)
 }
 
+/// Whether the planner must examine every file before the engine opens it: to decide
+/// before reading whether it is due (`--max-age`, `--time-budget`), where it lies on a spinning
+/// disk, what a migration's layout gives it, or whether it is the store's own file behind a
+/// symbolic link (`-L`). Otherwise the stamp the engine takes when it opens a file is the one
+/// it is judged by, and the planner's own `stat` (path lookup and all: a sixth of a verify's
+/// main thread) is spared wherever the record does not call for the size.
+fn examine_first(options: &Options, spinning: bool) -> bool {
+    options.max_age.is_some()
+        || options.time_budget.is_some()
+        || spinning
+        || options.migrate
+        || options.recursion == crate::walk::Recursion::FollowSymlinks
+        || !matches!(options.operation, Operation::Audit { .. })
+}
+
 /// What travels through the readers with each file.
 enum Item {
     /// A regular file read for its prior's layout and algorithm (or the defaults), and
     /// with `migrate_to` for that one too.
     File {
         path: PathBuf,
-        before: Stamp,
+        /// Its stamp when the walk met it, where the planner examined it; else the one the
+        /// engine takes when it opens the file stands for it.
+        before: Option<Stamp>,
         prior: Prior,
         migrate_to: Option<(Layout, Algorithm)>,
         /// Whether the store has the file's leaf digests already.
@@ -189,6 +211,9 @@ struct Planner<'a> {
     /// Whether the reads spare a spinning disk ([`spinning`]): then they go in physical
     /// order.
     spinning: bool,
+    /// Whether every file is examined (`stat`) before its record is looked up, not only
+    /// where the record calls for its size ([`Planner::plan`]).
+    examine_first: bool,
 }
 
 impl Iterator for Planner<'_> {
@@ -216,7 +241,7 @@ impl Iterator for Planner<'_> {
                 read: None,
                 context: Item::Postponed {
                     path,
-                    size: before.len,
+                    size: before.map_or(0, |b| b.len),
                     why: Postponed::Deferred,
                 },
             },
@@ -331,8 +356,9 @@ impl Planner<'_> {
     }
 
     fn plan(&mut self, arg: &Target, walked: Walked) {
-        let path = match walked {
-            Walked::Input(Target::Path(path) | Target::File(path)) => path,
+        let (path, found_regular) = match walked {
+            Walked::Input(Target::File(path)) => (path, true),
+            Walked::Input(Target::Path(path)) => (path, false),
             Walked::Input(Target::Stdin) => return self.unreadable("-".into(), FileError::Stdin),
             Walked::Input(Target::Url(url)) => {
                 let why = FileError::Record("remote objects cannot be audited".into());
@@ -351,55 +377,51 @@ impl Planner<'_> {
             }
         };
         let named = matches!(arg, Target::Path(a) if *a == path);
-        let meta = match fs::metadata(&path) {
-            Ok(meta) => meta,
-            // Gone, with its directory where that is a file now.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                if !named {
-                    return self.done(path, Status::Changed, FileError::Vanished);
-                }
-                if self.shared.borrow().store.has_records_below(&path) {
-                    // Its records are reported missing when the argument is done.
-                    return;
-                }
-                return self.unreadable(path, InputError::Io(e));
-            }
-            Err(e) => return self.unexamined(path, InputError::Io(e)),
-        };
-        if meta.is_dir() {
-            return self.unexamined(path, InputError::IsADirectory);
+        // A regular file the walk found is looked up first, and examined only where its
+        // record calls for the size (see [`examine_first`]).
+        let mut meta = None;
+        if !found_regular || self.examine_first || self.shared.borrow().store.may_be_own(&path) {
+            let Some(examined) = self.examine(&path, named) else {
+                return;
+            };
+            meta = Some(examined);
         }
-        if !meta.is_file() {
-            return self.unexamined(path, InputError::NotRegular);
-        }
-        let mut shared = self.shared.borrow_mut();
-        if shared.store.is_own(&path, &meta) {
-            return;
-        }
-        let entry = match shared.store.lookup(&path) {
+        let entry = match self.shared.borrow_mut().store.lookup(&path) {
             Ok(entry) => entry,
             Err(StoreError::Fatal(e)) => {
-                shared.fatal.get_or_insert(e);
+                self.shared.borrow_mut().fatal.get_or_insert(e);
                 return;
             }
-            Err(StoreError::File(e)) => {
-                drop(shared);
-                return self.unreadable(path, e);
-            }
+            Err(StoreError::File(e)) => return self.unreadable(path, e),
         };
-        let before = Stamp::of(&meta);
-        if self.options.operation == Operation::Forget {
-            drop(shared);
+        let new = (self.options.layout, self.options.algorithm);
+        let spec = entry.prior.spec().unwrap_or(new);
+        let Operation::Audit { update, fix } = self.options.operation else {
+            // Forgetting reads nothing.
             return self.pass(Item::Forget {
                 path,
                 prior: entry.prior,
             });
+        };
+        // Leaf digests wherever a record with them may be written: a new file, a record
+        // without them yet, records refreshed by --update, --fix or a migration; never of a
+        // file of one leaf, which keeps none.
+        let keeps = self.shared.borrow().store.keeps_outboards();
+        let may_write = |migrates: bool| {
+            keeps
+                && (!matches!(entry.prior, Prior::Record(_))
+                    || !entry.has_outboard
+                    || update
+                    || fix
+                    || migrates)
+        };
+        if meta.is_none() && (may_write(false) || has_no_value(spec.0, 0).is_some()) {
+            let Some(examined) = self.examine(&path, named) else {
+                return;
+            };
+            meta = Some(examined);
         }
+        let before = meta.as_ref().map(Stamp::of);
         // Not due: verified recently, and not edited since (an edit is always worth a line),
         // nor half repaired.
         let recent = |verified: SystemTime| {
@@ -409,46 +431,37 @@ impl Planner<'_> {
                     .is_ok_and(|since| since < age)
             })
         };
-        if let (Some(verified), Prior::Record(r)) = (entry.verified, &entry.prior)
+        if let (Some(verified), Prior::Record(r), Some(before)) =
+            (entry.verified, &entry.prior, before)
             && recent(verified)
             && !entry.repairing
             && r.stamp.len == before.len
             && self.options.resolution.matches(r.stamp.mtime, before.mtime)
         {
-            drop(shared);
             return self.pass(Item::Postponed {
                 path,
                 size: before.len,
                 why: Postponed::NotDue,
             });
         }
-        drop(shared);
-        let new = (self.options.layout, self.options.algorithm);
-        let spec = entry.prior.spec().unwrap_or(new);
-        if let Some(why) = has_no_value(spec.0, before.len) {
+        if let Some(before) = before
+            && let Some(why) = has_no_value(spec.0, before.len)
+        {
             return self.valueless(path, before, entry.prior, why);
         }
         // A file that checks out keeps its record where the new layout gives it no value.
         let migrate_to = (self.options.migrate && matches!(entry.prior, Prior::Record(_)))
             .then_some(new)
-            .filter(|&new| new != spec && has_no_value(new.0, before.len).is_none());
-        // Leaf digests wherever a record with them may be written: a new file, a record
-        // without them yet, records refreshed by --update, --fix or a migration; never of a
-        // file of one leaf, which keeps none.
-        let Operation::Audit { update, fix } = self.options.operation else {
-            unreachable!("forgetting reads nothing")
-        };
-        let may_write = !matches!(entry.prior, Prior::Record(_))
-            || !entry.has_outboard
-            || update
-            || fix
-            || migrate_to.is_some();
-        let keeps = self.shared.borrow().store.keeps_outboards();
+            .filter(|&new| {
+                new != spec && before.is_some_and(|b| has_no_value(new.0, b.len).is_none())
+            });
+        let leaves = before
+            .filter(|b| may_write(migrate_to.is_some()) && outboard::kept(b.len))
+            .map(|b| (outboard::layout(b.len), outboard::ALGORITHM));
         let request = Request {
             side: Side {
                 digests: migrate_to.into_iter().collect(),
-                leaves: (keeps && may_write && outboard::kept(before.len))
-                    .then(|| (outboard::layout(before.len), outboard::ALGORITHM)),
+                leaves,
             },
             ..Request::new(spec.0, spec.1)
         };
@@ -468,8 +481,8 @@ impl Planner<'_> {
             read: Some(read::Read {
                 // With a time budget the order is the verification times'; a window in
                 // physical order would also hand out files past the deadline.
-                place: match self.deadline {
-                    None if self.spinning => Some(plan::place(&path, &meta)),
+                place: match (self.deadline, &meta) {
+                    (None, Some(meta)) if self.spinning => Some(plan::place(&path, meta)),
                     _ => None,
                 },
                 path,
@@ -478,6 +491,47 @@ impl Planner<'_> {
             context: item,
         };
         self.queue.push_back((entry.verified, work));
+    }
+
+    /// Examines the file `path` before it is read (`named`: as an argument): its metadata,
+    /// or `None` where it is not to be read (gone, not a regular file, the store's own) and
+    /// what it is has been said.
+    fn examine(&mut self, path: &Path, named: bool) -> Option<fs::Metadata> {
+        let path = path.to_path_buf();
+        let meta = match fs::metadata(&path) {
+            Ok(meta) => meta,
+            // Gone, with its directory where that is a file now.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                if !named {
+                    self.done(path, Status::Changed, FileError::Vanished);
+                } else if !self.shared.borrow().store.has_records_below(&path) {
+                    // Else its records are reported missing when the argument is done.
+                    self.unreadable(path, InputError::Io(e));
+                }
+                return None;
+            }
+            Err(e) => {
+                self.unexamined(path, InputError::Io(e));
+                return None;
+            }
+        };
+        if meta.is_dir() {
+            self.unexamined(path, InputError::IsADirectory);
+            return None;
+        }
+        if !meta.is_file() {
+            self.unexamined(path, InputError::NotRegular);
+            return None;
+        }
+        if self.shared.borrow().store.is_own(&path, &meta) {
+            return None;
+        }
+        Some(meta)
     }
 
     /// Queues the records below `arg` that its walk did not meet.
@@ -515,7 +569,7 @@ fn has_no_value(layout: Layout, len: u64) -> Option<NoRoot> {
 
 /// What the planner knew of a file it handed to the readers.
 struct Planned {
-    before: Stamp,
+    before: Option<Stamp>,
     migrate_to: Option<(Layout, Algorithm)>,
     has_outboard: bool,
     repairing: bool,
@@ -714,21 +768,24 @@ impl Sink<'_> {
             _ => None,
         };
         let measured = |stamp: Stamp| Stamp::new(streamed.unwrap_or(stamp.len), stamp.mtime);
-        let before = measured(before);
+        let before = before.map(measured);
         // The stamp after is the one the engine took when it opened the file, which held
-        // until the last byte was read; of a stream, one taken now.
+        // until the last byte was read; of a stream, or a file that could not be read, one
+        // taken now.
         let after = match &hashed {
             Ok(FileDigest {
                 stamp: Some(stamp), ..
             }) => Ok(*stamp),
             _ => fs::metadata(&path).map(|m| measured(Stamp::of(&m))),
         };
+        // What the file was when the audit looked: before the read, or as it was read.
+        let state = before.or(after.as_ref().ok().copied());
         let (hashed, migrated, leaves) = match hashed {
             Ok(mut h) => (Ok((h.root, h.size)), h.side.digests.pop(), h.side.leaves),
             Err(e) => (Err(e), None, None),
         };
         let outboard = leaves.map(|leaves| Outboard {
-            leaf: outboard::leaf_size(before.len),
+            leaf: outboard::leaf_size(state.map_or(0, |s| s.len)),
             leaves,
         });
         let spec = prior
@@ -751,7 +808,10 @@ impl Sink<'_> {
             }
         }
         let located = match status {
-            Status::Corrupt => self.locate(&path, spec, before.len, outboard.as_ref()),
+            Status::Corrupt => {
+                let len = state.map_or(0, |s| s.len);
+                self.locate(&path, spec, len, outboard.as_ref())
+            }
             _ => None,
         };
         let mut repair_error = None;
@@ -784,7 +844,7 @@ impl Sink<'_> {
             path,
             status,
             prior,
-            state: Some(before),
+            state,
             current,
             error,
             damaged: located.map(|(_, ranges)| ranges),

@@ -237,10 +237,12 @@ impl Verdict {
 /// The class of a file hashed as `spec`, from its prior (and whether a repair of it is in
 /// progress), its stamps before and after hashing, and the hash result (digest and bytes
 /// hashed): the status, the file's current record when it held still, and the error when it
-/// did not or could not be read, or was left half repaired.
+/// did not or could not be read, or was left half repaired. Without a stamp before (the file
+/// was not examined before the read), the file is judged as the engine opened it: its stamp
+/// then held until the last byte was read, or the read failed with `Changed`.
 pub(super) fn judge(
     (prior, repairing): (&Prior, bool),
-    before: Stamp,
+    before: Option<Stamp>,
     hashed: Result<(Root, u64), InputError>,
     after: io::Result<Stamp>,
     resolution: Resolution,
@@ -255,16 +257,16 @@ pub(super) fn judge(
         Err(InputError::Changed | InputError::NoRoot(NoRoot::EmptyFile(_))) => {
             return changed(InputError::Changed.into());
         }
-        Err(InputError::Io(e)) if e.kind() == io::ErrorKind::NotFound => {
-            return changed(FileError::Vanished);
-        }
+        // Gone, with its directory where that is a file now.
+        Err(InputError::Io(e)) if is_gone(&e) => return changed(FileError::Vanished),
         Err(e) => return unreadable(e.into()),
     };
     let after = match after {
         Ok(after) => after,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return changed(FileError::Vanished),
+        Err(e) if is_gone(&e) => return changed(FileError::Vanished),
         Err(e) => return unreadable(InputError::Io(e).into()),
     };
+    let before = before.unwrap_or(after);
     if after != before || hashed_size != before.len {
         return changed(InputError::Changed.into());
     }
@@ -291,6 +293,15 @@ pub(super) fn judge(
     };
     let error = (repairing && status == Status::Corrupt).then_some(FileError::RepairInterrupted);
     (status, Some(current), error)
+}
+
+/// Whether `e` says that a file is no longer there: gone, or its directory replaced by a
+/// file.
+pub(super) fn is_gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
 }
 
 /// What to do with the record of a file in `status`.
@@ -337,7 +348,7 @@ mod tests {
         let stamp = Stamp::new(data.len() as u64, mtime);
         judge(
             (prior, false),
-            stamp,
+            Some(stamp),
             hashed(data),
             Ok(stamp),
             Resolution::NANOSECOND,
@@ -377,7 +388,7 @@ mod tests {
         let stamp = Stamp::new(3, t(5, 1));
         let (status, current, error) = judge(
             (&prior, false),
-            stamp,
+            Some(stamp),
             hashed(b"abc"),
             Ok(stamp),
             Resolution::NANOSECOND,
@@ -394,8 +405,14 @@ mod tests {
         let judged = |data: &[u8], mtime| {
             let stamp = Stamp::new(data.len() as u64, mtime);
             let res = Resolution::NANOSECOND;
-            let (status, _, error) =
-                judge((&prior, true), stamp, hashed(data), Ok(stamp), res, SPEC);
+            let (status, _, error) = judge(
+                (&prior, true),
+                Some(stamp),
+                hashed(data),
+                Ok(stamp),
+                res,
+                SPEC,
+            );
             (status, error.map(|e| e.to_string()))
         };
         let interrupted = Some("a repair was interrupted; run --repair again".to_string());
@@ -433,7 +450,7 @@ mod tests {
         for after in [Stamp::new(3, t(5, 2)), Stamp::new(4, t(5, 1))] {
             let (status, current, _) = judge(
                 (&prior, false),
-                before,
+                Some(before),
                 hashed(b"abd"),
                 Ok(after),
                 res,
@@ -443,7 +460,7 @@ mod tests {
         }
         let engine_saw_it = judge(
             (&prior, false),
-            before,
+            Some(before),
             Err(InputError::Changed),
             Ok(before),
             res,
@@ -452,12 +469,19 @@ mod tests {
         assert_eq!(engine_saw_it.0, Status::Changed);
         // Planned with content, read empty where the layout gives an empty file no value.
         let emptied = InputError::NoRoot(NoRoot::EmptyFile("btv2"));
-        let emptied = judge((&prior, false), before, Err(emptied), Ok(before), res, SPEC);
+        let emptied = judge(
+            (&prior, false),
+            Some(before),
+            Err(emptied),
+            Ok(before),
+            res,
+            SPEC,
+        );
         assert_eq!(emptied.0, Status::Changed);
         let gone = io::Error::from_raw_os_error(libc::ENOENT);
         let vanished = judge(
             (&prior, false),
-            before,
+            Some(before),
             hashed(b"abc"),
             Err(gone),
             res,
@@ -467,11 +491,57 @@ mod tests {
     }
 
     #[test]
+    fn a_file_not_examined_before_the_read_is_judged_as_the_engine_opened_it() {
+        let prior = recorded(b"abc", t(5, 1));
+        let res = Resolution::NANOSECOND;
+        let opened = |data: &[u8], mtime| {
+            let stamp = Stamp::new(data.len() as u64, mtime);
+            judge((&prior, false), None, hashed(data), Ok(stamp), res, SPEC).0
+        };
+        assert_eq!(opened(b"abc", t(5, 1)), Status::Ok);
+        assert_eq!(opened(b"abd", t(5, 1)), Status::Corrupt);
+        assert_eq!(opened(b"abd", t(6, 1)), Status::Modified);
+        // What the engine saw move while it read is still `changed`; a file gone before it
+        // was opened, with its directory replaced by a file, vanished.
+        let moved = judge(
+            (&prior, false),
+            None,
+            Err(InputError::Changed),
+            Ok(Stamp::new(3, t(5, 1))),
+            res,
+            SPEC,
+        );
+        assert_eq!(moved.0, Status::Changed);
+        for errno in [libc::ENOENT, libc::ENOTDIR] {
+            let gone = InputError::Io(io::Error::from_raw_os_error(errno));
+            let (status, _, error) = judge(
+                (&prior, false),
+                None,
+                Err(gone),
+                Ok(Stamp::new(3, t(5, 1))),
+                res,
+                SPEC,
+            );
+            assert_eq!(
+                (status, error.map(|e| e.to_string())),
+                (Status::Changed, Some(FileError::Vanished.to_string()))
+            );
+        }
+    }
+
+    #[test]
     fn a_read_error_is_unreadable_with_its_cause() {
         let e = InputError::Io(io::Error::from_raw_os_error(libc::EIO));
         let stamp = Stamp::new(3, t(5, 1));
         let res = Resolution::NANOSECOND;
-        let (status, _, error) = judge((&Prior::None, false), stamp, Err(e), Ok(stamp), res, SPEC);
+        let (status, _, error) = judge(
+            (&Prior::None, false),
+            Some(stamp),
+            Err(e),
+            Ok(stamp),
+            res,
+            SPEC,
+        );
         assert_eq!(status, Status::Unreadable);
         assert_eq!(error.unwrap().to_string(), "Input/output error");
     }

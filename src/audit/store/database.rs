@@ -80,7 +80,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -96,7 +95,7 @@ use super::manifest::{is_within, key};
 
 mod rows;
 use super::{
-    Change, DatabaseError, Entry, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError,
+    Change, DatabaseError, Entry, OwnFile, Prior, Record, RecordStore, SCHEMA_VERSION, StoreError,
     is_unwalked, nanos, resolved,
 };
 use rows::{Ahead, RECORD_COLUMNS, REPAIRING, entry, path_of, row_record};
@@ -157,7 +156,7 @@ pub struct DatabaseStore {
     conn: Connection,
     writable: bool,
     /// The database file, so that an audit of the tree holding it skips it and its log.
-    id: Option<(u64, u64)>,
+    own: Option<OwnFile>,
     /// Where that file and its log are ([`resolved`]).
     file: PathBuf,
     /// What every lookup found, by name: later lookups of the same name (arguments may
@@ -228,7 +227,7 @@ impl DatabaseStore {
             empty,
             conn,
             writable,
-            id: fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
+            own: OwnFile::of(path),
             file: resolved(path),
             seen: HashMap::new(),
             reported: HashSet::new(),
@@ -715,7 +714,7 @@ impl RecordStore for DatabaseStore {
     }
 
     fn is_own(&self, path: &Path, meta: &fs::Metadata) -> bool {
-        if self.id == Some((meta.dev(), meta.ino())) {
+        if self.own.is_some_and(|own| own.is(meta)) {
             return true;
         }
         // The log and the index beside it: `FILE-wal`, `FILE-shm`, `FILE-journal`.
@@ -727,6 +726,10 @@ impl RecordStore for DatabaseStore {
             .iter()
             .any(|suffix| *name == [db.as_encoded_bytes(), suffix].concat());
         is_companion && super::same_directory(path, &self.file)
+    }
+
+    fn may_be_own(&self, path: &Path) -> bool {
+        super::may_be_own(path, &self.file, self.own)
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {

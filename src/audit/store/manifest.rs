@@ -42,7 +42,7 @@ use crate::audit::AuditError;
 use crate::source::{InputError, Mtime, Stamp};
 use crate::sumfile::{self, Format, Terminator};
 
-use super::{Change, Entry, Prior, Record, RecordStore, StoreError, is_unwalked};
+use super::{Change, Entry, OwnFile, Prior, Record, RecordStore, StoreError, is_unwalked};
 
 /// The first line, up to the version.
 const HEADER: &str = "# mtsum audit manifest ";
@@ -332,7 +332,7 @@ pub struct ManifestStore {
     path: PathBuf,
     old: Manifest,
     /// The manifest file itself, so that an audit of the tree holding it skips it.
-    id: Option<(u64, u64)>,
+    own: Option<OwnFile>,
     /// Where it lies, past a symbolic link ([`super::resolved`]): its temporary files are
     /// made beside it.
     file: PathBuf,
@@ -364,7 +364,7 @@ impl ManifestStore {
         Ok(ManifestStore {
             path: path.to_path_buf(),
             old,
-            id: fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
+            own: OwnFile::of(path),
             file,
             seen: HashSet::new(),
             reported: HashSet::new(),
@@ -379,7 +379,11 @@ impl RecordStore for ManifestStore {
     }
 
     fn is_own(&self, path: &Path, meta: &fs::Metadata) -> bool {
-        self.id == Some((meta.dev(), meta.ino())) || is_temporary_of(path, &self.file)
+        self.own.is_some_and(|own| own.is(meta)) || is_temporary_of(path, &self.file)
+    }
+
+    fn may_be_own(&self, path: &Path) -> bool {
+        super::may_be_own(path, &self.file, self.own)
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {

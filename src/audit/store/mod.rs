@@ -357,6 +357,52 @@ pub(crate) fn same_directory(path: &Path, other: &Path) -> bool {
     matches!((dir(path), dir(other)), (Ok(a), Ok(b)) if a == b)
 }
 
+/// A store's own file, as the walk of a tree holding it may meet it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OwnFile {
+    /// Its device and inode.
+    id: (u64, u64),
+    /// Whether it has other names than its own (hard links).
+    linked: bool,
+}
+
+impl OwnFile {
+    /// The file at `path`, if there is one.
+    pub(crate) fn of(path: &Path) -> Option<OwnFile> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(OwnFile {
+            id: (meta.dev(), meta.ino()),
+            linked: meta.nlink() > 1,
+        })
+    }
+
+    /// Whether `meta` is the metadata of this file.
+    pub(crate) fn is(&self, meta: &Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.id == (meta.dev(), meta.ino())
+    }
+}
+
+/// Whether `path` may be the store file `file` (`own`), or a file kept beside it, by its
+/// name: one that starts with the store's (`DB-wal`), or with a dot and then the store's
+/// (`.MANIFEST.PID-N.tmp`). Without other names, the store's file is met in a walk only under
+/// its own name (a bind mount of its directory included), so the other files of a tree need no
+/// `stat` to be told apart from it; with hard links, any file may be it.
+pub(crate) fn may_be_own(path: &Path, file: &Path, own: Option<OwnFile>) -> bool {
+    if own.is_some_and(|o| o.linked) {
+        return true;
+    }
+    let (Some(name), Some(own_name)) = (path.file_name(), file.file_name()) else {
+        return true;
+    };
+    let (name, own_name) = (name.as_encoded_bytes(), own_name.as_encoded_bytes());
+    name.starts_with(own_name)
+        || name
+            .strip_prefix(b".")
+            .is_some_and(|n| n.starts_with(own_name))
+}
+
 /// `PRAGMA user_version` of the database store's schema ([`database`], feature `database`).
 pub const SCHEMA_VERSION: i32 = 2;
 
@@ -418,6 +464,13 @@ pub trait RecordStore {
     /// Whether `path` (with metadata `meta`) is the store's own file, or one of its temporary
     /// files, which an audit of the tree holding it must skip.
     fn is_own(&self, _path: &Path, _meta: &Metadata) -> bool {
+        false
+    }
+
+    /// Whether `path` may be the store's own file or one of its temporary files, judged by
+    /// its name: where not, [`is_own`](Self::is_own) is false, and the audit need not
+    /// examine the file before the engine opens it.
+    fn may_be_own(&self, _path: &Path) -> bool {
         false
     }
 
@@ -544,6 +597,27 @@ mod tests {
         let bad = [digest.as_bytes(), &[0; 8]].concat();
         assert!(Record::from_value_bytes(layout, alg, big, &bad).is_err());
         assert!(Record::from_value_bytes(layout, alg, big, &bad[..17]).is_err());
+    }
+
+    #[test]
+    fn only_files_named_like_the_store_may_be_it_unless_it_has_other_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        std::fs::write(&db, "").unwrap();
+        let own = OwnFile::of(&db);
+        let may_be = |name: &str| may_be_own(&Path::new("tree").join(name), &db, own);
+        for name in ["db", "db-wal", "db-shm", "db-journal", ".db.12-3.tmp"] {
+            assert!(may_be(name), "{name}");
+        }
+        for name in ["a", "d", "xdb", ".d"] {
+            assert!(!may_be(name), "{name}");
+        }
+        std::fs::hard_link(&db, dir.path().join("other")).unwrap();
+        let own = OwnFile::of(&db);
+        assert!(
+            may_be_own(Path::new("tree/a"), &db, own),
+            "a hard link may be named a"
+        );
     }
 
     #[test]
