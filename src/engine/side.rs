@@ -29,8 +29,9 @@ use crate::source::Pieces;
 pub struct Side {
     /// More digests of the input, each in another layout or algorithm: an audit's migration
     /// records one beside the one it verifies; the part sizes guessed for a value try one
-    /// each ([`crate::guesses`]). Each costs a pass of its algorithm over every byte and a
-    /// hasher for each job read in flight, which the caller bounds: the guesses are at most
+    /// each ([`Layout::size_guesses`](crate::layout::Layout::size_guesses)). Each costs a
+    /// pass of its algorithm over every byte and a hasher for each job read in flight, which
+    /// the caller bounds: the guesses are at most
     /// [`PartSize::MAX_GUESSES`](crate::layout::PartSize::MAX_GUESSES).
     pub digests: Vec<(Layout, Algorithm)>,
     /// Every leaf digest of a fixed-leaf layout, in order (an audit's outboard, which says
