@@ -28,6 +28,7 @@ use crate::compare::record::{
 };
 use crate::engine::FileDigest;
 use crate::layout::Layout;
+use crate::stored::{NoValue, StoredObject, StoredValue};
 
 /// A JSON object under construction.
 pub type Object = Map<String, Value>;
@@ -290,6 +291,47 @@ fn summary(object: Object) -> Vec<u8> {
     let mut outer = Object::new();
     outer.insert("summary".into(), object.into());
     line(outer)
+}
+
+/// The line for one value the store reports of an object (`--stored --json`): `{"path":…,
+/// "url":…,"size":…,"source":…,"layout":…,"leaf_size":…,"algorithm":…,"expected":…}`,
+/// `path` the name below the prefix, `source` which value (`ETag`, `CRC64NVME checksum
+/// (FULL_OBJECT)`), `expected` the value as a local copy must give it, described as `-c
+/// --json` and `--compare --json` describe theirs; a value that checks nothing has `value`
+/// (as the store sent it, where it sent one) and `why` instead of the layout and `expected`.
+pub fn stored_value(object: &StoredObject, value: &Result<StoredValue, NoValue>) -> Vec<u8> {
+    let mut o = path(object.name.as_bytes());
+    o.insert("url".into(), object.url.as_str().into());
+    o.insert("size".into(), object.size.into());
+    let source = match value {
+        Ok(v) => Some(v.source),
+        Err(no) => no.source,
+    };
+    if let Some(source) = source {
+        o.insert("source".into(), source.to_string().into());
+    }
+    match value {
+        Ok(v) => {
+            insert_kind(&mut o, v.layout, v.algorithm);
+            o.insert("expected".into(), v.expected.to_string().into());
+        }
+        Err(no) => {
+            if let Some(value) = &no.value {
+                o.insert("value".into(), value.as_str().into());
+            }
+            o.insert("why".into(), no.why.as_str().into());
+        }
+    }
+    line(o)
+}
+
+/// The line for an object below a prefix that the store would not tell about
+/// (`--stored --json`): `{"path":…,"url":…,"error":…}`.
+pub fn stored_error(name: &[u8], url: &str, error: &dyn Display) -> Vec<u8> {
+    let mut o = path(name);
+    o.insert("url".into(), url.into());
+    o.insert("error".into(), error.to_string().into());
+    line(o)
 }
 
 /// `layout`, `leaf_size`, `algorithm` and `digest`: how a digest is described everywhere. The

@@ -19,7 +19,7 @@ use std::fmt;
 use crate::algorithm::Algorithm;
 use crate::layout::{Encoding, Layout, PartList, PartSize, Root};
 pub use crate::source::remote::{
-    ChecksumKind, Parts, StoredChecksum, StoredObject, etag_parts, list_stored,
+    CUSTOMER_KEY, ChecksumKind, Parts, StoredChecksum, StoredObject, etag_parts, list_stored,
 };
 
 /// One reported value of an object, and how a local file gives it.
@@ -77,6 +77,15 @@ impl fmt::Display for NoValue {
 /// file against or the reason it is none. An object that reports nothing usable at all
 /// gives one [`NoValue`] saying so, so that no object goes unmentioned.
 pub fn values(object: &StoredObject) -> Vec<Result<StoredValue, NoValue>> {
+    if object.encryption.as_deref() == Some(CUSTOMER_KEY) && object.checksums.is_empty() {
+        return vec![Err(NoValue {
+            source: None,
+            value: None,
+            why: "encrypted with a customer key (SSE-C): the store tells no value of its \
+                  bytes without the key"
+                .into(),
+        })];
+    }
     let mut out = Vec::new();
     if let Some(etag) = &object.etag {
         out.push(etag_value(object, etag));
@@ -281,6 +290,20 @@ mod tests {
         o.size += 1;
         let e = values(&o).remove(0).unwrap_err();
         assert!(e.why.contains("parts of 17825793 bytes in all"), "{e}");
+    }
+
+    #[test]
+    fn an_object_encrypted_with_a_customer_key_says_so_once() {
+        let mut o = object(3, ETAG);
+        o.encryption = Some(CUSTOMER_KEY.into());
+        let v = values(&o);
+        assert_eq!(v.len(), 1);
+        let e = v[0].as_ref().unwrap_err();
+        assert_eq!(e.source, None);
+        assert!(
+            e.why.starts_with("encrypted with a customer key (SSE-C)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -672,7 +672,8 @@ fn stored_takes_only_prefixes_of_buckets_and_nothing_of_hash_mode() {
         &["--stored", "s3://bucket/", "a"],
         &["--stored", "-c", "s3://bucket/"],
         &["--stored", "-t", "s3", "s3://bucket/"],
-        &["--stored", "--json", "s3://bucket/"],
+        &["--stored", "--tag", "s3://bucket/"],
+        &["--stored", "--json", "-z", "s3://bucket/"],
     ] {
         run(dir.path(), args.to_vec()).assert_one_usage_line(args);
     }

@@ -6,6 +6,7 @@ ChecksumAlgorithm, and part by part where the parts differ in size."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -287,3 +288,158 @@ def test_refusals_are_one_line_with_the_url_and_usage_errors_exit_2(
         out = run(mtsum_bin, *args, env=writer_env(server))
         assert out.returncode == 2, (args, out.stderr)
         assert out.stdout == "" and len(out.stderr.splitlines()) == 1, (args, out.stderr)
+
+
+def test_json_gives_the_same_values_as_the_lines(mtsum_bin, server, s3, tmp_path):  # noqa: F811
+    local = tmp_path / "copy"
+    upload(s3, local, "json", "small", b"hello", part=5 * MIB)
+    upload_parts(s3, local, "json/odd", [random_bytes(6 * MIB, 8), random_bytes(5 * MIB, 9),
+                                         random_bytes(7, 10)])
+    bare = writer_client(*server, config=Config(request_checksum_calculation="when_required"))
+    bare.put_object(Bucket=BUCKET, Key="json/kms", Body=b"x", ServerSideEncryption="aws:kms")
+    lines = stored(mtsum_bin, server, "json")
+    out = run(mtsum_bin, "--stored", "--json", f"s3://{BUCKET}/json/", env=writer_env(server))
+    assert (out.returncode, out.stderr) == (lines.returncode, lines.stderr) == (1, out.stderr)
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    # One object per value, in the order of the lines; the same values.
+    assert len(records) == len(lines.stdout.splitlines())
+    values = [r for r in records if "expected" in r]
+    for r in values:
+        assert f" ({r['path']}) = {r['expected']}" in lines.stdout, r
+        assert r["url"] == f"s3://{BUCKET}/json/{r['path']}"
+    etag = {r["path"]: r for r in values if r["source"] == "ETag"}
+    assert (etag["small"]["layout"], etag["small"]["algorithm"]) == ("plain", "md5")
+    assert etag["small"]["size"] == 5
+    odd = etag["odd"]
+    assert (odd["layout"], odd["leaf_size"], odd["part_sizes"]) == ("s3", None,
+                                                                      [6 * MIB, 5 * MIB, 7])
+    [kms] = [r for r in records if r["path"] == "kms"]
+    assert "aws:kms" in kms["why"] and "expected" not in kms, kms
+
+
+def make_user(server, name, policy) -> dict[str, str]:
+    """The environment of a new user `name` with the IAM policy `policy` (its statements)."""
+    endpoint, keys = server
+    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
+                       aws_access_key_id=keys["writer"][0],
+                       aws_secret_access_key=keys["writer"][1])
+    iam.create_user(UserName=name)
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    iam.put_user_policy(UserName=name, PolicyName="p", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": policy}))
+    env = writer_env(server)
+    env.update(AWS_ACCESS_KEY_ID=key["AccessKeyId"], AWS_SECRET_ACCESS_KEY=key["SecretAccessKey"])
+    return env
+
+
+def test_an_object_that_answers_403_is_one_line_and_the_others_are_still_told(
+        mtsum_bin, server, s3, tmp_path):  # noqa: F811
+    # moto honours a user's policy on HEAD and GET alike (a bucket policy only on GET): every
+    # right but reading one key, as a real bucket policy would deny it.
+    env = make_user(server, "half-reader", [
+        {"Effect": "Allow", "Action": "*", "Resource": "*"},
+        {"Effect": "Deny", "Action": "s3:GetObject",
+         "Resource": f"arn:aws:s3:::{BUCKET}/denied/secret"}])
+    local = tmp_path / "copy"
+    upload(s3, local, "denied", "open", b"open", part=5 * MIB)
+    upload(s3, local, "denied", "secret", b"secret", part=5 * MIB)
+    prefix = f"s3://{BUCKET}/denied/"
+    refused = f"mtsum: {prefix}secret: access denied (403)"
+    for args in [["--stored", prefix], ["--compare", str(local), prefix], ["-r", prefix]]:
+        out = run(mtsum_bin, *args, env=env)
+        assert out.returncode == 1, (args, out.stderr)
+        # One line names an object (--compare's summary follows it).
+        [line] = [line for line in out.stderr.splitlines() if prefix in line]
+        assert line.startswith(refused) and out.stderr.startswith(line), out.stderr
+        assert "panicked" not in out.stderr
+    assert "(open) = " in run(mtsum_bin, "--stored", prefix, env=env).stdout
+    compared = run(mtsum_bin, "--compare", str(local), prefix, env=env).stdout
+    assert compared == "ok  open\nunreadable  secret\n", compared
+    hashed = run(mtsum_bin, "-r", prefix, env=env).stdout
+    assert hashed.endswith(f"  {prefix}open\n") and len(hashed.splitlines()) == 1, hashed
+
+
+class RefusingProxy:
+    """An HTTP proxy on loopback in front of the S3 server that answers a HEAD or GET of the
+    object at path `refused` sent without an SSE-C key as S3 answers it for an object
+    encrypted with a customer key: 400 and no body (a HEAD has none). moto keeps no SSE-C
+    key, so it serves such objects to anyone; everything else is passed on as it came
+    (signatures hold, the Host header is kept)."""
+
+    def __init__(self, endpoint, refused):
+        import http.client
+        import http.server
+        import threading
+        target = endpoint.split("//", 1)[1]
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def relay(self):
+                key_header = "x-amz-server-side-encryption-customer-key"
+                if self.path.split("?")[0].endswith(refused) and key_header not in self.headers:
+                    self.send_response(400)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                upstream = http.client.HTTPConnection(target, timeout=60)
+                upstream.request(self.command, self.path, body=body, headers=dict(self.headers))
+                answer = upstream.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                # A HEAD's Content-Length is the object's, of a body not sent.
+                dropped = {"transfer-encoding", "connection"}
+                if self.command != "HEAD":
+                    dropped.add("content-length")
+                    self.send_header("Content-Length", str(len(data)))
+                for name, value in answer.getheaders():
+                    if name.lower() not in dropped:
+                        self.send_header(name, value)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                upstream.close()
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = relay
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_sse_c_object_is_said_to_be_encrypted_with_a_customer_key(
+        mtsum_bin, server, s3, tmp_path):  # noqa: F811
+    key = os.urandom(32)
+    local = tmp_path / "copy"
+    local.mkdir()
+    for name, extra in [("plain", {}), ("secret", {"SSECustomerAlgorithm": "AES256",
+                                                   "SSECustomerKey": key})]:
+        (local / name).write_bytes(b"data of " + name.encode())
+        s3.put_object(Bucket=BUCKET, Key=f"ssec/{name}", Body=b"data of " + name.encode(),
+                      **extra)
+    proxy = RefusingProxy(server[0], f"/{BUCKET}/ssec/secret")
+    try:
+        env = dict(writer_env(server), AWS_ENDPOINT_URL=proxy.endpoint)
+        prefix = f"s3://{BUCKET}/ssec/"
+        out = run(mtsum_bin, "--stored", prefix, env=env)
+        assert out.returncode == 1, out.stderr
+        assert "# secret: encrypted with a customer key (SSE-C)" in out.stdout, out.stdout
+        assert "(plain) = " in out.stdout
+        assert out.stderr.startswith(f"mtsum: {prefix}secret: no value to check a copy against: "
+                                     "encrypted with a customer key (SSE-C)"), out.stderr
+        compared = run(mtsum_bin, "--compare", str(local), prefix, env=env)
+        assert compared.returncode == 1
+        lines = compared.stdout.splitlines()
+        assert lines[0] == "ok  plain" and lines[1].startswith(
+            "unverified  secret  (encrypted with a customer key (SSE-C)"), compared.stdout
+    finally:
+        proxy.close()

@@ -31,8 +31,8 @@ mod stored;
 #[cfg(feature = "remote")]
 pub(crate) use store::Object;
 pub use stored::{
-    CHECKSUM_ALGORITHMS, ChecksumKind, Parts, SMALLEST_PART, StoredChecksum, StoredObject,
-    etag_parts,
+    CHECKSUM_ALGORITHMS, CUSTOMER_KEY, ChecksumKind, Parts, SMALLEST_PART, StoredChecksum,
+    StoredObject, etag_parts,
 };
 
 /// Without the `remote` feature no object opens: an `Object` has no value.

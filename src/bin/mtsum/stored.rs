@@ -5,11 +5,13 @@
 //! a local copy of the prefix checks the copy. A value that checks nothing (an SSE-KMS
 //! ETag, parts of different sizes) is a comment line, `# NAME: why`, which `-c` passes
 //! over; an object that no value checks is also said on stderr, and makes the status 1.
+//! With `--json`, each value is a JSON object instead ([`json::stored_value`]), and an
+//! object or prefix that fails one too, as hash mode's inputs do.
 
-use mtsum::report;
 use mtsum::source::Target;
 use mtsum::stored::{self, StoredObject};
 use mtsum::sumfile::{self, Format, Terminator};
+use mtsum::{json, report};
 
 use crate::args::{Common, StoredSettings};
 use crate::session::{self, Printer, Status};
@@ -24,15 +26,23 @@ pub fn run(common: &Common, settings: &StoredSettings) -> Status {
             Ok(objects) => objects,
             Err(e) => {
                 printer.message(&report::error_line(prefix.as_str().as_bytes(), &e));
+                if settings.json {
+                    printer.print(&json::error(prefix.as_str().as_bytes(), &e));
+                }
                 printer.fail();
                 continue;
             }
         };
         for object in objects {
             match object {
-                Ok(object) => print_object(&printer, &object, settings.terminator),
+                Ok(object) => print_object(&printer, &object, settings),
                 Err((url, e)) => {
                     printer.message(&report::error_line(url.as_str().as_bytes(), &e));
+                    if settings.json {
+                        let name = url.as_str().strip_prefix(prefix.as_str());
+                        let name = name.unwrap_or(url.as_str()).as_bytes();
+                        printer.print(&json::stored_error(name, url.as_str(), &e));
+                    }
                     printer.fail();
                 }
             }
@@ -45,11 +55,13 @@ pub fn run(common: &Common, settings: &StoredSettings) -> Status {
 }
 
 /// The lines of one object's values, and the messages of those that check nothing.
-fn print_object(printer: &Printer, object: &StoredObject, terminator: Terminator) {
+fn print_object(printer: &Printer, object: &StoredObject, settings: &StoredSettings) {
     let values = stored::values(object);
     let name = object.name.as_bytes();
+    let terminator = settings.terminator;
     for value in &values {
         match value {
+            _ if settings.json => printer.print(&json::stored_value(object, value)),
             Ok(v) => printer.print(&sumfile::format_line(
                 Format::Tag,
                 terminator,

@@ -24,7 +24,8 @@ use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, Signer};
 use super::profile::Profile;
 use super::store::{ACCESS_DENIED, client_options, fault, key_of, runtime, s3_builder};
 use super::stored::{
-    CHECKSUM_ALGORITHMS, Parts, StoredChecksum, StoredObject, checksum_kind, etag_parts,
+    CHECKSUM_ALGORITHMS, CUSTOMER_KEY, Parts, StoredChecksum, StoredObject, checksum_kind,
+    etag_parts,
 };
 use super::{Attempt, retried, short};
 use super::{Place, Url};
@@ -44,34 +45,38 @@ pub(super) fn stored(
     else {
         return Err(InputError::Remote("cannot list an HTTP server".into()));
     };
-    let keys: Vec<String> = match names {
+    let keys: Vec<(String, Option<u64>)> = match names {
         None => super::store::list_meta(url)?
             .into_iter()
-            .map(|(key, _)| key)
+            .map(|(key, size)| (key, Some(size)))
             .collect(),
-        Some(names) => names.iter().map(|name| format!("{prefix}{name}")).collect(),
+        Some(names) => names
+            .iter()
+            .map(|name| (format!("{prefix}{name}"), None))
+            .collect(),
     };
     heads_of(url, bucket, prefix, keys.into_iter())
 }
 
-/// What the store says of each of `keys` (below `prefix` of `bucket`, the place of `url`),
-/// with up to `connections` `HEAD`s at once.
+/// What the store says of each of `keys` (below `prefix` of `bucket`, the place of `url`,
+/// with the size the listing gave, if it was listed), with up to `connections` `HEAD`s at
+/// once.
 #[allow(clippy::type_complexity)]
 fn heads_of(
     url: &Url,
     bucket: &str,
     prefix: &str,
-    keys: impl Iterator<Item = String>,
+    keys: impl Iterator<Item = (String, Option<u64>)>,
 ) -> Result<Vec<Result<StoredObject, (Url, InputError)>>, InputError> {
     let heads = Heads::new(bucket, &url.options)?;
     let connections = url.options.connections.get();
-    let objects = keys.map(|key| {
+    let objects = keys.map(|(key, listed)| {
         let name = key.strip_prefix(prefix).unwrap_or(&key).to_string();
         let object = url.sibling(&key);
         let heads = &heads;
         async move {
             heads
-                .object(&object, name)
+                .object(&object, name, listed)
                 .await
                 .map_err(|e| (object.clone(), e))
         }
@@ -134,10 +139,30 @@ impl Heads {
         })
     }
 
-    /// What the store says of the object at `url`, named `name` below the prefix.
-    async fn object(&self, url: &Url, name: String) -> Result<StoredObject, InputError> {
+    /// What the store says of the object at `url`, named `name` below the prefix, of size
+    /// `listed` if it was listed. An object encrypted with a customer key (a `HEAD` without
+    /// the key answers 400) is what the listing said of it, if it was listed.
+    async fn object(
+        &self,
+        url: &Url,
+        name: String,
+        listed: Option<u64>,
+    ) -> Result<StoredObject, InputError> {
         let key = key_of(url);
-        let head = self.head(&key, None).await?;
+        let head = match (self.head(&key, None).await, listed) {
+            (Err(InputError::Remote(cause)), Some(size)) if cause == SSE_C_HEAD => {
+                return Ok(StoredObject {
+                    name,
+                    url: url.clone(),
+                    size,
+                    etag: None,
+                    encryption: Some(CUSTOMER_KEY.into()),
+                    checksums: Vec::new(),
+                    parts: None,
+                });
+            }
+            (head, _) => head?,
+        };
         let header = |name: &str| {
             head.get(name)
                 .and_then(|v| v.to_str().ok())
@@ -149,7 +174,8 @@ impl Heads {
         let etag = header("etag").map(|e| e.trim_matches('"').to_string());
         let encryption = match header("x-amz-server-side-encryption") {
             Some(sse) if sse.starts_with("aws:kms") => Some(sse),
-            _ => header("x-amz-server-side-encryption-customer-algorithm").map(|_| "SSE-C".into()),
+            _ => header("x-amz-server-side-encryption-customer-algorithm")
+                .map(|_| CUSTOMER_KEY.into()),
         };
         let kind = header("x-amz-checksum-type");
         let multipart = etag.as_deref().and_then(etag_parts).is_some();
@@ -292,6 +318,8 @@ impl Heads {
                 std::io::ErrorKind::PermissionDenied,
                 ACCESS_DENIED,
             )))),
+            // S3's answer to a HEAD of an SSE-C object without its key: no body, no code.
+            400 if part.is_none() => Err(Attempt::Fail(InputError::Remote(SSE_C_HEAD.into()))),
             500..=599 => Err(Attempt::Retry(InputError::Remote(format!(
                 "the server answered {status}"
             )))),
@@ -301,3 +329,8 @@ impl Heads {
         }
     }
 }
+
+/// Why a `HEAD` of an object (not of a part) answered 400: the one reason S3 gives for it
+/// once the listing went through with the same credentials and region.
+const SSE_C_HEAD: &str =
+    "encrypted with a customer key (SSE-C): the store answers 400 to a HEAD without the key";

@@ -57,6 +57,11 @@ impl StoredObject {
     }
 }
 
+/// [`StoredObject::encryption`] of an object encrypted with a key the client provides
+/// (SSE-C). S3 answers a `HEAD` of such an object without the key with a bare 400, so that
+/// all that is known of it is what the listing said: its key and size.
+pub const CUSTOMER_KEY: &str = "SSE-C";
+
 /// The algorithms of S3's `x-amz-checksum-*` headers, in the order they are read.
 pub const CHECKSUM_ALGORITHMS: [Algorithm; 5] = [
     Algorithm::Crc64Nvme,

@@ -38,6 +38,7 @@ impl Config {
                     true => Terminator::Nul,
                     false => Terminator::Newline,
                 },
+                json: args.json,
             })
         } else if args.plan.is_some() || args.range.is_some() || args.combine {
             Mode::Ranges(RangeSettings::from_args(&args, layout))

@@ -340,8 +340,10 @@ pub struct Args {
     /// Print, without reading any object's bytes, a sum file of the values the store keeps
     /// for each object below the s3://BUCKET/PREFIX/ operands (its ETag and checksums, with
     /// the part size the store tells), names relative to the prefix: `mtsum -c` in a local
-    /// copy checks it. A value that checks nothing (an SSE-KMS ETag) is a # comment.
-    #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "json", "tag", "no_names", "base64", "algorithm", "tree", "leaf_size", "part_size", "plan", "range", "combine"])]
+    /// copy checks it. A value that checks nothing (an SSE-KMS ETag) is a # comment. With
+    /// --json, one object per value: path, url, size, source, layout, leaf_size, algorithm,
+    /// expected (or value and why; path, url and error for an object the store refused).
+    #[arg(long, conflicts_with_all = ["check", "audit", "recursive", "graph", "tag", "no_names", "base64", "algorithm", "tree", "leaf_size", "part_size", "plan", "range", "combine"])]
     pub(super) stored: bool,
 
     /// With --stored and --compare: ask the store each part's size (a HEAD per part) of

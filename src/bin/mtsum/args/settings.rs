@@ -70,6 +70,8 @@ pub enum Mode {
 pub struct StoredSettings {
     /// `-z`: lines end with NUL.
     pub terminator: Terminator,
+    /// `--json`: one object per value on stdout instead of sum lines.
+    pub json: bool,
 }
 
 /// What every mode uses: the inputs, the engine that hashes them, and what goes to stderr.
