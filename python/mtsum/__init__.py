@@ -16,7 +16,8 @@ plain and s3 layouts; all in :data:`ALGORITHMS`; by default the layout's own, as
 md5 for s3, whose ETag it is, sha256 for the others), ``layout`` (``-t``: mtsum, plain, merkle,
 rfc6962, and the values storage systems report: s3, glacier, dropbox, btv2; all in
 :data:`LAYOUTS`) and ``leaf_size`` (``-l`` for merkle and rfc6962, ``--part-size`` for s3:
-bytes as an int, or ``"4K"``, ``"1M"``). Digests are returned as the CLI prints them:
+bytes as an int, or ``"4K"``, ``"1M"``; for s3, parts of different sizes are listed in order,
+run-length, as ``--part-size`` lists them: ``"5M,7M,5M,1"``, ``"8Mx100,3M"``). Digests are returned as the CLI prints them:
 lowercase hex, or as the storage system shows them (base64 for S3's checksums, ``-N`` after
 a multipart value); :meth:`Hasher.value` gives the same, :meth:`Hasher.hexdigest` always hex.
 A str ``s3://BUCKET/KEY`` or ``http(s)://HOST/PATH`` names a remote object, read by

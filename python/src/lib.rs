@@ -21,7 +21,7 @@ use std::thread;
 use std::time::Duration;
 
 use mtsum::engine::{Engine, Request};
-use mtsum::layout::{Encoding, LeafSizeError};
+use mtsum::layout::{Encoding, LeafSizeError, PartList};
 use mtsum::source::{Input, InputError, Target};
 use mtsum::walk::{Recursion, Walked, walk};
 use mtsum::{Algorithm, Layout, LeafSize, sumfile};
@@ -150,8 +150,16 @@ fn parse_spec(
     layout: &str,
     leaf: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Layout, Algorithm)> {
-    let leaf = leaf_size(leaf)?;
-    let layout = Layout::from_name(layout, leaf).map_err(worded_error)?;
+    // Parts of different sizes, listed as --part-size lists them ("5M,7M,5M,1").
+    let listed = leaf
+        .and_then(|l| l.cast::<PyString>().ok())
+        .map(|text| text.to_cow().map(|t| t.into_owned()))
+        .transpose()?
+        .filter(|text| PartList::is_list(text) && layout.eq_ignore_ascii_case("s3"));
+    let layout = match listed {
+        Some(text) => Layout::S3Parts(text.parse().map_err(PyValueError::new_err)?),
+        None => Layout::from_name(layout, leaf_size(leaf)?).map_err(worded_error)?,
+    };
     let algorithm: Algorithm = match algorithm {
         Some(name) => name.parse().map_err(value_error)?,
         None => layout.default_algorithm(),

@@ -219,6 +219,10 @@ def test_parts_of_5_7_5_mib_and_1_byte_are_checked_part_by_part_and_a_flipped_by
     # The value the store computed (moto's ETag), not ours: hashing the file cut so gives it.
     mine = run(mtsum_bin, "-t", "s3", "--part-size", "5M,7M,5M,1", str(local / "f"))
     assert mine.stdout.split()[0] == etag[0].split(" = ")[1], (mine.stdout, etag)
+    from_python = mtsum.file_digest(local / "f", layout="s3", leaf_size="5M,7M,5M,1")
+    assert from_python == etag[0].split(" = ")[1]
+    with pytest.raises(ValueError, match="invalid part sizes '4M,1': part 1 of 2 is 4M"):
+        mtsum.file_digest(local / "f", layout="s3", leaf_size="4M,1")
     verdict = check(mtsum_bin, local, out.stdout)
     (local / "SUMS").unlink()
     assert verdict.returncode == 0 and ok_names(verdict) == {"f"}, verdict.stdout
