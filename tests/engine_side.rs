@@ -142,38 +142,31 @@ fn side_digests_and_leaves_of_one_read_are_the_references() {
     }
 }
 
-/// The part sizes `-c --part-size auto` tries for a value, all in one read: 16 side digests
-/// (S3's sizes that share no boundary, and other layouts beside them), each the digest its
-/// layout gives alone, at sizes around every part boundary and some drawn at random.
+/// The part sizes `-c --part-size auto` tries for a value: 16 side digests (S3's sizes, which
+/// share no boundary), each the digest its layout gives alone, at sizes around part
+/// boundaries and some drawn at random; read once per size from a local file where each size
+/// cuts it into several parts (hashed in lanes), else in one read, as with a whole-file digest
+/// beside them.
 #[test]
 fn each_of_many_side_digests_is_the_digest_of_its_layout_alone() {
     const MIB: u64 = 1 << 20;
     let s3 = |bytes: u64| (Layout::S3(PartSize::new(bytes).unwrap()), Algorithm::Md5);
-    let mut digests: Vec<(Layout, Algorithm)> = [5 * MIB, 8 * MIB, 15 * MIB, 16 * MIB]
+    let parts: Vec<(Layout, Algorithm)> = [5 * MIB, 8 * MIB, 15 * MIB, 16 * MIB]
         .into_iter()
         .chain([6_000_000, 7_000_000, 9_000_000, 5 * MIB + 1, 11 * MIB])
         .chain((12..18).map(|m| m * 1_000_000 + 7))
         .map(s3)
         .collect();
-    digests.push((Layout::Plain, Algorithm::Md5));
+    let mut with_whole = parts.clone();
+    with_whole.push((Layout::Plain, Algorithm::Md5));
     let main = s3(10 * MIB);
-    let request = Request {
-        side: Side {
-            digests: digests.clone(),
-            leaves: None,
-        },
-        ..Request::new(main.0, main.1)
-    };
-    // Deterministic "random" sizes up to 24 MiB, beside 0, 1 and each part boundary ± 1.
+    // A "random" size up to 20 MiB (a fixed seed), beside 0, 1, part boundaries and 18 MiB,
+    // where every size cuts the file into two parts or more.
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut random = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % (24 * MIB)
-    };
-    let mut lens: Vec<u64> = vec![0, 1, 5 * MIB - 1, 5 * MIB, 5 * MIB + 1, 15 * MIB + 1];
-    lens.extend((0..3).map(|_| random()));
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    let lens = [0, 1, 5 * MIB + 1, 15 * MIB, 18 * MIB, seed % (20 * MIB)];
     let dir = tempfile::tempdir().unwrap();
     let engines = engines();
     for (n, len) in lens.into_iter().enumerate() {
@@ -186,13 +179,27 @@ fn each_of_many_side_digests_is_the_digest_of_its_layout_alone() {
             let target = Target::File(path.clone());
             engine.hash(&request, target).unwrap().root
         };
-        let got = engine
-            .hash(&request, Target::File(path.clone()))
-            .unwrap_or_else(|e| panic!("{len}: {e}"));
-        assert_eq!(got.root, alone(main), "{len} bytes");
-        let each: Vec<_> = digests.iter().map(|&spec| alone(spec)).collect();
-        assert_eq!(got.side.digests, each, "{len} bytes");
-        assert_eq!(got.size, len);
+        for digests in [&parts, &with_whole] {
+            let request = Request {
+                side: Side {
+                    digests: digests.clone(),
+                    leaves: None,
+                },
+                ..Request::new(main.0, main.1)
+            };
+            let got = engine
+                .hash(&request, Target::File(path.clone()))
+                .unwrap_or_else(|e| panic!("{len}: {e}"));
+            assert_eq!(got.root, alone(main), "{len} bytes");
+            let each: Vec<_> = digests.iter().map(|&spec| alone(spec)).collect();
+            assert_eq!(
+                got.side.digests,
+                each,
+                "{len} bytes, {} digests",
+                each.len()
+            );
+            assert_eq!(got.size, len);
+        }
     }
 }
 

@@ -173,6 +173,7 @@ impl Unplanned {
                     request.keep_leaves,
                     &request.side,
                     file.len(),
+                    file.remote_version().is_none(),
                 ))
             }
         }
@@ -240,7 +241,13 @@ impl Unplanned {
                     .enumerate()
                     .map(|(i, (r, kind))| {
                         let source = JobSource::At(shared.clone(), r.end - r.start);
-                        job(i, count - i - 1, r.start, kind, source)
+                        let mut job = job(i, count - i - 1, r.start, kind, source);
+                        // A read that is one job of one layout is hashed as that layout's.
+                        if let Some(one) = side.as_deref().and_then(|p| p.separate_job(i)) {
+                            (job.layout, job.alg, job.kind) = one;
+                            job.side = None;
+                        }
+                        job
                     })
                     .collect();
                 (Some(shared), jobs)
@@ -327,6 +334,9 @@ impl Fold {
                 match (out, &mut self.side, &mut self.jobs) {
                     (Out::Side(digests), Some((fold, plan)), _) => {
                         plan.add(index, range.end, &digests, fold, main)
+                    }
+                    (Out::One(digest), Some((fold, plan)), _) => {
+                        plan.add_one(index, range, digest, fold, main)
                     }
                     (Out::One(digest), _, Some(jobs)) => jobs[index] = Some((range, digest)),
                     (Out::One(digest), _, None) => main(index, range, digest),
