@@ -240,6 +240,47 @@ fn a_file_of_one_leaf_keeps_no_leaf_digests_and_its_record_checks_the_copy() {
 }
 
 #[test]
+fn an_outboard_of_rfc6962_leaves_of_earlier_builds_still_locates_a_flipped_byte_and_repairs_it() {
+    let dir = tempdir();
+    let len = 3 * MIN_LEAF as usize + 100;
+    let (file, copy) = recorded_with_copy(dir.path(), len);
+    let conn = Connection::open(dir.path().join("db")).unwrap();
+    let stored: Vec<u8> = conn
+        .query_row("SELECT outboard FROM records", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        (stored.len(), stored[0]),
+        (1 + 4 * 32, 1),
+        "a tag, then 4 leaves"
+    );
+    // What earlier builds recorded: RFC 6962 leaves, BLAKE3(0x00 || leaf), the digests alone.
+    let old: Vec<u8> = pattern(len, 7)
+        .chunks(MIN_LEAF as usize)
+        .flat_map(|leaf| *blake3::hash(&[&[0][..], leaf].concat()).as_bytes())
+        .collect();
+    conn.execute("UPDATE records SET outboard = ?1", [&old])
+        .unwrap();
+    drop(conn);
+    flip(&file, &[MIN_LEAF + 5]);
+    let damaged = format!("(bytes {}-{})", MIN_LEAF, 2 * MIN_LEAF);
+    let r = run(dir.path(), ["--audit", "--db", "db", "t/f"]);
+    assert_eq!(
+        r.stdout(),
+        format!("corrupt  t/f  {damaged}\n"),
+        "{}",
+        r.stderr()
+    );
+    let r = repair(dir.path(), "b/f", &[]);
+    assert_eq!(
+        r.stdout(),
+        format!("repaired  t/f  {damaged}\n"),
+        "{}",
+        r.stderr()
+    );
+    assert!(same(&file, &copy));
+}
+
+#[test]
 fn a_copy_that_cannot_be_read_is_named_in_the_error_not_the_file() {
     let dir = tempdir();
     let (file, _) = recorded_with_copy(dir.path(), 2 * MIN_LEAF as usize);

@@ -1,7 +1,9 @@
 //! Side outputs of the engine ([`Side`]): more digests of the bytes of one read (an audit's
 //! migration digest and outboard leaves) must be exactly the reference's of the same bytes,
 //! whatever the layouts, lengths, threads and chunk sizes, and the request's own digest must
-//! not change for them. Also: outcomes as they are done ([`Engine::run_as_done_to`]), and the
+//! not change for them. BLAKE3 subtree leaves joined into the plain BLAKE3 digest (one hash
+//! for both) must be `blake3::hash` and the crate's own chaining values at every boundary, and
+//! locate a flipped byte. Also: outcomes as they are done ([`Engine::run_as_done_to`]), and the
 //! stamp a result carries.
 
 use std::fs;
@@ -9,10 +11,12 @@ use std::io::Write;
 use std::num::NonZeroUsize;
 use std::path::Path;
 
-use mtsum::engine::{Engine, FileDigest, Request, Side, Task};
+use blake3::hazmat::HasherExt;
+use mtsum::engine::{Engine, FileDigest, Leaves, Request, Side, Task};
 use mtsum::layout::PartSize;
 use mtsum::source::{InputError, Stamp, Target};
 use mtsum::{Algorithm, Layout, LeafSize, reference};
+use proptest::prelude::*;
 
 fn leaf(bytes: u64) -> LeafSize {
     LeafSize::new(bytes).unwrap()
@@ -42,6 +46,27 @@ fn reference_leaves(layout: Layout, alg: Algorithm, data: &[u8]) -> Vec<mtsum::D
         .collect()
 }
 
+/// The chaining values of BLAKE3's subtrees of `size` bytes over `data`, by the crate itself.
+fn blake3_subtrees(size: u64, data: &[u8]) -> Vec<mtsum::Digest> {
+    (data.chunks(size as usize).enumerate())
+        .map(|(i, part)| {
+            let cv = blake3::Hasher::new()
+                .set_input_offset(i as u64 * size)
+                .update(part)
+                .finalize_non_root();
+            mtsum::Digest::from_slice(&cv)
+        })
+        .collect()
+}
+
+/// What [`Side::leaves`] gives over `data`, by the definitions.
+fn expected_leaves(leaves: Leaves, data: &[u8]) -> Vec<mtsum::Digest> {
+    match leaves {
+        Leaves::Layout(layout, alg) => reference_leaves(layout, alg, data),
+        Leaves::Blake3Subtrees(size) => blake3_subtrees(size.get(), data),
+    }
+}
+
 /// Checks every digest of one read of `path` (holding `data`) against the reference.
 fn check(engine: &Engine, path: &Path, data: &[u8], request: Request) {
     let what = format!("{} bytes, {request:?}", data.len());
@@ -60,9 +85,7 @@ fn check(engine: &Engine, path: &Path, data: &[u8], request: Request) {
         .map(|&(layout, alg)| reference::checksum(layout, alg, data).unwrap())
         .collect();
     assert_eq!(got.side.digests, digests, "{what}");
-    let leaves = side
-        .leaves
-        .map(|(layout, alg)| reference_leaves(layout, alg, data));
+    let leaves = side.leaves.map(|leaves| expected_leaves(leaves, data));
     assert_eq!(got.side.leaves, leaves, "{what}");
     if request.keep_leaves {
         assert_eq!(
@@ -78,7 +101,12 @@ fn check(engine: &Engine, path: &Path, data: &[u8], request: Request) {
 #[test]
 fn side_digests_and_leaves_of_one_read_are_the_references() {
     let dir = tempfile::tempdir().unwrap();
-    let outboard = (Layout::Rfc6962(leaf(64 << 10)), Algorithm::Blake3);
+    let outboard = Leaves::Layout(Layout::Rfc6962(leaf(64 << 10)), Algorithm::Blake3);
+    // Finer than plain BLAKE3's 4 MiB pieces, which then join from them, and coarser.
+    let (subtrees, coarse) = (
+        Leaves::Blake3Subtrees(leaf(64 << 10)),
+        Leaves::Blake3Subtrees(leaf(8 << 20)),
+    );
     let mains = [
         (Layout::Plain, Algorithm::Blake3),
         (Layout::Plain, Algorithm::Sha256),
@@ -109,6 +137,14 @@ fn side_digests_and_leaves_of_one_read_are_the_references() {
                 (Layout::Merkle(leaf(4096)), Algorithm::Sha1),
             ],
             leaves: None,
+        },
+        Side {
+            digests: Vec::new(),
+            leaves: Some(subtrees),
+        },
+        Side {
+            digests: vec![(Layout::Plain, Algorithm::Blake3)],
+            leaves: Some(coarse),
         },
     ];
     // Around a leaf, a read, BLAKE3's 4 MiB subtrees (shared among workers), a part.
@@ -203,6 +239,51 @@ fn each_of_many_side_digests_is_the_digest_of_its_layout_alone() {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// One hash for both: the plain BLAKE3 digest joined from BLAKE3 subtree leaves (or the
+    /// leaves joined from its 4 MiB pieces, where they are coarser) at 0, 1, a chunk ± 1, a
+    /// leaf ± 1, powers of two of leaves ± 1 and a random length; and a flipped byte changes
+    /// its leaf's chaining value and no other.
+    #[test]
+    fn plain_blake3_joined_from_subtree_leaves_is_blake3_and_the_leaves_locate_a_flipped_byte(
+        shift in prop::sample::select(vec![10u32, 12, 16, 20, 23]),
+        pick in 0usize..14,
+        random in 0usize..(10 << 20),
+        flip in any::<usize>(),
+        e in 0usize..4,
+    ) {
+        let size = 1usize << shift;
+        let lens = [0, 1, 1023, 1024, 1025, size - 1, size, size + 1, 2 * size - 1,
+            2 * size + 1, 4 * size - 1, 4 * size + 1, 8 * size + 1, random];
+        let len = lens[pick].min(20 << 20);
+        let mut bytes = data(len);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, &bytes).unwrap();
+        let leaves = Leaves::Blake3Subtrees(leaf(size as u64));
+        let request = Request {
+            side: Side { digests: Vec::new(), leaves: Some(leaves) },
+            ..Request::new(Layout::Plain, Algorithm::Blake3)
+        };
+        let engine = &engines()[e];
+        let got = engine.hash(&request, Target::File(path.clone())).unwrap();
+        let blake3 = blake3::hash(&bytes);
+        prop_assert_eq!(got.root.digest().as_bytes(), blake3.as_bytes());
+        let recorded = got.side.leaves.unwrap();
+        prop_assert_eq!(&recorded, &blake3_subtrees(size as u64, &bytes));
+        if len > 0 {
+            let at = flip % len;
+            bytes[at] ^= 0x20;
+            fs::write(&path, &bytes).unwrap();
+            let now = engine.hash(&request, Target::File(path)).unwrap().side.leaves.unwrap();
+            let differ: Vec<usize> = (0..now.len()).filter(|&i| now[i] != recorded[i]).collect();
+            prop_assert_eq!(differ, vec![at / size]);
+        }
+    }
+}
+
 #[test]
 fn a_side_digest_of_a_stream_is_the_references_and_it_has_no_leaves_or_stamp() {
     let bytes = data(300_000);
@@ -218,7 +299,10 @@ fn a_side_digest_of_a_stream_is_the_references_and_it_has_no_leaves_or_stamp() {
     let side = Side {
         // One that takes a stream, and one that needs the length: the stream is held.
         digests: vec![(Layout::Mtsum, Algorithm::Sha256)],
-        leaves: Some((Layout::Rfc6962(leaf(4096)), Algorithm::Blake3)),
+        leaves: Some(Leaves::Layout(
+            Layout::Rfc6962(leaf(4096)),
+            Algorithm::Blake3,
+        )),
     };
     let request = Request {
         side,

@@ -2,23 +2,38 @@
 //! so that an audit that finds the file corrupt can say *where* (which byte ranges), and a
 //! repair can fetch just those ranges from a copy and check each before writing it.
 //!
-//! The tree is RFC 6962 over fixed leaves (leaf digest `BLAKE3(0x00 || segment)`), whatever
-//! the record's own algorithm: BLAKE3 is the fastest of the cryptographic ones here and a
-//! migration of the record leaves the outboard valid. The leaf size grows with the file so
-//! that the outboard stays small ([`leaf_size`]): 64 KiB leaves (32 bytes per 64 KiB, 0.05 %)
-//! up to 64 GiB, then twice as large for every doubling of the file, so that no file has more
-//! than 2²⁰ leaves (32 MiB of digests): 1 MiB leaves at 1 TiB, 4 MiB leaves at 4 TiB.
+//! The leaves are BLAKE3's own subtrees ([`Kind::Blake3Subtrees`]): each leaf digest is the
+//! chaining value of the subtree of BLAKE3's tree at the leaf's offset, whatever the record's
+//! own algorithm. The plain BLAKE3 digest (the audit's default record) joins from them, so one
+//! hash of the bytes gives both the record and its outboard; BLAKE3 is also the fastest of the
+//! cryptographic hashes here, and a migration of the record leaves the outboard valid.
+//! Outboards of earlier builds ([`Kind::Rfc6962`]: RFC 6962 leaves, `BLAKE3(0x00 || leaf)`)
+//! are still read, and locate damage as well; they give way to the new kind when a record is
+//! written again.
+//!
+//! The leaf size grows with the file so that the outboard stays small ([`leaf_size`]): 64 KiB
+//! leaves (32 bytes per 64 KiB, 0.05 %) up to 64 GiB, then twice as large for every doubling of
+//! the file, so that no file has more than 2²⁰ leaves (32 MiB of digests): 1 MiB leaves at
+//! 1 TiB, 4 MiB leaves at 4 TiB. Every leaf size is a power of two of BLAKE3's 1 KiB chunks,
+//! and leaves start at multiples of it: each is a subtree of BLAKE3's tree.
 //!
 //! A file of one leaf keeps no outboard ([`kept`]): its record already says whether that leaf
 //! is damaged, and a repair checks the copy against the record.
 
 use std::ops::Range;
 
-use crate::algorithm::{Algorithm, Digest};
+use crate::algorithm::{Algorithm, Digest, Hasher};
+use crate::engine::Leaves;
 use crate::layout::{Layout, LeafSize};
 
 /// The hash of outboard leaves.
 pub const ALGORITHM: Algorithm = Algorithm::Blake3;
+/// The first byte of the stored outboard of [`Kind::Blake3Subtrees`], before its digests. An
+/// outboard of [`Kind::Rfc6962`] is its digests alone, a whole number of 32-byte digests:
+/// with this byte in front the length never is, so the kinds never meet, and an earlier build
+/// takes the new kind for no outboard at all (it locates no damage with it, rather than the
+/// wrong leaves).
+const BLAKE3_SUBTREES_TAG: u8 = 1;
 /// The smallest leaf: 32-byte digests are then 0.05 % of the file.
 pub const MIN_LEAF: u64 = 64 << 10;
 /// The most leaves a file's outboard has.
@@ -38,40 +53,87 @@ pub fn kept(len: u64) -> bool {
     len > leaf_size(len).get()
 }
 
-/// The layout whose leaves are the outboard of a file of `len` bytes.
-pub fn layout(len: u64) -> Layout {
-    Layout::Rfc6962(leaf_size(len))
+/// What the engine computes, beside a record's digest, for the outboard of a file of `len`
+/// bytes ([`Outboard::new`]).
+pub fn side(len: u64) -> Leaves {
+    Leaves::Blake3Subtrees(leaf_size(len))
+}
+
+/// What a leaf digest is of a leaf's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The chaining value of the subtree of BLAKE3's tree at the leaf's offset: what mtsum
+    /// records.
+    Blake3Subtrees,
+    /// The leaf digest of RFC 6962 with BLAKE3, `BLAKE3(0x00 || leaf)`: what earlier builds
+    /// recorded.
+    Rfc6962,
 }
 
 /// A file's leaf digests.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outboard {
     pub leaf: LeafSize,
+    pub kind: Kind,
     /// One per leaf, in order.
     pub leaves: Vec<Digest>,
 }
 
 impl Outboard {
-    /// The layout whose leaves these are.
-    pub fn layout(&self) -> Layout {
-        Layout::Rfc6962(self.leaf)
+    /// The outboard of a file of `len` bytes whose [`side`] leaf digests are `leaves`.
+    pub fn new(len: u64, leaves: Vec<Digest>) -> Outboard {
+        Outboard {
+            leaf: leaf_size(len),
+            kind: Kind::Blake3Subtrees,
+            leaves,
+        }
     }
 
-    /// The digests concatenated, as the database keeps them.
+    /// What the engine computes, beside a record's digest, for leaf digests to compare with
+    /// these.
+    pub fn side(&self) -> Leaves {
+        match self.kind {
+            Kind::Blake3Subtrees => Leaves::Blake3Subtrees(self.leaf),
+            Kind::Rfc6962 => Leaves::Layout(Layout::Rfc6962(self.leaf), ALGORITHM),
+        }
+    }
+
+    /// The digest of leaf `index` if it holds `bytes`.
+    pub fn leaf_digest(&self, index: usize, bytes: &[u8]) -> Digest {
+        match self.kind {
+            Kind::Blake3Subtrees => {
+                let mut h = Hasher::subtree(ALGORITHM, index as u64 * self.leaf.get());
+                h.update(bytes);
+                h.finalize()
+            }
+            Kind::Rfc6962 => Layout::Rfc6962(self.leaf).hash_leaf(ALGORITHM, bytes),
+        }
+    }
+
+    /// The outboard as the database keeps it: the digests concatenated, after a tag byte for
+    /// the kind that earlier builds did not write (`BLAKE3_SUBTREES_TAG`).
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.leaves
-            .iter()
-            .flat_map(|d| d.as_bytes().to_vec())
-            .collect()
+        let tag = match self.kind {
+            Kind::Blake3Subtrees => &[BLAKE3_SUBTREES_TAG][..],
+            Kind::Rfc6962 => &[],
+        };
+        let digests = self.leaves.iter().flat_map(|d| d.as_bytes().to_vec());
+        tag.iter().copied().chain(digests).collect()
     }
 
-    /// Reads what [`Outboard::to_bytes`] wrote; `None` if the length is not a whole number
-    /// of digests.
+    /// Reads what [`Outboard::to_bytes`] wrote (or an earlier build); `None` if it is not a whole
+    /// number of digests after a known tag.
     pub fn from_bytes(leaf: LeafSize, bytes: &[u8]) -> Option<Outboard> {
         let n = ALGORITHM.digest_len();
-        bytes.len().is_multiple_of(n).then(|| Outboard {
+        let (kind, digests) = match bytes.len() % n {
+            0 => (Kind::Rfc6962, bytes),
+            1 if bytes[0] == BLAKE3_SUBTREES_TAG => (Kind::Blake3Subtrees, &bytes[1..]),
+            _ => return None,
+        };
+        Some(Outboard {
             leaf,
-            leaves: bytes.chunks(n).map(Digest::from_slice).collect(),
+            kind,
+            leaves: digests.chunks(n).map(Digest::from_slice).collect(),
         })
     }
 
@@ -138,6 +200,7 @@ mod tests {
         let d = |b: u8| ALGORITHM.hash(&[b]);
         let recorded = Outboard {
             leaf,
+            kind: Kind::Blake3Subtrees,
             leaves: (0..5).map(d).collect(),
         };
         let mut now = recorded.leaves.clone();
@@ -147,10 +210,33 @@ mod tests {
         now[4] = d(99);
         assert_eq!(recorded.damaged(&now, 45), [10..30, 40..45]);
         assert_eq!(recorded.leaves_of(&[10..30, 40..45]), [1, 2, 4]);
-        assert_eq!(
-            Outboard::from_bytes(leaf, &recorded.to_bytes()),
-            Some(recorded.clone())
-        );
         assert!(recorded.fits(45) && !recorded.fits(51));
+    }
+
+    #[test]
+    fn both_kinds_read_back_as_written_and_an_unknown_tag_is_no_outboard() {
+        let leaf = LeafSize::new(MIN_LEAF).unwrap();
+        let leaves: Vec<Digest> = (0..3u8).map(|b| ALGORITHM.hash(&[b])).collect();
+        for kind in [Kind::Blake3Subtrees, Kind::Rfc6962] {
+            let outboard = Outboard {
+                leaf,
+                kind,
+                leaves: leaves.clone(),
+            };
+            let bytes = outboard.to_bytes();
+            assert_eq!(
+                Outboard::from_bytes(leaf, &bytes),
+                Some(outboard),
+                "{kind:?}"
+            );
+        }
+        // What earlier builds wrote: the digests alone.
+        let digests: Vec<u8> = leaves.iter().flat_map(|d| d.as_bytes().to_vec()).collect();
+        let old = Outboard::from_bytes(leaf, &digests).unwrap();
+        assert_eq!(old.kind, Kind::Rfc6962);
+        let mut unknown = vec![7];
+        unknown.extend(&digests);
+        assert_eq!(Outboard::from_bytes(leaf, &unknown), None);
+        assert_eq!(Outboard::from_bytes(leaf, &[1, 2]), None);
     }
 }

@@ -130,7 +130,7 @@ pub fn repair(
     let request = Request {
         side: Side {
             digests: Vec::new(),
-            leaves: recorded.as_ref().map(|o| (o.layout(), outboard::ALGORITHM)),
+            leaves: recorded.as_ref().map(Outboard::side),
         },
         ..Request::new(record.layout, record.algorithm)
     };
@@ -269,9 +269,7 @@ fn good_leaf(
     copy.read_exact_at(&mut bytes, range.start)
         .map_err(copy_unreadable(name))?;
     let good = match damage.recorded {
-        Some(recorded) => {
-            recorded.layout().hash_leaf(outboard::ALGORITHM, &bytes) == recorded.leaves[i]
-        }
+        Some(recorded) => recorded.leaf_digest(i, &bytes) == recorded.leaves[i],
         None => reference::checksum(record.layout, record.algorithm, &bytes)
             .is_ok_and(|root| record.matches(&root)),
     };

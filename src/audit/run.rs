@@ -457,7 +457,7 @@ impl Planner<'_> {
             });
         let leaves = before
             .filter(|b| may_write(migrate_to.is_some()) && outboard::kept(b.len))
-            .map(|b| (outboard::layout(b.len), outboard::ALGORITHM));
+            .map(|b| outboard::side(b.len));
         let request = Request {
             side: Side {
                 digests: migrate_to.into_iter().collect(),
@@ -784,10 +784,7 @@ impl Sink<'_> {
             Ok(mut h) => (Ok((h.root, h.size)), h.side.digests.pop(), h.side.leaves),
             Err(e) => (Err(e), None, None),
         };
-        let outboard = leaves.map(|leaves| Outboard {
-            leaf: outboard::leaf_size(state.map_or(0, |s| s.len)),
-            leaves,
-        });
+        let outboard = leaves.map(|leaves| Outboard::new(state.map_or(0, |s| s.len), leaves));
         let spec = prior
             .spec()
             .unwrap_or((self.options.layout, self.options.algorithm));
@@ -885,14 +882,14 @@ impl Sink<'_> {
         if !recorded.fits(len) {
             return None;
         }
-        let leaves = match current.filter(|c| c.leaf == recorded.leaf) {
+        let leaves = match current.filter(|c| (c.leaf, c.kind) == (recorded.leaf, recorded.kind)) {
             Some(c) => c.leaves.clone(),
             None => {
                 // The record's digest too, which the engine computes of any read.
                 let request = Request {
                     side: Side {
                         digests: Vec::new(),
-                        leaves: Some((recorded.layout(), outboard::ALGORITHM)),
+                        leaves: Some(recorded.side()),
                     },
                     ..Request::new(layout, algorithm)
                 };

@@ -66,7 +66,7 @@ use reader::{Dealer, Reader};
 use side::{Hashing, Out, SidePlan};
 
 pub use pace::{IoPriority, RateLimiter};
-pub use side::{Side, SideDigests};
+pub use side::{Leaves, Side, SideDigests};
 
 use std::io::Read;
 use std::num::NonZeroUsize;

@@ -16,12 +16,17 @@
 //! one ETag) make one job read of the whole file: its hasher then shares each chunk's layouts
 //! among the cores the busy readers leave idle, one thread per share, so that the guesses of
 //! `-c --part-size auto` still run on every core.
+//!
+//! BLAKE3 is itself a tree: where several of the layouts are its own subtrees (the pieces of
+//! `plain` BLAKE3, an audit's outboard leaves, [`Leaves::Blake3Subtrees`]), only the finest
+//! are hashed, and the others are joined from their chaining values ([`Spec::from`]): a
+//! first record hashes its bytes once for both its digest and its leaves.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use crate::algorithm::{Algorithm, Digest};
-use crate::layout::{Combiner, JobHasher, JobKind, Layout, NoRoot, Root};
+use crate::layout::{self, Combiner, JobHasher, JobKind, Layout, LeafSize, NoRoot, Root};
 use crate::source::Pieces;
 
 /// What else to compute from the bytes read for a [`Request`](super::Request).
@@ -34,10 +39,22 @@ pub struct Side {
     /// the caller bounds: the guesses are at most
     /// [`PartSize::MAX_GUESSES`](crate::layout::PartSize::MAX_GUESSES).
     pub digests: Vec<(Layout, Algorithm)>,
-    /// Every leaf digest of a fixed-leaf layout, in order (an audit's outboard, which says
-    /// where a corrupt file differs). Never of a stream: the leaves of a length learnt by
-    /// reading are of no use to whoever chose the leaf size from the length they expected.
-    pub leaves: Option<(Layout, Algorithm)>,
+    /// Leaf digests, in order (an audit's outboard, which says where a corrupt file
+    /// differs). Never of a stream: the leaves of a length learnt by reading are of no use to
+    /// whoever chose the leaf size from the length they expected.
+    pub leaves: Option<Leaves>,
+}
+
+/// The leaf digests that [`Side::leaves`] asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leaves {
+    /// Every leaf digest of a fixed-leaf layout with an algorithm.
+    Layout(Layout, Algorithm),
+    /// The chaining values of BLAKE3's own subtrees that start every so many bytes
+    /// ([`layout::subtree_jobs`]; the size a power of two of at least 1 KiB, or the plan
+    /// panics). The plain BLAKE3 digest of the input joins from them, and where the request or
+    /// one of [`Side::digests`] asks for it, it is joined from them instead of hashed again.
+    Blake3Subtrees(LeafSize),
 }
 
 impl Side {
@@ -61,6 +78,49 @@ struct Spec {
     layout: Layout,
     alg: Algorithm,
     jobs: Vec<(Range<u64>, JobKind)>,
+    /// The spec whose jobs' chaining values this one's digests are joined from, unhashed:
+    /// both are subtrees of BLAKE3's own tree, that one's finer ([`SidePlan::join_plain`]).
+    from: Option<usize>,
+}
+
+impl Spec {
+    fn new(layout: Layout, alg: Algorithm, jobs: Vec<(Range<u64>, JobKind)>) -> Spec {
+        Spec {
+            layout,
+            alg,
+            jobs,
+            from: None,
+        }
+    }
+
+    /// Whether every job is a subtree of a tree algorithm's own tree, whose chaining value
+    /// joins with its neighbours' into larger subtrees.
+    fn is_subtrees(&self) -> bool {
+        self.alg.is_tree()
+            && !self.jobs.is_empty()
+            && (self.jobs.iter()).all(|(_, kind)| matches!(kind, JobKind::Subtree { .. }))
+    }
+
+    /// Whether every job's digest joins from the chaining values of `finer`'s jobs: the plain
+    /// digest of the same tree algorithm, each job made of whole jobs of `finer` (two or more
+    /// for the digest of the whole input, which is no chaining value).
+    fn joins_from(&self, finer: &Spec) -> bool {
+        self.layout == Layout::Plain
+            && self.alg == finer.alg
+            && self.jobs.iter().all(|(r, kind)| {
+                let within = finer.within(r);
+                let least = if *kind == JobKind::Layout { 2 } else { 1 };
+                within.len() >= least
+                    && finer.jobs[within.start].0.start == r.start
+                    && finer.jobs[within.end - 1].0.end == r.end
+            })
+    }
+
+    /// The indices of the jobs that start in `r`.
+    fn within(&self, r: &Range<u64>) -> Range<usize> {
+        let starts = |at: u64| self.jobs.partition_point(|(j, _)| j.start < at);
+        starts(r.start)..starts(r.end)
+    }
 }
 
 /// The jobs of an input hashed with side outputs: those of each layout (the request's first,
@@ -97,26 +157,26 @@ impl SidePlan {
         len: u64,
         rereadable: bool,
     ) -> SidePlan {
-        let mut specs = vec![Spec {
-            layout,
-            alg,
-            jobs: layout.plan(alg, len, keep_leaves),
-        }];
-        let mut at = |spec: Option<(Layout, Algorithm)>, one_leaf_per_job| {
-            spec.map(|(layout, alg)| {
-                specs.push(Spec {
-                    layout,
-                    alg,
-                    jobs: layout.plan(alg, len, one_leaf_per_job),
-                });
+        let mut specs = vec![Spec::new(layout, alg, layout.plan(alg, len, keep_leaves))];
+        let mut at = |spec: Option<Spec>| {
+            spec.map(|spec| {
+                specs.push(spec);
                 specs.len() - 1
             })
         };
-        for &spec in &side.digests {
-            at(Some(spec), false);
+        for &(layout, alg) in &side.digests {
+            at(Some(Spec::new(layout, alg, layout.plan(alg, len, false))));
         }
         let digests_at = 1..1 + side.digests.len();
-        let leaves_at = at(side.leaves, true);
+        let leaves_at = at(side.leaves.map(|leaves| match leaves {
+            Leaves::Layout(layout, alg) => Spec::new(layout, alg, layout.plan(alg, len, true)),
+            Leaves::Blake3Subtrees(size) => Spec::new(
+                Layout::Plain,
+                Algorithm::Blake3,
+                layout::subtree_jobs(len, size),
+            ),
+        }));
+        SidePlan::join_plain(&mut specs);
         // A cut between jobs read is a boundary of every layout's jobs.
         let mut cuts: Vec<u64> = boundaries(&specs[0].jobs);
         for spec in &specs[1..] {
@@ -204,13 +264,45 @@ impl SidePlan {
         }
     }
 
+    /// Marks the specs whose digests are joined from the finest subtrees of BLAKE3's tree
+    /// among them, which alone are hashed.
+    fn join_plain(specs: &mut [Spec]) {
+        let finest = (0..specs.len())
+            .filter(|&i| specs[i].is_subtrees())
+            .max_by_key(|&i| (specs[i].jobs.len(), std::cmp::Reverse(i)));
+        let Some(finest) = finest else {
+            return;
+        };
+        for i in 0..specs.len() {
+            if i != finest && specs[i].joins_from(&specs[finest]) {
+                specs[i].from = Some(finest);
+            }
+        }
+    }
+
+    /// The digests of spec `s`'s jobs in job read `read`, joined from `finer`, the digests of
+    /// its [`Spec::from`]'s jobs in that read: as many as are whole (all, unless the input
+    /// ended early).
+    fn joined(&self, s: usize, read: usize, finer: &[Digest]) -> Vec<Digest> {
+        let (spec, from) = (&self.specs[s], self.specs[s].from.expect("a joined spec"));
+        let first = self.reads[read].1[from].start;
+        let mut digests = Vec::new();
+        for (r, kind) in &spec.jobs[self.reads[read].1[s].clone()] {
+            let within = self.specs[from].within(r);
+            let Some(subtrees) = finer.get(within.start - first..within.end - first) else {
+                break;
+            };
+            let is_root = *kind == JobKind::Layout;
+            digests.push(layout::join_subtrees(spec.alg, subtrees, is_root));
+        }
+        digests
+    }
+
     /// The plan of a stream, read as one job: each layout that takes a stream hashes it as
     /// one job of unknown length; no leaves.
     pub(super) fn of_stream((layout, alg): (Layout, Algorithm), side: &Side) -> SidePlan {
-        let whole = |(layout, alg): (Layout, Algorithm)| Spec {
-            layout,
-            alg,
-            jobs: vec![(0..u64::MAX, JobKind::Layout)],
+        let whole = |(layout, alg): (Layout, Algorithm)| {
+            Spec::new(layout, alg, vec![(0..u64::MAX, JobKind::Layout)])
         };
         let mut specs = vec![whole((layout, alg))];
         specs.extend(side.digests.iter().map(|&spec| whole(spec)));
@@ -281,9 +373,13 @@ impl SidePlan {
     /// A hasher for job read `read`, sharing each chunk's layouts among up to `width`
     /// threads ([`SideHasher::update`]).
     pub(super) fn hasher(self: &Arc<SidePlan>, read: usize, width: usize) -> SideHasher {
+        // A joined spec's sink starts nothing: it is fed no bytes.
         let mut sinks: Vec<Sink> = (0..self.specs.len())
             .map(|s| Sink {
-                next: self.reads[read].1[s].start,
+                next: match self.specs[s].from {
+                    Some(_) => self.reads[read].1[s].end,
+                    None => self.reads[read].1[s].start,
+                },
                 current: None,
                 digests: Vec::new(),
             })
@@ -415,7 +511,9 @@ impl SideHasher {
     /// A thread that cannot be started leaves its share to this one.
     fn update(&mut self, data: &[u8]) {
         let (plan, read) = (&*self.plan, self.read);
-        let threads = self.width.min(self.sinks.len());
+        // Joined specs are fed nothing: no thread for them.
+        let hashed = plan.specs.iter().filter(|spec| spec.from.is_none()).count();
+        let threads = self.width.min(hashed);
         if threads <= 1 || data.len() < SHARED_CHUNK {
             for (s, sink) in self.sinks.iter_mut().enumerate() {
                 sink.update(plan, read, s, data);
@@ -455,7 +553,8 @@ impl SideHasher {
     /// The digests of every layout's jobs in the job read, in order: a stream's one job ends
     /// here, wherever it ended.
     pub(super) fn finalize(self) -> Box<[Vec<Digest>]> {
-        self.sinks
+        let mut digests: Box<[Vec<Digest>]> = self
+            .sinks
             .into_iter()
             .map(|mut sink| {
                 if let Some((hasher, _)) = sink.current.take() {
@@ -463,7 +562,13 @@ impl SideHasher {
                 }
                 sink.digests
             })
-            .collect()
+            .collect();
+        for (s, spec) in self.plan.specs.iter().enumerate() {
+            if let Some(from) = spec.from {
+                digests[s] = self.plan.joined(s, self.read, &digests[from]);
+            }
+        }
+        digests
     }
 }
 
@@ -496,5 +601,47 @@ impl Hashing {
             Hashing::One(h) => Out::One(h.finalize()),
             Hashing::Side(h) => Out::Side(h.finalize()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which spec each spec of the plan is joined from.
+    fn joined(main: (Layout, Algorithm), side: Side, len: u64) -> Vec<Option<usize>> {
+        let plan = SidePlan::of_file(main, false, &side, len);
+        plan.specs.iter().map(|s| s.from).collect()
+    }
+
+    #[test]
+    fn plain_blake3_and_its_subtree_leaves_are_hashed_once_the_coarser_joined_from_the_finer() {
+        let size = |bytes| LeafSize::new(bytes).unwrap();
+        let plain = (Layout::Plain, Algorithm::Blake3);
+        let leaves = |bytes| Side {
+            digests: Vec::new(),
+            leaves: Some(Leaves::Blake3Subtrees(size(bytes))),
+        };
+        // Two leaves or more: the digest joins from them, in 4 MiB pieces or whole.
+        assert_eq!(joined(plain, leaves(64 << 10), 9 << 20), [Some(1), None]);
+        assert_eq!(
+            joined(plain, leaves(64 << 10), (64 << 10) + 1),
+            [Some(1), None]
+        );
+        // Leaves coarser than the pieces join from them.
+        assert_eq!(joined(plain, leaves(8 << 20), 9 << 20), [None, Some(0)]);
+        // One leaf's chaining value is not the digest of the file: both are hashed.
+        assert_eq!(joined(plain, leaves(64 << 10), 64 << 10), [None, None]);
+        // Another algorithm, or a tree of another shape, is hashed beside the leaves.
+        let sha256 = (Layout::Plain, Algorithm::Sha256);
+        assert_eq!(joined(sha256, leaves(64 << 10), 9 << 20), [None, None]);
+        let rfc6962 = (Layout::Rfc6962(size(64 << 10)), Algorithm::Blake3);
+        assert_eq!(joined(rfc6962, leaves(64 << 10), 9 << 20), [None, None]);
+        // A migration to plain BLAKE3 joins from the leaves too.
+        let migration = Side {
+            digests: vec![plain],
+            ..leaves(64 << 10)
+        };
+        assert_eq!(joined(sha256, migration, 9 << 20), [None, Some(2), None]);
     }
 }

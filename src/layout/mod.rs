@@ -73,6 +73,22 @@ const _: () = assert!(TARGET_JOB_BYTES.is_power_of_two() && TARGET_JOB_BYTES >= 
 /// lanes idle and one stream of OpenSSL (about a sixth of the lanes' throughput) is as fast.
 const MIN_LANE_LEAVES: u64 = 4;
 
+/// A stream of `n` bytes cut into the subtrees of a tree algorithm's own tree
+/// ([`Algorithm::is_tree`]) that start every `size` bytes, a power of two of BLAKE3's 1 KiB
+/// chunks: jobs whose digests are the subtrees' chaining values, which
+/// [`join_subtrees`] joins into the plain digest of the stream. An audit's outboard leaves.
+pub fn subtree_jobs(n: u64, size: LeafSize) -> Vec<(Range<u64>, JobKind)> {
+    plain::subtrees(n, size.get())
+}
+
+/// The plain digest (`is_root`) or chaining value of consecutive subtrees of a tree
+/// algorithm's own tree, in order, all of one power-of-two length but the last, which may be
+/// shorter: the digests of [`subtree_jobs`], or of the pieces of [`Layout::plan`]. Two or more
+/// for a root: one subtree's chaining value is not the digest of its bytes.
+pub fn join_subtrees(alg: Algorithm, subtrees: &[Digest], is_root: bool) -> Digest {
+    plain::join_subtrees(alg, subtrees, is_root)
+}
+
 /// A layout together with its parameters: the validated value the program sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {

@@ -21,14 +21,35 @@ pub(super) fn plan(alg: Algorithm, n: u64, whole: bool) -> Vec<(Range<u64>, JobK
     if !in_pieces(alg, n, whole) {
         return vec![(0..n, JobKind::Layout)];
     }
-    (0..n.div_ceil(TARGET_JOB_BYTES))
-        .map(|i| i * TARGET_JOB_BYTES..n.min((i + 1) * TARGET_JOB_BYTES))
+    pieces(n, TARGET_JOB_BYTES)
         .map(|r| {
             let kind = match alg.is_tree() {
                 true => JobKind::Subtree { offset: r.start },
                 false => JobKind::Layout,
             };
             (r, kind)
+        })
+        .collect()
+}
+
+/// The pieces of `size` bytes of a stream of `n` bytes (the last one shorter); none if `n`
+/// is 0.
+fn pieces(n: u64, size: u64) -> impl Iterator<Item = Range<u64>> {
+    (0..n.div_ceil(size)).map(move |i| i * size..n.min((i + 1) * size))
+}
+
+/// A stream of `n` bytes cut into the subtrees of a tree algorithm's own tree that start
+/// every `size` bytes, each a job whose digest is its chaining value: `size` must be a power
+/// of two of BLAKE3's 1 KiB chunks. None for an empty stream.
+pub(super) fn subtrees(n: u64, size: u64) -> Vec<(Range<u64>, JobKind)> {
+    assert!(
+        size.is_power_of_two() && size >= 1024,
+        "not a BLAKE3 subtree"
+    );
+    pieces(n, size)
+        .map(|r| {
+            let offset = r.start;
+            (r, JobKind::Subtree { offset })
         })
         .collect()
 }
@@ -63,7 +84,7 @@ pub(super) fn join(alg: Algorithm, pieces: &[(Range<u64>, Digest)]) -> Digest {
 /// The root (`is_root`) or chaining value of consecutive subtrees of a tree algorithm, all
 /// of one power-of-two length but the last: BLAKE3's shape, where the left side takes the
 /// largest power of two of them strictly less than their count.
-fn join_subtrees(alg: Algorithm, subtrees: &[Digest], is_root: bool) -> Digest {
+pub(super) fn join_subtrees(alg: Algorithm, subtrees: &[Digest], is_root: bool) -> Digest {
     match subtrees {
         [one] => *one,
         _ => {

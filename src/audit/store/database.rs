@@ -56,7 +56,8 @@
 //!     checked       INTEGER,            -- ns since the epoch: when an audit last read it
 //!     verdict       TEXT,               -- and what it found: ok, corrupt, modified, ...
 //!     outboard_leaf INTEGER,            -- leaf size of the outboard tree
-//!     outboard      BLOB                -- its leaf digests, concatenated
+//!     outboard      BLOB                -- its leaf digests, concatenated, after a byte 1
+//!                                       -- for BLAKE3 subtrees (none: RFC 6962, earlier builds)
 //! );
 //! CREATE TABLE repairs (                -- since version 2
 //!     path          BLOB PRIMARY KEY,   -- a file being repaired in place
