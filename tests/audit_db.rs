@@ -139,6 +139,33 @@ fn the_database_inside_the_tree_under_another_name_is_not_audited_either() {
 }
 
 #[test]
+fn arguments_that_overlap_see_the_records_as_they_were_before_the_audit() {
+    // The second argument meets files the first one's walk updated: both say what the
+    // database held before this audit, and neither calls a file of the other missing.
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("t/sub")).unwrap();
+    for name in ["t/a", "t/sub/b"] {
+        fs::write(dir.path().join(name), "old").unwrap();
+    }
+    audit(dir.path(), &["-r", "t"]);
+    fs::write(dir.path().join("t/sub/b"), "edited").unwrap();
+    let both = audit(dir.path(), &["--update", "-r", "t", "t/sub", "t/sub/b"]);
+    assert_eq!(
+        both.stdout(),
+        "ok  t/a\nmodified  t/sub/b\nmodified  t/sub/b\nmodified  t/sub/b\n",
+        "{}",
+        both.stderr()
+    );
+    let after = audit(dir.path(), &["-r", "t"]);
+    assert_eq!(
+        after.stdout(),
+        "ok  t/a\nok  t/sub/b\n",
+        "{}",
+        after.stderr()
+    );
+}
+
+#[test]
 fn several_trees_share_one_database() {
     let dir = tempdir();
     for t in ["a", "b"] {

@@ -61,6 +61,7 @@ pub(super) fn run(
         fatal: None,
         stopped: false,
     });
+    let paths: Vec<&Path> = targets.iter().filter_map(Target::path).collect();
     let mut planner = Planner {
         options,
         args: targets.iter(),
@@ -73,6 +74,7 @@ pub(super) fn run(
         deadline: options.time_budget.map(|budget| started + budget),
         ordered: None,
         spinning: false,
+        alone: super::store::alone(&paths).into_iter(),
         examine_first: true,
     };
     planner.spinning = spinning(targets, options.recursion);
@@ -211,6 +213,9 @@ struct Planner<'a> {
     /// Whether the reads spare a spinning disk ([`spinning`]): then they go in physical
     /// order.
     spinning: bool,
+    /// For each argument that is a path, in order, whether no other overlaps it
+    /// ([`super::store::alone`]).
+    alone: std::vec::IntoIter<bool>,
     /// Whether every file is examined (`stat`) before its record is looked up, not only
     /// where the record calls for its size ([`Planner::plan`]).
     examine_first: bool,
@@ -276,7 +281,8 @@ impl Planner<'_> {
             }
             let arg = self.args.next()?.clone();
             if let Some(path) = arg.path() {
-                self.shared.borrow_mut().store.walking(path);
+                let alone = self.alone.next().unwrap_or(false);
+                self.shared.borrow_mut().store.walking(path, alone);
             }
             let walk = walk(std::iter::once(arg.clone()), self.options.recursion);
             self.current = Some((arg, walk));

@@ -357,6 +357,30 @@ pub(crate) fn same_directory(path: &Path, other: &Path) -> bool {
     matches!((dir(path), dir(other)), (Ok(a), Ok(b)) if a == b)
 }
 
+/// Arguments beyond which [`alone`] takes every argument to overlap another, rather than
+/// compare each with each.
+const ALONE_UP_TO: usize = 64;
+
+/// For each of the arguments `args`, whether no other lies at, below or above it: then no
+/// file is looked up twice in one audit, and a store need not remember what a lookup of it
+/// found ([`RecordStore::walking`]). Beyond [`ALONE_UP_TO`] arguments (a shell's expansion of
+/// a tree's files), none is taken to be alone.
+pub fn alone(args: &[&Path]) -> Vec<bool> {
+    if args.len() > ALONE_UP_TO {
+        return vec![false; args.len()];
+    }
+    let keys: Vec<Vec<u8>> = args.iter().map(|a| manifest::key(a)).collect();
+    (0..keys.len())
+        .map(|i| {
+            (0..keys.len()).all(|j| {
+                i == j
+                    || !(manifest::is_within(&keys[i], &keys[j])
+                        || manifest::is_within(&keys[j], &keys[i]))
+            })
+        })
+        .collect()
+}
+
 /// A store's own file, as the walk of a tree holding it may meet it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OwnFile {
@@ -478,8 +502,10 @@ pub trait RecordStore {
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError>;
 
     /// The walk of the argument `path` begins: its files will be looked up in the bytewise
-    /// order of their paths, which a store may use to read their records ahead.
-    fn walking(&mut self, _path: &Path) {}
+    /// order of their paths, which a store may use to read their records ahead. `alone`: no
+    /// other argument of the audit lies at, below or above it ([`alone`]), so no file of
+    /// this walk is looked up again.
+    fn walking(&mut self, _path: &Path, _alone: bool) {}
 
     /// Whether the store holds records of files at or below `path` (which does not exist):
     /// they are reported `missing` rather than the path being unreadable.
@@ -597,6 +623,22 @@ mod tests {
         let bad = [digest.as_bytes(), &[0; 8]].concat();
         assert!(Record::from_value_bytes(layout, alg, big, &bad).is_err());
         assert!(Record::from_value_bytes(layout, alg, big, &bad[..17]).is_err());
+    }
+
+    #[test]
+    fn an_argument_is_alone_unless_another_lies_at_below_or_above_it() {
+        let paths = |names: &[&str]| -> Vec<bool> {
+            let paths: Vec<&Path> = names.iter().map(Path::new).collect();
+            alone(&paths)
+        };
+        assert_eq!(paths(&["a", "b", "a.txt", "ab"]), [true; 4]);
+        assert_eq!(paths(&["a", "b", "./a/x/"]), [false, true, false]);
+        assert_eq!(paths(&["t", "t"]), [false, false]);
+        assert_eq!(paths(&[".", "/abs", "../up"]), [true, true, true]);
+        assert_eq!(paths(&[".", "sub"]), [false, false]);
+        let many: Vec<String> = (0..=ALONE_UP_TO).map(|i| i.to_string()).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(paths(&many).iter().all(|a| !a));
     }
 
     #[test]

@@ -47,10 +47,12 @@ pub(super) struct Ahead {
     last: Option<Vec<u8>>,
     /// The usable records passed over, in name order.
     passed: Vec<(Vec<u8>, Record)>,
+    /// Whether no other argument overlaps this one.
+    alone: bool,
 }
 
 impl Ahead {
-    pub(super) fn new(arg: Vec<u8>) -> Ahead {
+    pub(super) fn new(arg: Vec<u8>, alone: bool) -> Ahead {
         let start = if arg == b"." { Vec::new() } else { arg.clone() };
         Ahead {
             arg,
@@ -60,7 +62,14 @@ impl Ahead {
             done: false,
             last: None,
             passed: Vec::new(),
+            alone,
         }
+    }
+
+    /// Whether no other argument of the audit overlaps this one: no file of its walk is
+    /// looked up twice.
+    pub(super) fn alone(&self) -> bool {
+        self.alone
     }
 
     /// Whether these are the records of the argument named `arg`.
