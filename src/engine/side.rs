@@ -610,7 +610,7 @@ mod tests {
 
     /// Which spec each spec of the plan is joined from.
     fn joined(main: (Layout, Algorithm), side: Side, len: u64) -> Vec<Option<usize>> {
-        let plan = SidePlan::of_file(main, false, &side, len);
+        let plan = SidePlan::of_file(main, false, &side, len, true);
         plan.specs.iter().map(|s| s.from).collect()
     }
 
