@@ -1355,6 +1355,29 @@ fn an_imported_s3_value_gets_the_verdict_of_check() {
     }
 }
 
+#[test]
+fn an_s3_value_over_parts_of_different_sizes_is_not_imported_but_said() {
+    let dir = tempdir();
+    fs::write(dir.path().join("odd"), b"odd").unwrap();
+    fs::write(dir.path().join("even"), b"even").unwrap();
+    let md5 = Algorithm::Md5.hash(b"even").to_hex();
+    // A record keeps one part size: a line listing each part's size has no record.
+    let sums = format!("S3-MD5-5M,1 (odd) = {md5}-2\nMD5 (even) = {md5}\n");
+    fs::write(dir.path().join("imp.sums"), sums).unwrap();
+    let r = run(
+        dir.path(),
+        ["--audit", "--db", "db", "--import", "imp.sums"],
+    );
+    assert!(
+        r.stderr()
+            .contains("line 1: an S3 value over parts of different sizes"),
+        "{}",
+        r.stderr()
+    );
+    let audited = run(dir.path(), ["--audit", "--db", "db", "even"]);
+    assert_eq!(audited.verdicts(), [("ok".to_string(), "even".to_string())]);
+}
+
 /// How the summary counts `n` files: "1 file", "2 files".
 fn files(n: usize) -> String {
     match n {
