@@ -569,8 +569,9 @@ proptest! {
         let mut combiner = layout.combiner(alg);
         combiner.add(0, 0..n, h.finalize());
         prop_assert_eq!(combiner.finish(n).unwrap().to_string(), expected.to_string());
-        // The jobs of a file, added last first.
+        // The jobs of a file, added last first; as many as counted without making them.
         let jobs = layout.plan(alg, n, false);
+        prop_assert_eq!(layout.job_count(alg, n), jobs.len() as u64);
         let mut combiner = layout.combiner(alg);
         for (i, (r, kind)) in jobs.iter().enumerate().rev() {
             let mut h = layout.hasher_for(alg, *kind);
