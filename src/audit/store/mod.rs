@@ -363,7 +363,7 @@ const ALONE_UP_TO: usize = 64;
 
 /// For each of the arguments `args`, whether no other lies at, below or above it: then no
 /// file is looked up twice in one audit, and a store need not remember what a lookup of it
-/// found ([`RecordStore::walking`]). Beyond [`ALONE_UP_TO`] arguments (a shell's expansion of
+/// found ([`RecordStore::walking`]). Beyond `ALONE_UP_TO` (64) arguments (a shell's expansion of
 /// a tree's files), none is taken to be alone.
 pub fn alone(args: &[&Path]) -> Vec<bool> {
     if args.len() > ALONE_UP_TO {
