@@ -409,17 +409,22 @@ impl Planner<'_> {
                 prior: entry.prior,
             });
         };
-        // Leaf digests wherever a record with them may be written: a new file, a record
-        // without them yet, records refreshed by --update, --fix or a migration; never of a
-        // file of one leaf, which keeps none.
+        // Leaf digests wherever a record with them may be written: a new file, a record of
+        // several leaves without them yet, records refreshed by --update, --fix or a
+        // migration; never of a file of one leaf, which keeps none (a verify of small files
+        // needs not even their size before the read).
         let keeps = self.shared.borrow().store.keeps_outboards();
         let may_write = |migrates: bool| {
             keeps
-                && (!matches!(entry.prior, Prior::Record(_))
-                    || !entry.has_outboard
-                    || update
-                    || fix
-                    || migrates)
+                && match &entry.prior {
+                    Prior::Record(r) => {
+                        (!entry.has_outboard && outboard::kept(r.stamp.len))
+                            || update
+                            || fix
+                            || migrates
+                    }
+                    _ => true,
+                }
         };
         if meta.is_none() && (may_write(false) || has_no_value(spec.0, 0).is_some()) {
             let Some(examined) = self.examine(&path, named) else {
