@@ -694,10 +694,10 @@ struct Job {
 
 impl Job {
     /// A hasher for the job; one of side outputs may share a chunk's layouts among `width`
-    /// threads.
-    fn hashing(&self, width: usize) -> Hashing {
+    /// threads, and (`multi_buffer`) hash some in SIMD lanes.
+    fn hashing(&self, width: usize, multi_buffer: bool) -> Hashing {
         match &self.side {
-            Some(plan) => Hashing::Side(Box::new(plan.hasher(self.index, width))),
+            Some(plan) => Hashing::Side(Box::new(plan.hasher(self.index, width, multi_buffer))),
             None => Hashing::One(self.layout.hasher_for(self.alg, self.kind)),
         }
     }

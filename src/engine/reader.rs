@@ -195,7 +195,7 @@ impl Reader {
                 }])
                 .ok();
         }
-        let hashing = job.hashing(self.hashing_width());
+        let hashing = job.hashing(self.hashing_width(), self.multi_buffer);
         self.out.send(Msg::Begin(Box::new(hashing))).ok()?;
         let chunk = self.file_chunk_size();
         let spread = spread_for(&job, chunk);
@@ -226,7 +226,7 @@ impl Reader {
         shared: &SharedFile,
         len: u64,
     ) -> Option<Result<(Range<u64>, Out), InputError>> {
-        let mut hasher = job.hashing(self.hashing_width());
+        let mut hasher = job.hashing(self.hashing_width(), self.multi_buffer);
         let (start, chunk) = (job.start, self.chunk_size);
         let mut reader = shared.file.range_reader(start..start + len, chunk);
         if let Some(piece) = spread_for(job, chunk) {

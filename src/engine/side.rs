@@ -26,6 +26,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::algorithm::{Algorithm, Digest};
+use crate::lanes::{Event, Kernel, Lane, Lanes};
 use crate::layout::{self, Combiner, JobHasher, JobKind, Layout, LeafSize, NoRoot, Root};
 use crate::source::Pieces;
 
@@ -142,10 +143,10 @@ impl SidePlan {
     ///
     /// Where the layouts share no cut, so that one read would take the whole file, while
     /// each of them cuts it into several jobs of one message each (the part sizes guessed for
-    /// an ETag: 16 MiB and 17 MB), a `rereadable` file (a local one, not a remote object) is
-    /// read once per layout instead: each job of each layout a read of its own, in the order
-    /// of their offsets, so that every worker takes some and the lanes hash up to 32 parts at
-    /// once.
+    /// an ETag: 16 MiB and 17 MB), too few for one lane set to take them all in that read
+    /// ([`MIN_LANED`]), a `rereadable` file (a local one, not a remote object) is read once
+    /// per layout instead: each job of each layout a read of its own, in the order of their
+    /// offsets, so that every worker takes some and the lanes hash up to 32 parts at once.
     /// Measured on a 1 GiB file in 16 MiB parts (2 guesses, AVX-512 MD5, `docs/performance.md`)
     /// one read fed both guesses' MD5s one block at a time and took 4 times as long; the jobs
     /// of one offset follow each other, so that the bytes come from the page cache after the
@@ -215,16 +216,20 @@ impl SidePlan {
         };
         let separate =
             rereadable && reads.len() == 1 && side.leaves.is_none() && specs.iter().all(messages);
-        SidePlan {
-            reads: match separate {
-                true => separate_reads(&specs),
-                false => reads,
-            },
+        let mut plan = SidePlan {
             specs,
             digests_at,
             leaves_at,
-            separate,
+            reads,
+            separate: false,
+        };
+        // Unless one lane set takes them all: then one read hashes them as fast.
+        let in_lanes = plan.laned(0).map_or(0, |(_, specs)| specs.len());
+        if separate && in_lanes < plan.specs.len() {
+            plan.reads = separate_reads(&plan.specs);
+            plan.separate = true;
         }
+        plan
     }
 
     /// For a plan whose reads are each one job of one layout: that layout's index among the
@@ -372,10 +377,23 @@ impl SidePlan {
 
     /// A hasher for job read `read`, sharing each chunk's layouts among up to `width`
     /// threads ([`SideHasher::update`]).
-    pub(super) fn hasher(self: &Arc<SidePlan>, read: usize, width: usize) -> SideHasher {
-        // A joined spec's sink starts nothing: it is fed no bytes.
+    ///
+    /// With `multi_buffer`, the layouts whose jobs in the read are one message each in an
+    /// algorithm with SIMD lanes (the part sizes guessed for an ETag: MD5 parts) share a lane
+    /// set, where there are enough of them to fill a few lanes and fewer than it has.
+    pub(super) fn hasher(
+        self: &Arc<SidePlan>,
+        read: usize,
+        width: usize,
+        multi_buffer: bool,
+    ) -> SideHasher {
+        let laned = self.laned(read).filter(|_| multi_buffer);
+        let in_lanes = |s: usize| laned.as_ref().is_some_and(|(_, specs)| specs.contains(&s));
         let mut sinks: Vec<Sink> = (0..self.specs.len())
+            .filter(|&s| !in_lanes(s))
             .map(|s| Sink {
+                spec: s,
+                // A joined spec's sink starts nothing: it is fed no bytes.
                 next: match self.specs[s].from {
                     Some(_) => self.reads[read].1[s].end,
                     None => self.reads[read].1[s].start,
@@ -384,15 +402,62 @@ impl SidePlan {
                 digests: Vec::new(),
             })
             .collect();
-        for (s, sink) in sinks.iter_mut().enumerate() {
-            sink.advance(self, read, s);
+        for sink in &mut sinks {
+            sink.advance(self, read);
         }
+        let lanes = laned.map(|(kernel, specs)| {
+            let mut lanes = Laned {
+                set: Lanes::with_kernel(kernel),
+                sinks: (specs.iter())
+                    .map(|&s| {
+                        let jobs = self.reads[read].1[s].clone();
+                        LaneSink {
+                            spec: s,
+                            first: jobs.start,
+                            next: jobs.start,
+                            current: None,
+                            digests: vec![None; jobs.len()],
+                        }
+                    })
+                    .collect(),
+            };
+            for i in 0..lanes.sinks.len() {
+                lanes.start_next(self, read, i);
+            }
+            Box::new(lanes)
+        });
         SideHasher {
             plan: Arc::clone(self),
             read,
             sinks,
+            lanes,
             width,
         }
+    }
+
+    /// The kernel and layouts of job read `read` that a lane set takes: those whose jobs in
+    /// it are one message each, in the algorithm of the first of them, if it has a
+    /// multi-buffer kernel; at least [`MIN_LANED`], fewer than the kernel's lanes (a message
+    /// each, and one more ended and not yet hashed). Not of a stream, whose one job ends
+    /// wherever it ends.
+    fn laned(&self, read: usize) -> Option<(Kernel, Vec<usize>)> {
+        if self.reads[read].0.end == u64::MAX {
+            return None;
+        }
+        // Not a joined spec, whose digests are not hashed.
+        let messages = |s: &usize| {
+            let spec = &self.specs[*s];
+            let jobs = &spec.jobs[self.reads[read].1[*s].clone()];
+            spec.from.is_none()
+                && (jobs.iter()).all(|(r, _)| spec.layout.message_prefix(r.end - r.start).is_some())
+        };
+        let specs: Vec<usize> = (0..self.specs.len()).filter(messages).collect();
+        let alg = self.specs[*specs.first()?].alg;
+        let kernel = Kernel::multi_buffer(alg)?;
+        let specs: Vec<usize> = (specs.into_iter())
+            .filter(|&s| self.specs[s].alg == alg)
+            .collect();
+        (specs.len() >= MIN_LANED && specs.len() < kernel.lanes()).then_some((kernel, specs))
     }
 }
 
@@ -447,15 +512,18 @@ impl SideFold {
 /// One layout's jobs in a job read: the next to start, the one being fed (its hasher and
 /// the bytes it still takes), the digests of those done.
 struct Sink {
+    /// The layout's index among the plan's.
+    spec: usize,
     next: usize,
     current: Option<(JobHasher, u64)>,
     digests: Vec<Digest>,
 }
 
 impl Sink {
-    /// Finishes this sink's jobs that need no more bytes and starts its next one that does;
-    /// it is layout `s` of `plan` in job read `read`.
-    fn advance(&mut self, plan: &SidePlan, read: usize, s: usize) {
+    /// Finishes this sink's jobs that need no more bytes and starts its next one that does,
+    /// in job read `read` of `plan`.
+    fn advance(&mut self, plan: &SidePlan, read: usize) {
+        let s = self.spec;
         let end = plan.reads[read].1[s].end;
         loop {
             if let Some((_, 0)) = &self.current {
@@ -476,7 +544,7 @@ impl Sink {
     }
 
     /// Feeds `data`, the next bytes of the job read, to this sink's jobs.
-    fn update(&mut self, plan: &SidePlan, read: usize, s: usize, mut data: &[u8]) {
+    fn update(&mut self, plan: &SidePlan, read: usize, mut data: &[u8]) {
         while !data.is_empty() {
             let Some((hasher, left)) = &mut self.current else {
                 break;
@@ -485,8 +553,159 @@ impl Sink {
             hasher.update(&data[..take]);
             *left -= take as u64;
             data = &data[take..];
-            self.advance(plan, read, s);
+            self.advance(plan, read);
         }
+    }
+}
+
+/// The fewest layouts that a lane set takes: two or three messages in a kernel of 16 lanes
+/// run no faster than one after another.
+const MIN_LANED: usize = 4;
+
+/// A chunk's bytes, shared by the lanes that hash them.
+struct Shared(Arc<[u8]>, Range<usize>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0[self.1.clone()]
+    }
+}
+
+/// A layout's jobs in a job read whose messages go into a lane set ([`Laned`]).
+struct LaneSink {
+    spec: usize,
+    /// The index of the read's first job of the layout, and of the next to start.
+    first: usize,
+    next: usize,
+    /// The job being fed: in a lane, or on this thread where no lane was free; the bytes it
+    /// still takes.
+    current: Option<(Current, u64)>,
+    /// The digests of the read's jobs, as they come (a lane may end a message after the
+    /// next one's).
+    digests: Vec<Option<Digest>>,
+}
+
+enum Current {
+    Lane(Lane),
+    /// Rare (no lane was free): boxed, as `Hashing::Side`'s hasher is.
+    Here(Box<JobHasher>),
+}
+
+/// The layouts of a job read whose jobs are one message each, hashed side by side in one
+/// lane set: the part sizes guessed for an ETag, which one read feeds the same bytes.
+struct Laned {
+    set: Lanes<(usize, usize), Shared>,
+    sinks: Vec<LaneSink>,
+}
+
+impl Laned {
+    /// Starts sink `i`'s next job, if it has one, and ends those that take no bytes.
+    fn start_next(&mut self, plan: &SidePlan, read: usize, i: usize) {
+        loop {
+            let sink = &mut self.sinks[i];
+            if sink.current.is_some() || sink.next == plan.reads[read].1[sink.spec].end {
+                return;
+            }
+            let spec = &plan.specs[sink.spec];
+            let (range, kind) = &spec.jobs[sink.next];
+            let len = range.end - range.start;
+            let prefix = spec.layout.message_prefix(len).expect("a message");
+            let tag = (i, sink.next);
+            sink.next += 1;
+            let current = match self.free_lane(tag, prefix) {
+                Some(lane) => Current::Lane(lane),
+                None => Current::Here(Box::new(spec.layout.hasher_for(spec.alg, *kind))),
+            };
+            self.sinks[i].current = Some((current, len));
+            if len == 0 {
+                self.end(i);
+            }
+        }
+    }
+
+    /// A lane for a message `tag` that begins with `prefix`: a free one, or one that a
+    /// message already ended leaves once hashed; `None` if none does.
+    fn free_lane(&mut self, tag: (usize, usize), prefix: &[u8]) -> Option<Lane> {
+        loop {
+            if let Ok(lane) = self.set.start_with_prefix(tag, prefix) {
+                return Some(lane);
+            }
+            match self.set.flush()? {
+                Event::Finished(tag, digest) => self.record(tag, digest),
+                Event::Consumed(_) => {}
+            }
+        }
+    }
+
+    fn record(&mut self, (i, job): (usize, usize), digest: Digest) {
+        let sink = &mut self.sinks[i];
+        sink.digests[job - sink.first] = Some(digest);
+    }
+
+    /// Ends sink `i`'s current job, whose bytes are all in.
+    fn end(&mut self, i: usize) {
+        let sink = &mut self.sinks[i];
+        let tag = (i, sink.next - 1);
+        match sink.current.take() {
+            Some((Current::Lane(lane), _)) => self.set.finish(lane),
+            Some((Current::Here(hasher), _)) => self.record(tag, hasher.finalize()),
+            None => {}
+        }
+    }
+
+    /// Feeds `data`, the next bytes of the job read, to every sink's jobs, and hashes the
+    /// lanes as far as they have bytes.
+    fn update(&mut self, plan: &SidePlan, read: usize, data: &[u8]) {
+        let chunk: Arc<[u8]> = Arc::from(data);
+        for i in 0..self.sinks.len() {
+            let mut at = 0;
+            while at < data.len() {
+                let Some((current, left)) = &mut self.sinks[i].current else {
+                    break;
+                };
+                let take = (*left).min((data.len() - at) as u64) as usize;
+                match current {
+                    Current::Lane(lane) => {
+                        self.set.push(*lane, Shared(chunk.clone(), at..at + take))
+                    }
+                    Current::Here(hasher) => hasher.update(&data[at..at + take]),
+                }
+                *left -= take as u64;
+                at += take;
+                if *left == 0 {
+                    self.end(i);
+                    self.start_next(plan, read, i);
+                }
+            }
+        }
+        self.hash(false);
+    }
+
+    /// Hashes what the lanes hold: as long as every busy lane has bytes, or (`all`) to the
+    /// end of every message ended and every chunk pushed.
+    fn hash(&mut self, all: bool) {
+        loop {
+            let event = match all {
+                true => self.set.flush(),
+                false => self.set.poll(),
+            };
+            match event {
+                Some(Event::Finished(tag, digest)) => self.record(tag, digest),
+                Some(Event::Consumed(_)) => {}
+                None => return,
+            }
+        }
+    }
+
+    /// Every sink's digests, by layout.
+    fn finish(mut self) -> Vec<(usize, Vec<Digest>)> {
+        for i in 0..self.sinks.len() {
+            self.end(i);
+        }
+        self.hash(true);
+        (self.sinks.into_iter())
+            .map(|sink| (sink.spec, sink.digests.into_iter().flatten().collect()))
+            .collect()
     }
 }
 
@@ -499,6 +718,8 @@ pub(super) struct SideHasher {
     plan: Arc<SidePlan>,
     read: usize,
     sinks: Vec<Sink>,
+    /// The layouts hashed in a lane set, on this thread.
+    lanes: Option<Box<Laned>>,
     /// Threads a chunk's layouts may be shared among: more than one where a job read is
     /// alone on cores that would idle (a file whose layouts share no job boundary is one
     /// job read: the part sizes guessed for an ETag, 16 MiB and 17 MB, are).
@@ -511,19 +732,24 @@ impl SideHasher {
     /// A thread that cannot be started leaves its share to this one.
     fn update(&mut self, data: &[u8]) {
         let (plan, read) = (&*self.plan, self.read);
+        if let Some(lanes) = &mut self.lanes {
+            lanes.update(plan, read, data);
+        }
         // Joined specs are fed nothing: no thread for them.
-        let hashed = plan.specs.iter().filter(|spec| spec.from.is_none()).count();
+        let hashed = (self.sinks.iter())
+            .filter(|sink| plan.specs[sink.spec].from.is_none())
+            .count();
         let threads = self.width.min(hashed);
         if threads <= 1 || data.len() < SHARED_CHUNK {
-            for (s, sink) in self.sinks.iter_mut().enumerate() {
-                sink.update(plan, read, s, data);
+            for sink in &mut self.sinks {
+                sink.update(plan, read, data);
             }
             return;
         }
         let per = self.sinks.len().div_ceil(threads);
-        let feed = move |first: usize, group: &mut [Sink]| {
-            for (i, sink) in group.iter_mut().enumerate() {
-                sink.update(plan, read, first + i, data);
+        let feed = move |group: &mut [Sink]| {
+            for sink in group {
+                sink.update(plan, read, data);
             }
         };
         let failed: Vec<usize> = std::thread::scope(|scope| {
@@ -532,17 +758,17 @@ impl SideHasher {
             let failed = groups
                 .filter_map(|(g, group)| {
                     let thread = std::thread::Builder::new();
-                    let started = thread.spawn_scoped(scope, move || feed(g * per, group));
+                    let started = thread.spawn_scoped(scope, move || feed(group));
                     started.err().map(|_| g)
                 })
                 .collect();
-            feed(0, here);
+            feed(here);
             failed
         });
         for g in failed {
             let first = g * per;
             let end = (first + per).min(self.sinks.len());
-            feed(first, &mut self.sinks[first..end]);
+            feed(&mut self.sinks[first..end]);
         }
     }
 
@@ -553,22 +779,22 @@ impl SideHasher {
     /// The digests of every layout's jobs in the job read, in order: a stream's one job ends
     /// here, wherever it ended.
     pub(super) fn finalize(self) -> Box<[Vec<Digest>]> {
-        let mut digests: Box<[Vec<Digest>]> = self
-            .sinks
-            .into_iter()
-            .map(|mut sink| {
-                if let Some((hasher, _)) = sink.current.take() {
-                    sink.digests.push(hasher.finalize());
-                }
-                sink.digests
-            })
-            .collect();
+        let mut out = vec![Vec::new(); self.plan.specs.len()];
+        for mut sink in self.sinks {
+            if let Some((hasher, _)) = sink.current.take() {
+                sink.digests.push(hasher.finalize());
+            }
+            out[sink.spec] = sink.digests;
+        }
+        for (spec, digests) in self.lanes.map(|l| l.finish()).unwrap_or_default() {
+            out[spec] = digests;
+        }
         for (s, spec) in self.plan.specs.iter().enumerate() {
             if let Some(from) = spec.from {
-                digests[s] = self.plan.joined(s, self.read, &digests[from]);
+                out[s] = self.plan.joined(s, self.read, &out[from]);
             }
         }
-        digests
+        out.into_boxed_slice()
     }
 }
 
