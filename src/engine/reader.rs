@@ -503,7 +503,7 @@ pub(super) struct Dealer {
     idle: AtomicUsize,
     /// The cores the readers and hashers run on ([`crate::Engine::with_cores`]).
     cores: usize,
-    /// The workers asked for ([`crate::Engine::new`]).
+    /// The workers asked for ([`crate::engine::Engine::new`]).
     threads: usize,
 }
 
