@@ -1100,4 +1100,26 @@ mod tests {
         assert_eq!(index(&DatabaseStore::open(&path, false).unwrap()), 1);
         assert_eq!(index(&DatabaseStore::open(&path, true).unwrap()), 0);
     }
+
+    #[test]
+    fn a_row_of_the_wrong_types_is_an_unusable_record_that_names_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let db = DatabaseStore::open(&path, true).unwrap();
+        db.conn
+            .execute_batch(
+                "INSERT INTO records (path, size, mtime_sec, mtime_nsec, layout, algorithm, digest)
+                 VALUES (x'66', 3, 5, 0, 7, 'blake3', x'00'),
+                        (x'67', 3, 5, 0, 'plain', 'blake3', 'text');",
+            )
+            .unwrap();
+        drop(db);
+        let mut db = DatabaseStore::open(&path, true).unwrap();
+        for (name, column) in [("f", "layout"), ("g", "digest")] {
+            match db.lookup(Path::new(name)).unwrap().prior {
+                Prior::Unusable(why) => assert!(why.contains(column), "{why}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 }

@@ -189,12 +189,16 @@ pub(super) fn entry(
     }
 }
 
+/// The record of a row, its texts and digest read in place (a verify reads every row).
 fn parse_row(row: &rusqlite::Row) -> Result<Record, String> {
     let get_i64 = |i: usize| row.get::<_, i64>(i).map_err(|e| e.to_string());
+    let value = |i: usize| row.get_ref(i).map_err(|e| e.to_string());
+    // Where the value is of another type, rusqlite's own message names the column.
+    let text = |i: usize| value(i)?.as_str().map_err(|_| why_not::<String>(row, i));
     let size = u64::try_from(get_i64(1)?).map_err(|_| "negative size")?;
     let nsec = u32::try_from(get_i64(3)?).map_err(|_| "bad nanoseconds")?;
     let mtime = Mtime::new(get_i64(2)?, nsec).ok_or("bad nanoseconds")?;
-    let layout: String = row.get(4).map_err(|e| e.to_string())?;
+    let layout = text(4)?;
     let leaf = row
         .get::<_, Option<i64>>(5)
         .map_err(|e| e.to_string())?
@@ -205,16 +209,25 @@ fn parse_row(row: &rusqlite::Row) -> Result<Record, String> {
                 .ok_or("bad leaf size")
         })
         .transpose()?;
-    let layout = Layout::from_name(&layout, leaf).map_err(|e| e.to_string())?;
+    let layout = Layout::from_name(layout, leaf).map_err(|e| e.to_string())?;
     if layout.size_parameter().is_some() && leaf.is_none() {
         return Err("leaf size missing".into());
     }
-    let algorithm: String = row.get(6).map_err(|e| e.to_string())?;
-    let algorithm: Algorithm = algorithm
+    let algorithm: Algorithm = text(6)?
         .parse()
         .map_err(|e: crate::algorithm::UnknownAlgorithm| e.to_string())?;
-    let digest: Vec<u8> = row.get(7).map_err(|e| e.to_string())?;
-    Record::from_value_bytes(layout, algorithm, Stamp::new(size, mtime), &digest)
+    let digest = value(7)?
+        .as_blob()
+        .map_err(|_| why_not::<Vec<u8>>(row, 7))?;
+    Record::from_value_bytes(layout, algorithm, Stamp::new(size, mtime), digest)
+}
+
+/// Why column `i` of `row` is not a `T`, as rusqlite says it.
+fn why_not<T: rusqlite::types::FromSql>(row: &rusqlite::Row, i: usize) -> String {
+    row.get::<_, T>(i).err().map_or_else(
+        || format!("column {i} has the wrong type"),
+        |e| e.to_string(),
+    )
 }
 
 pub(super) fn path_of(name: Vec<u8>) -> PathBuf {
