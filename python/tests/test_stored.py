@@ -198,6 +198,15 @@ def test_parts_of_any_size_the_store_tells_check_even_where_they_differ(
     assert verdict.returncode == 0 and ok_names(verdict) == {"six", "mixed"}
 
 
+def flip(path, offset):
+    """Flips a bit of the byte at `offset` of the file at `path`, keeping its size and mtime."""
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 1
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
 def compare(mtsum_bin, server, local, prefix, *args):  # noqa: F811
     return run(mtsum_bin, "--compare", *args, str(local), f"s3://{BUCKET}/{prefix}/",
                env=writer_env(server))
@@ -233,12 +242,7 @@ def test_parts_of_5_7_5_mib_and_1_byte_are_checked_part_by_part_and_a_flipped_by
     assert (record.status, record.layout, record.leaf_size) == ("ok", "s3", None), record
     assert record.part_sizes == sizes, record
     # A byte of the second part flipped, size and mtime kept.
-    path = local / "f"
-    stat = path.stat()
-    data = bytearray(path.read_bytes())
-    data[6 * MIB] ^= 1
-    path.write_bytes(bytes(data))
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    flip(local / "f", 6 * MIB)
     verdict = check(mtsum_bin, local, out.stdout)
     (local / "SUMS").unlink()
     assert verdict.returncode == 1 and "f: FAILED" in verdict.stdout, verdict.stdout
@@ -246,7 +250,7 @@ def test_parts_of_5_7_5_mib_and_1_byte_are_checked_part_by_part_and_a_flipped_by
     assert (flipped.returncode, flipped.stdout) == (1, "differs  f\n"), flipped.stderr
 
 
-def test_middle_parts_that_differ_unseen_are_told_with_every_part(
+def test_middle_parts_that_differ_unseen_are_told_with_every_part_and_asked_by_compare(
         mtsum_bin, server, s3, tmp_path):  # noqa: F811
     local = tmp_path / "copy"
     local.mkdir()
@@ -261,7 +265,20 @@ def test_middle_parts_that_differ_unseen_are_told_with_every_part(
                env=writer_env(server))
     assert told.returncode == 0 and "S3-MD5-6M,7M,5M,6M (f) = " in told.stdout, told.stdout
     verdict = check(mtsum_bin, local, told.stdout)
+    (local / "SUMS").unlink()
     assert verdict.returncode == 0 and ok_names(verdict) == {"f"}
+    # --compare needs no --every-part: an ETag that does not match the 6 MiB parts inferred
+    # makes it ask every part's size, and hash the file again at their ends.
+    same = compare(mtsum_bin, server, local, "inside")
+    assert (same.returncode, same.stdout) == (0, "ok  f\n"), same.stderr
+    [record] = mtsum.compare(local, f"s3://{BUCKET}/inside/",
+                             storage_options=storage_options(server))
+    assert record.status == "ok", record
+    assert record.part_sizes == [n * MIB for n in [6, 7, 5, 6]], record
+    # A byte of the third part flipped, size and mtime kept: that still differs.
+    flip(local / "f", 14 * MIB)
+    flipped = compare(mtsum_bin, server, local, "inside")
+    assert (flipped.returncode, flipped.stdout) == (1, "differs  f\n"), flipped.stderr
 
 
 def test_an_sse_kms_etag_is_no_md5_and_is_said_not_dropped(mtsum_bin, server, s3):  # noqa: F811
@@ -445,5 +462,11 @@ def test_an_sse_c_object_is_said_to_be_encrypted_with_a_customer_key(
         lines = compared.stdout.splitlines()
         assert lines[0] == "ok  plain" and lines[1].startswith(
             "unverified  secret  (encrypted with a customer key (SSE-C)"), compared.stdout
+        # Named as an operand, without a listing: the same cause, not a bare 400.
+        hashed = run(mtsum_bin, f"{prefix}secret", env=env)
+        assert hashed.returncode == 1 and hashed.stdout == "", hashed.stdout
+        assert hashed.stderr == (f"mtsum: {prefix}secret: encrypted with a customer key "
+                                 "(SSE-C): the store answers 400 to a HEAD without the key\n"), \
+            hashed.stderr
     finally:
         proxy.close()

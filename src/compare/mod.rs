@@ -176,16 +176,25 @@ fn run(
         .flat_map(|(name, first, second)| plan(name, first, second, options));
     let mut summary = Summary::default();
     let mut pieces: Vec<(Piece, Option<Result<FileDigest, InputError>>)> = Vec::new();
+    // From the first record held for a second look on, every record waits for the end, so
+    // that the sink still takes them in order of the names.
+    let mut held: Vec<(Record, Option<Recheck>)> = Vec::new();
     engine.run(tasks, |mut piece: Piece, outcome| {
         let finish = piece.finish.take();
         if let Some(Ok(digest)) = &outcome {
             summary.bytes += digest.size;
         }
         pieces.push((piece, outcome));
-        let Some(pending) = finish else {
+        let Some(mut pending) = finish else {
             return;
         };
+        let recheck = pending.recheck.take();
         let record = decide(pending, std::mem::take(&mut pieces));
+        let again = recheck.filter(|_| record.status == Status::Differs);
+        if again.is_some() || !held.is_empty() {
+            held.push((record, again));
+            return;
+        }
         summary.add(&record);
         if stopped.get() {
             return;
@@ -194,8 +203,107 @@ fn run(
             stopped.set(true);
         }
     });
+    for (record, again) in held {
+        let record = match again {
+            Some(again) => recheck(engine, record, again, &mut summary),
+            None => record,
+        };
+        summary.add(&record);
+        if !stopped.get() && sink(&record).is_break() {
+            stopped.set(true);
+        }
+    }
     summary.elapsed = started.elapsed();
     summary
+}
+
+/// What a second look at a `differs` needs: the local file, and the object whose part
+/// sizes were inferred from its first and last parts.
+#[derive(Debug)]
+struct Recheck {
+    side: Side,
+    local: Target,
+    object: StoredObject,
+}
+
+/// Whether a verdict on `stored`'s value under `tries` rests on part sizes inferred, not
+/// told: a multipart value of parts that keep to one size at both ends but may differ in
+/// the middle ([`crate::stored::Parts::may_differ_inside`]), which S3 allows and no
+/// client makes. Asking every part's size of each such object up front costs a `HEAD` per
+/// part (`--every-part`); asked only of one that seems to differ, it costs nothing where
+/// the copies agree, and no such object is called `differs` while it is fine.
+fn inferred(stored: &StoredObject, tries: &Tries) -> bool {
+    let parts = stored.parts.as_ref().is_some_and(|p| p.may_differ_inside());
+    parts && tries.layouts().iter().all(|l| matches!(l, Layout::S3(_)))
+}
+
+/// The record of a name that `differs` under part sizes inferred ([`inferred`]): every
+/// part's size is asked of the store, and where they are not those inferred the local file
+/// is hashed again at the parts' exact ends, which decide. Where the store cannot tell
+/// them, the first verdict stands.
+fn recheck(engine: &Engine, record: Record, again: Recheck, summary: &mut Summary) -> Record {
+    let Recheck {
+        side,
+        local,
+        object,
+    } = again;
+    let Some(told) = every_part(&object) else {
+        return record;
+    };
+    let Choice::Values(tries) = choose(&told) else {
+        return record;
+    };
+    if tries.layouts().iter().all(|l| matches!(l, Layout::S3(_))) {
+        // The parts are of the size inferred: the verdict stands.
+        return record;
+    }
+    let names = [
+        local.name_bytes().to_vec(),
+        told.url.as_str().as_bytes().to_vec(),
+    ];
+    let names = match side {
+        Side::First => names,
+        Side::Second => [names[1].clone(), names[0].clone()],
+    };
+    let piece = Piece {
+        what: Work::Value(side, Box::new(tries.clone())),
+        finish: None,
+    };
+    let mut pending = Some(Pending {
+        record,
+        names,
+        recheck: None,
+    });
+    let mut decided = None;
+    let task = Task::hash(local, tries.request(), piece);
+    engine.run([task], |piece: Piece, outcome| {
+        if let Some(Ok(digest)) = &outcome {
+            summary.bytes += digest.size;
+        }
+        if let Some(pending) = pending.take() {
+            decided = Some(decide(pending, vec![(piece, outcome)]));
+        }
+    });
+    decided.expect("the engine hands back every task")
+}
+
+/// `object` as the store describes it with every part's size asked; `None` where it
+/// cannot be asked again.
+fn every_part(object: &StoredObject) -> Option<StoredObject> {
+    let url = &object.url;
+    let key = url.as_str();
+    let cut = key.rfind('/')? + 1;
+    let options = remote::Options {
+        every_part: true,
+        ..(**url.options()).clone()
+    };
+    let prefix = remote::Url::with_options(&key[..cut], std::sync::Arc::new(options)).ok()?;
+    let name = key[cut..].to_string();
+    let told = remote::head_stored(&prefix, &[name]).ok()?.pop()?.ok()?;
+    Some(StoredObject {
+        url: url.clone(),
+        ..told
+    })
 }
 
 /// One name of a listing.
@@ -431,6 +539,8 @@ enum Work {
 struct Pending {
     record: Record,
     names: [Vec<u8>; 2],
+    /// Where a `differs` is to be looked at again with every part's size.
+    recheck: Option<Recheck>,
 }
 
 /// The tasks of one name: none to read (a name on one side, sizes that differ, a value
@@ -442,7 +552,11 @@ fn plan(
     options: &Options,
 ) -> Vec<Task<Piece>> {
     let decided = |record: Record, names: [Vec<u8>; 2]| {
-        let finish = Some(Pending { record, names });
+        let finish = Some(Pending {
+            record,
+            names,
+            recheck: None,
+        });
         vec![Task::pass(Piece {
             what: Work::Nothing,
             finish,
@@ -510,9 +624,18 @@ fn plan(
             Choice::Values(tries) => {
                 let sizes = tries.layouts().len();
                 record.sizes_tried = (sizes > 1).then_some(sizes);
+                let recheck = inferred(stored, &tries).then(|| Recheck {
+                    side,
+                    local: local.target.clone(),
+                    object: stored.clone(),
+                });
                 let piece = Piece {
                     what: Work::Value(side, Box::new(tries.clone())),
-                    finish: Some(Pending { record, names }),
+                    finish: Some(Pending {
+                        record,
+                        names,
+                        recheck,
+                    }),
                 };
                 return vec![Task::hash(local.target.clone(), tries.request(), piece)];
             }
@@ -532,7 +655,11 @@ fn plan(
         what: Work::Bytes(side),
         finish,
     };
-    let finish = Pending { record, names };
+    let finish = Pending {
+        record,
+        names,
+        recheck: None,
+    };
     vec![
         Task::hash(a.target, request.clone(), piece(Side::First, None)),
         Task::hash(b.target, request, piece(Side::Second, Some(finish))),
@@ -548,7 +675,9 @@ fn decide(
     pending: Pending,
     pieces: Vec<(Piece, Option<Result<FileDigest, InputError>>)>,
 ) -> Record {
-    let Pending { mut record, names } = pending;
+    let Pending {
+        mut record, names, ..
+    } = pending;
     let unreadable = |mut record: Record, side: Side, e: InputError| {
         let index = if side == Side::First { 0 } else { 1 };
         record.status = Status::Unreadable;

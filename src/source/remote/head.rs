@@ -22,7 +22,7 @@ use object_store::path::Path as Key;
 use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, Signer};
 
 use super::profile::Profile;
-use super::store::{ACCESS_DENIED, client_options, fault, key_of, runtime, s3_builder};
+use super::store::{ACCESS_DENIED, SSE_C_HEAD, client_options, fault, key_of, runtime, s3_builder};
 use super::stored::{
     CHECKSUM_ALGORITHMS, CUSTOMER_KEY, Parts, StoredChecksum, StoredObject, checksum_kind,
     etag_parts,
@@ -329,8 +329,3 @@ impl Heads {
         }
     }
 }
-
-/// Why a `HEAD` of an object (not of a part) answered 400: the one reason S3 gives for it
-/// once the listing went through with the same credentials and region.
-const SSE_C_HEAD: &str =
-    "encrypted with a customer key (SSE-C): the store answers 400 to a HEAD without the key";

@@ -389,6 +389,12 @@ pub(super) fn fault(e: object_store::Error, what: &str) -> InputError {
     InputError::Io(std::io::Error::new(kind, cause))
 }
 
+/// Why a `HEAD` of an object (not of a part) answered 400: the one reason S3 gives for it
+/// once a listing went through with the same credentials and region. An SSE-C object's
+/// GET without its key answers 400 too, but its `HEAD`, sent first, already said so.
+pub(super) const SSE_C_HEAD: &str =
+    "encrypted with a customer key (SSE-C): the store answers 400 to a HEAD without the key";
+
 pub(super) const ACCESS_DENIED: &str =
     "access denied (403): check the credentials and the bucket's policy";
 
@@ -496,17 +502,20 @@ impl Object {
         let key = key_of(url);
         let meta = runtime().block_on(store.head(&key)).map_err(|e| {
             use object_store::Error as E;
-            if !matches!(e, E::NotFound { .. } | E::PermissionDenied { .. }) {
+            let bare_400 = chain(&e).contains("status code: 400");
+            if !bare_400 && !matches!(e, E::NotFound { .. } | E::PermissionDenied { .. }) {
                 return fault(e, "object");
             }
             // The answer to a HEAD has no body, so no S3 error code: a listing of the key,
-            // whose answer has one, tells a missing bucket or bad credentials apart.
+            // whose answer has one, tells a missing bucket or bad credentials apart, and
+            // where it goes through, a 400 is the store's answer for an SSE-C object.
             let probe = match &url.place {
                 Place::S3 { .. } => runtime().block_on(store.list_with_delimiter(Some(&key))),
                 Place::Http { .. } => return fault(e, "object"),
             };
             match probe {
                 Err(listing) if s3_code(&chain(&listing)).is_some() => fault(listing, "object"),
+                Ok(_) if bare_400 => InputError::Remote(SSE_C_HEAD.into()),
                 _ => fault(e, "object"),
             }
         })?;

@@ -349,6 +349,7 @@ pub struct Args {
     /// With --stored and --compare: ask the store each part's size (a HEAD per part) of
     /// every object of 4 parts or more whose first part is over 5 MiB, where parts of
     /// different sizes in the middle would go unseen; elsewhere the first and last parts tell.
+    /// (--compare asks them anyway of such an object whose value did not match.)
     #[arg(long = "every-part")]
     pub(super) every_part: bool,
 
