@@ -13,11 +13,18 @@
 # With MTSUM_BEFORE, the same commands of that binary run in the same rounds, for a
 # before/after table.
 #
+# Where `chkbit` (PyPI chkbit, 4.x) and `bitrot` (PyPI bitrot) are on PATH, each verifies a copy
+# of the tree of its own in the same rounds (chkbit with its defaults, blake3 and 5 workers;
+# bitrot's default run, which checks and updates its database), against the verify with
+# `--db`. With BENCH_AUDIT_BIG=1, one file of 2 GiB of random bytes is verified with `--db`
+# against `mtsum -p 2` of the same layout, with `-t mtsum -a sha256` and with the default
+# (plain BLAKE3), in the same rounds.
+#
 #   bench/audit.sh
 #   MTSUM_BEFORE=/path/to/older/mtsum bench/audit.sh
 #
 # Settings (environment): MTSUM (default target/release/mtsum), MTSUM_BEFORE, BENCH_DIR (default
-# ${TMPDIR:-/tmp}/mtsum-bench), BENCH_AUDIT_FILES, BENCH_RUNS (5). Needs python3 and GNU time
+# ${TMPDIR:-/tmp}/mtsum-bench), BENCH_AUDIT_FILES, BENCH_RUNS (5), BENCH_AUDIT_BIG. Needs python3 and GNU time
 # (/usr/bin/time). Shared machines are noisy: compare the ratios of one run.
 set -euo pipefail
 . "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
@@ -27,10 +34,11 @@ runs=${BENCH_RUNS:-5}
 [[ -x /usr/bin/time ]] || { echo "audit.sh: needs GNU time (/usr/bin/time)" >&2; exit 1; }
 mkdir -p -- "$dir"
 
-python3 - "$dir" "$files" "$runs" "$mtsum" "$before" <<'PY'
+python3 - "$dir" "$files" "$runs" "$mtsum" "$before" "${BENCH_AUDIT_BIG:-}" <<'PY'
 import os, random, shutil, subprocess, sys
 
 work, files, runs, after, before = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+big = sys.argv[6] not in ("", "0")
 tree = os.path.join(work, f"audit-{files}")
 if not os.path.isdir(tree):
     print(f"creating {tree}...", file=sys.stderr)
@@ -98,8 +106,47 @@ for label, binary in binaries:
     subprocess.run([binary, "--audit", "--db", store(label, "db"), "-r", tree], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     subprocess.run([binary, "--audit", "--manifest", store(label, "manifest"), "-r", tree], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+# The peers, each on a copy of the tree of its own (each keeps its records beside the files).
+peers = {}
+for peer, argv in (("chkbit", ["chkbit", "-q", "."]), ("bitrot", ["bitrot"])):
+    if shutil.which(peer):
+        copy = os.path.join(work, f"audit-{files}-{peer}")
+        if not os.path.isdir(copy):
+            shutil.copytree(tree, copy)
+            first = ["chkbit", "-u", "-q", "."] if peer == "chkbit" else argv
+            subprocess.run(first, cwd=copy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        peers[peer] = (copy, argv)
+
+# One large file, recorded with each layout.
+big_file = os.path.join(work, "audit-big-2g")
+big_cmds = {}
+if big:
+    if not os.path.exists(big_file):
+        with open(big_file + ".partial", "wb") as f:
+            for _ in range(2048):
+                f.write(os.urandom(1 << 20))
+        os.rename(big_file + ".partial", big_file)
+    subprocess.run(["cat", big_file], stdout=subprocess.DEVNULL, check=True)
+    for label, binary in binaries:
+        for short, name, spec in (("sha256", "-t mtsum -a sha256", ["-t", "mtsum", "-a", "sha256"]), ("default", "default", [])):
+            db = store(label, f"big-{short}.db")
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(db + suffix):
+                    os.remove(db + suffix)
+            subprocess.run([binary, "--audit", "--db", db, *spec, big_file], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            layout = spec or ["-t", "plain", "-a", "blake3"]
+            big_cmds[(label, name)] = ([binary, "-p", "2", *layout, big_file], [binary, "--audit", "--db", db, *spec, big_file])
+
 results = {}
 for _ in range(runs):
+    for peer, (copy, argv) in peers.items():
+        out = subprocess.run(["/usr/bin/time", "-f", "%e %P %M", *argv], cwd=copy, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        wall, cpu, rss = out.stderr.strip().splitlines()[-1].split()
+        results.setdefault(("peer", peer), []).append((float(wall), cpu, int(rss)))
+    for (label, name), (hash_argv, audit_argv) in big_cmds.items():
+        results.setdefault((label, "2 GiB hash " + name), []).append(timed(hash_argv))
+        results.setdefault((label, "2 GiB verify " + name), []).append(timed(audit_argv))
     for label, binary in binaries:
         for name, argv in commands(label, binary).items():
             if name == "verify, extended attributes":
@@ -126,6 +173,24 @@ for label, binary in binaries:
     for name in commands(label, binary):
         wall, cpu, rss = median(label, name)
         print(f"| {label} | {name} | {wall:.2f} | {wall / base:.2f} | {cpu} | {rss / 1024:.0f} |")
+
+if peers:
+    print("\nPeers, each verifying a copy of the tree; ratio: their time to mtsum's verify --db\n")
+    print("| peer | wall s | mtsum is faster by | CPU | RSS MiB |")
+    print("|---|---|---|---|---|")
+    ours = median("after", "verify --db")[0]
+    for peer in peers:
+        wall, cpu, rss = median("peer", peer)
+        print(f"| {peer} | {wall:.2f} | {wall / ours:.1f} x | {cpu} | {rss / 1024:.0f} |")
+
+if big_cmds:
+    print("\nOne 2 GiB file, verify --db against mtsum -p 2 of the same layout\n")
+    print("| binary | layout | hash s | verify s | ratio | verify CPU |")
+    print("|---|---|---|---|---|---|")
+    for (label, name) in big_cmds:
+        h = median(label, "2 GiB hash " + name)[0]
+        v, cpu, _ = median(label, "2 GiB verify " + name)
+        print(f"| {label} | {name} | {h:.2f} | {v:.2f} | {v / h:.2f} | {cpu} |")
 
 if shutil.which("strace"):
     print("\n`strace -c -f` of one verify with --db\n")
