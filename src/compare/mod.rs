@@ -176,9 +176,6 @@ fn run(
         .flat_map(|(name, first, second)| plan(name, first, second, options));
     let mut summary = Summary::default();
     let mut pieces: Vec<(Piece, Option<Result<FileDigest, InputError>>)> = Vec::new();
-    // From the first record held for a second look on, every record waits for the end, so
-    // that the sink still takes them in order of the names.
-    let mut held: Vec<(Record, Option<Recheck>)> = Vec::new();
     engine.run(tasks, |mut piece: Piece, outcome| {
         let finish = piece.finish.take();
         if let Some(Ok(digest)) = &outcome {
@@ -188,12 +185,14 @@ fn run(
         let Some(mut pending) = finish else {
             return;
         };
-        let recheck = pending.recheck.take();
-        let record = decide(pending, std::mem::take(&mut pieces));
-        let again = recheck.filter(|_| record.status == Status::Differs);
-        if again.is_some() || !held.is_empty() {
-            held.push((record, again));
-            return;
+        let recheck_of = pending.recheck.take();
+        let mut record = decide(pending, std::mem::take(&mut pieces));
+        // A second look happens at once, while the later names wait in the engine's
+        // queues: nothing is held for the end, and the sink takes the records in order
+        // of the names. Rare (a multipart value that does not match the part sizes
+        // inferred), so the readers' short pause costs little.
+        if let Some(again) = recheck_of.filter(|_| record.status == Status::Differs) {
+            record = recheck(engine, record, again, &mut summary);
         }
         summary.add(&record);
         if stopped.get() {
@@ -203,16 +202,6 @@ fn run(
             stopped.set(true);
         }
     });
-    for (record, again) in held {
-        let record = match again {
-            Some(again) => recheck(engine, record, again, &mut summary),
-            None => record,
-        };
-        summary.add(&record);
-        if !stopped.get() && sink(&record).is_break() {
-            stopped.set(true);
-        }
-    }
     summary.elapsed = started.elapsed();
     summary
 }
