@@ -56,6 +56,7 @@ pub mod lanes;
 pub mod layout;
 pub mod range;
 pub mod reference;
+pub mod replace;
 pub mod report;
 mod size;
 pub mod source;

@@ -1,7 +1,9 @@
 """Credentials of AWS IAM Identity Center (SSO) profiles, as `aws configure sso` writes them
 and `aws sso login` caches their token: against moto on loopback (authentication on), and a
 small SSO portal on loopback (`AWS_ENDPOINT_URL_SSO`) that checks the bearer token and hands
-out the temporary credentials of a role of moto's account, as the real portal does."""
+out the temporary credentials of a role of moto's account, as the real portal does; the same
+server renews tokens as the SSO OIDC service does (`AWS_ENDPOINT_URL_SSO_OIDC`, CreateToken
+with a refresh token)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ class Portal(http.server.ThreadingHTTPServer):
     def __init__(self, tokens: set[str], credentials: dict):
         self.tokens, self.credentials, self.asked = tokens, credentials, []
         self.unavailable = 0
+        # CreateToken: a refresh token it takes -> the access token and refresh token it gives.
+        self.refreshes: dict[str, tuple[str, str]] = {}
         super().__init__(("127.0.0.1", 0), PortalHandler)
 
     @property
@@ -63,6 +67,27 @@ class PortalHandler(http.server.BaseHTTPRequestHandler):
             status, body = 403, {"message": "No access"}
         else:
             status, body = 200, {"roleCredentials": portal.credentials}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        """CreateToken of the SSO OIDC service: a refresh token it knows, of the client
+        `cli-client`, gets a new access token (which the portal then takes) for 8 hours."""
+        portal: Portal = self.server
+        asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        portal.asked.append((self.path, asked, None))
+        given = portal.refreshes.get(asked.get("refreshToken"))
+        if (self.path != "/token" or asked.get("grantType") != "refresh_token"
+                or asked.get("clientId") != "cli-client" or given is None):
+            status, body = 400, {"error": "invalid_grant"}
+        else:
+            portal.tokens.add(given[0])
+            status, body = 200, {"accessToken": given[0], "expiresIn": 8 * 3600,
+                                 "refreshToken": given[1], "tokenType": "Bearer"}
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -117,13 +142,19 @@ def sso(tmp_path_factory):
         proc.wait(timeout=30)
 
 
-def login(home, name: str, token: str, expires: str) -> None:
-    """The token `aws sso login` caches for the session (or legacy start URL) `name`."""
+def login(home, name: str, token: str, expires: str, refresh: str | None = None):
+    """The token `aws sso login` caches for the session (or legacy start URL) `name`, with
+    the client registration and refresh token it caches for a session: the file's path."""
     cache = home / ".aws" / "sso" / "cache"
     cache.mkdir(parents=True, exist_ok=True)
-    (cache / f"{hashlib.sha1(name.encode()).hexdigest()}.json").write_text(json.dumps({
-        "startUrl": "https://corp.awsapps.com/start", "region": "eu-west-1",
-        "accessToken": token, "expiresAt": expires}))
+    cached = {"startUrl": "https://corp.awsapps.com/start", "region": "eu-west-1",
+              "accessToken": token, "expiresAt": expires}
+    if refresh:
+        cached.update(clientId="cli-client", clientSecret="cli-secret", refreshToken=refresh,
+                      registrationExpiresAt=in_hours(24 * 90))
+    path = cache / f"{hashlib.sha1(name.encode()).hexdigest()}.json"
+    path.write_text(json.dumps(cached))
+    return path
 
 
 def sso_home(tmp_path, endpoint: str, portal: Portal) -> dict[str, str]:
@@ -151,7 +182,8 @@ def sso_home(tmp_path, endpoint: str, portal: Portal) -> dict[str, str]:
     login(home, "stale", "corp-token", in_hours(-1))
     login(home, "gone", "revoked-token", in_hours(8))
     return clean_env(HOME=str(home), AWS_CONFIG_FILE=str(home / ".aws" / "config"),
-                     AWS_ENDPOINT_URL_SSO=portal.endpoint)
+                     AWS_ENDPOINT_URL_SSO=portal.endpoint,
+                     AWS_ENDPOINT_URL_SSO_OIDC=portal.endpoint)
 
 
 def test_an_sso_profile_reads_with_the_role_credentials_of_its_cached_token(
@@ -217,6 +249,58 @@ def test_an_expired_or_missing_sso_token_is_one_line_that_says_to_log_in(
     assert (out.returncode, out.stderr) == (1, (
         f"mtsum: s3://sso/a: the SSO portal 127.0.0.1 answered 403 Forbidden for the role "
         f"Admin of account {ACCOUNT}\n"))
+
+
+def test_an_expired_or_expiring_session_token_is_renewed_with_its_refresh_token(
+        mtsum_bin, sso, tmp_path):
+    endpoint, portal, bodies = sso
+    env = sso_home(tmp_path, endpoint, portal)
+    home = tmp_path / "home"
+    want = [hashlib.md5(bodies["a"]).hexdigest()]
+    # Expired an hour ago, and expiring in ten minutes (within the AWS CLI's 15): both are
+    # renewed before the portal is asked, and the cache holds the new token for the next
+    # run (and the AWS CLI), the session's other fields kept.
+    for n, expires in enumerate([in_hours(-1), in_hours(10 / 60)]):
+        portal.refreshes[f"refresh-{n}"] = (f"renewed-{n}", f"refresh-{n}-next")
+        cache = login(home, "corp", "stale-token", expires, refresh=f"refresh-{n}")
+        portal.asked.clear()
+        out = run(mtsum_bin, "--profile", "dev", "-a", "md5", "-t", "plain", "s3://sso/a",
+                  env=env)
+        assert (out.returncode, out.stderr) == (0, ""), expires
+        assert digests(out) == want
+        assert [(path, token) for path, _, token in portal.asked] == [
+            ("/token", None), ("/federation/credentials", f"renewed-{n}")], portal.asked
+        assert portal.asked[0][1] == {
+            "clientId": "cli-client", "clientSecret": "cli-secret",
+            "grantType": "refresh_token", "refreshToken": f"refresh-{n}"}
+        cached = json.loads(cache.read_text())
+        assert cached["accessToken"] == f"renewed-{n}"
+        assert cached["refreshToken"] == f"refresh-{n}-next"
+        assert cached["expiresAt"] > in_hours(7.9), cached
+        assert cached["startUrl"] == "https://corp.awsapps.com/start" and cached["clientId"]
+        assert not [p for p in cache.parent.iterdir() if p.name.endswith(".tmp")]
+    # A token good for hours is used as it is.
+    portal.asked.clear()
+    out = run(mtsum_bin, "--profile", "dev", "-t", "plain", "s3://sso/a", env=env)
+    assert out.returncode == 0 and [a[0] for a in portal.asked] == ["/federation/credentials"]
+
+
+def test_a_refused_renewal_uses_a_token_still_valid_and_else_says_to_log_in(
+        mtsum_bin, sso, tmp_path):
+    endpoint, portal, _ = sso
+    env = sso_home(tmp_path, endpoint, portal)
+    home = tmp_path / "home"
+    # The service no longer takes the refresh token (the session ended): a token valid for
+    # ten more minutes still serves; an expired one is the one line that says to log in.
+    cache = login(home, "corp", "corp-token", in_hours(10 / 60), refresh="revoked-refresh")
+    out = run(mtsum_bin, "--profile", "dev", "-t", "plain", "s3://sso/a", env=env)
+    assert (out.returncode, out.stderr) == (0, "")
+    assert json.loads(cache.read_text())["accessToken"] == "corp-token"
+    login(home, "corp", "corp-token", in_hours(-1), refresh="revoked-refresh")
+    out = run(mtsum_bin, "--profile", "dev", "-t", "plain", "s3://sso/a", env=env)
+    assert (out.returncode, out.stderr) == (1, (
+        "mtsum: s3://sso/a: the SSO session corp has expired: "
+        "run `aws sso login --profile dev`\n"))
 
 
 def test_python_reads_with_an_sso_profile(sso, tmp_path, monkeypatch):

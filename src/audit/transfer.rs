@@ -80,7 +80,7 @@ pub fn export_to_file(
     }
     let mut buffer = Vec::new();
     let n = write_records(&opened.records()?, format, &mut buffer)?;
-    manifest::write_atomically(file, |out| out.write_all(&buffer))
+    crate::replace::write_atomically(file, |out| out.write_all(&buffer))
         .map_err(|e| fail(InputError::Io(e).to_string()))?;
     Ok(n)
 }

@@ -23,20 +23,18 @@
 //!
 //! # Writing
 //!
-//! The manifest is replaced, never modified in place ([`write_atomically`]): the new content
+//! The manifest is replaced, never modified in place ([`write_atomically`](crate::replace::write_atomically)): the new content
 //! goes to a temporary file in the same directory, is flushed to the disk (`fsync`), and is
 //! then renamed over the old one, and the directory is flushed. A crash, a `kill -9` or a
 //! full disk at any moment leaves either the old manifest or the new one, never a mix; at
 //! worst a temporary file `.NAME.*.tmp` is left behind, which the audit skips.
 
 use std::collections::{BTreeMap, HashSet};
-use std::ffi::{OsStr, OsString};
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::audit::AuditError;
 use crate::source::{InputError, Mtime, Stamp};
@@ -123,9 +121,9 @@ impl Manifest {
         Ok(())
     }
 
-    /// Replaces the file at `path` with this manifest, atomically ([`write_atomically`]).
+    /// Replaces the file at `path` with this manifest, atomically ([`write_atomically`](crate::replace::write_atomically)).
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        write_atomically(path, |out| self.write(out))
+        crate::replace::write_atomically(path, |out| self.write(out))
     }
 
     /// The record named `name`.
@@ -242,88 +240,13 @@ fn parse_line(line: &[u8]) -> Result<(Vec<u8>, Record), String> {
     Ok((entry.name, record))
 }
 
-/// Whether `path` is a temporary file that [`write_atomically`] makes for `target`: it must
+/// Whether `path` is a temporary file that [`write_atomically`](crate::replace::write_atomically) makes for `target`: it must
 /// not be audited as if it were data.
 pub fn is_temporary_of(path: &Path, target: &Path) -> bool {
     let (Some(name), Some(target_name)) = (path.file_name(), target.file_name()) else {
         return false;
     };
-    let name = name.as_bytes();
-    let prefix = [b".", target_name.as_bytes(), b"."].concat();
-    if !(name.starts_with(&prefix) && name.ends_with(b".tmp")) {
-        return false;
-    }
-    super::same_directory(path, target)
-}
-
-/// The directory `path` lies in.
-fn directory_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    }
-}
-
-/// A new, empty temporary file `.NAME.PID-N.tmp` beside `path`, and its name.
-fn create_temporary(path: &Path) -> io::Result<(PathBuf, File)> {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    let name = path.file_name().unwrap_or(OsStr::new("manifest"));
-    loop {
-        let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-        let mut temp = b".".to_vec();
-        temp.extend_from_slice(name.as_bytes());
-        temp.extend_from_slice(format!(".{}-{n}.tmp", std::process::id()).as_bytes());
-        let temp_path = directory_of(path).join(OsStr::from_bytes(&temp));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o666)
-            .open(&temp_path)
-        {
-            Ok(file) => return Ok((temp_path, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Replaces the file at `path` with what `fill` writes, so that whatever happens the file is
-/// either the old one or the complete new one.
-///
-/// The content goes to a new file `.NAME.PID-N.tmp` in the same directory (a rename is atomic
-/// only within one file system), which is flushed to the disk before it is renamed over
-/// `path`; then the directory is flushed so the rename itself survives a power cut. The new
-/// file takes the old one's permissions (and owner, where we may set it); a new manifest gets
-/// `0666` less the umask. On any error the temporary file is removed and `path` untouched.
-pub fn write_atomically(
-    path: &Path,
-    fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
-) -> io::Result<()> {
-    let path = &super::resolved(path);
-    let dir = directory_of(path);
-    let old = fs::metadata(path).ok();
-    let (temp_path, file) = create_temporary(path)?;
-    let result = (|| {
-        if let Some(old) = &old {
-            // Best effort: only root may give a file away, and a manifest readable by
-            // fewer people than before is no harm.
-            let _ = std::os::unix::fs::fchown(&file, Some(old.uid()), Some(old.gid()));
-            file.set_permissions(fs::Permissions::from_mode(old.mode() & 0o7777))?;
-        }
-        let mut out = BufWriter::with_capacity(1 << 16, &file);
-        fill(&mut out)?;
-        out.flush()?;
-        drop(out);
-        file.sync_all()?;
-        fs::rename(&temp_path, path)
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&temp_path);
-        return Err(e);
-    }
-    // The rename is done; a failure to flush the directory loses durability, not data, but
-    // it is still worth reporting.
-    File::open(dir)?.sync_all()
+    crate::replace::is_temporary_name(name, target_name) && super::same_directory(path, target)
 }
 
 /// A manifest as one audit uses it: the records as loaded (every lookup reads these), the
@@ -354,11 +277,12 @@ impl ManifestStore {
         })?;
         let file = super::resolved(path);
         if writable {
-            let (temp, _) =
-                create_temporary(&file).map_err(|e| AuditError::ManifestUnwritable {
+            let (temp, _) = crate::replace::temporary_beside(&file).map_err(|e| {
+                AuditError::ManifestUnwritable {
                     path: path.to_path_buf(),
                     why: super::directory_error(e),
-                })?;
+                }
+            })?;
             let _ = fs::remove_file(temp);
         }
         Ok(ManifestStore {
@@ -601,34 +525,6 @@ mod tests {
             Manifest::read(&text[..]),
             Err(ManifestError::Line { line: 2, .. })
         ));
-    }
-
-    #[test]
-    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m");
-        fs::write(&path, "old").unwrap();
-        let e = write_atomically(&path, |out| {
-            out.write_all(&vec![b'x'; 1 << 20])?;
-            Err(io::Error::from_raw_os_error(libc::ENOSPC))
-        })
-        .unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
-        assert_eq!(fs::read(&path).unwrap(), b"old");
-        let left: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(left.len(), 1, "only the manifest remains: {left:?}");
-    }
-
-    #[test]
-    fn a_write_keeps_the_old_permissions() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m");
-        fs::write(&path, "old").unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
-        write_atomically(&path, |out| out.write_all(b"new")).unwrap();
-        assert_eq!(fs::read(&path).unwrap(), b"new");
-        let mode = fs::metadata(&path).unwrap().mode() & 0o7777;
-        assert_eq!(mode, 0o640);
     }
 
     #[test]

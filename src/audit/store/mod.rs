@@ -327,24 +327,8 @@ pub(crate) fn directory_error(e: std::io::Error) -> String {
 
 /// The file a store at `path` lives in, past symbolic links, also one to a store not created
 /// yet (else `path` itself). SQLite creates a database, and keeps its log, beside that file,
-/// so that is the directory that must be writable; and a manifest is replaced there: a
-/// temporary file renamed over the link would replace the link and leave the manifest it
-/// points to stale.
-pub(crate) fn resolved(path: &Path) -> PathBuf {
-    let mut path = path.to_path_buf();
-    // As many links as the kernel follows (SYMLOOP_MAX), so that a loop ends.
-    for _ in 0..40 {
-        if let Ok(real) = std::fs::canonicalize(&path) {
-            return real;
-        }
-        match std::fs::read_link(&path) {
-            // Relative to the link's directory; `join` keeps an absolute target as it is.
-            Ok(target) => path = path.parent().unwrap_or(Path::new("")).join(target),
-            Err(_) => break,
-        }
-    }
-    path
-}
+/// so that is the directory that must be writable; and a manifest is replaced there.
+pub(crate) use crate::replace::resolved;
 
 /// Whether `path` and `other` lie in the same directory (`a` and `./b` do): how a store
 /// recognises the files it keeps beside its own (a manifest's temporary files, a database's
