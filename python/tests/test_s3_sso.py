@@ -67,12 +67,7 @@ class PortalHandler(http.server.BaseHTTPRequestHandler):
             status, body = 403, {"message": "No access"}
         else:
             status, body = 200, {"roleCredentials": portal.credentials}
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply(status, body)
 
     def do_POST(self):
         """CreateToken of the SSO OIDC service: a refresh token it knows, of the client
@@ -88,6 +83,9 @@ class PortalHandler(http.server.BaseHTTPRequestHandler):
             portal.tokens.add(given[0])
             status, body = 200, {"accessToken": given[0], "expiresIn": 8 * 3600,
                                  "refreshToken": given[1], "tokenType": "Bearer"}
+        self.reply(status, body)
+
+    def reply(self, status: int, body: dict):
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
