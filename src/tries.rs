@@ -70,6 +70,7 @@ impl Tries {
             side: Side {
                 digests: self.layouts[1..].iter().map(|&l| (l, alg)).collect(),
                 leaves: None,
+                xattr: None,
             },
             ..Request::new(self.layouts[0], alg)
         }

@@ -1235,3 +1235,136 @@ fn the_library_reports_the_record_and_the_current_digest() {
     assert_eq!(recorded.value, blake3(b"before"));
     assert_eq!(current.unwrap().value, blake3(b"refore"));
 }
+
+/// A verify of `dir` with the records in extended attributes: each verdict as `(status,
+/// action, path)`, the summary, and the bytes the readers read.
+fn verify_xattrs(dir: &Path) -> (Vec<(Status, Action, PathBuf)>, audit::Summary, u64) {
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut options = Options::new(Store::Xattr);
+    options.recursion = Recursion::SkipSymlinks;
+    options.io.progress = Some(read.clone());
+    let mut verdicts = Vec::new();
+    let mut on = |e: Event| {
+        if let Event::Verdict(v) = e {
+            verdicts.push((v.status, v.action, v.path.clone()));
+        }
+    };
+    let summary = audit::audit(&[Target::Path(dir.to_path_buf())], &options, &mut on).unwrap();
+    (
+        verdicts,
+        summary,
+        read.load(std::sync::atomic::Ordering::Relaxed),
+    )
+}
+
+#[test]
+fn a_tree_recorded_with_two_layouts_in_extended_attributes_verifies_each_file_by_its_own() {
+    let dir = tempdir();
+    if !xattrs_work(dir.path()) {
+        return skip("two_layouts_xattr", "no user extended attributes here");
+    }
+    // In walk order the files alternate between plain BLAKE3 (the default) and MTSUM-SHA256:
+    // the record met before a file is mostly of the other layout.
+    let files: Vec<PathBuf> = (0..8)
+        .map(|i| {
+            write_file(
+                dir.path(),
+                format!("t/{i}"),
+                &vec![i as u8; 3000 + i * 1000],
+            )
+        })
+        .collect();
+    let sha256 = Options {
+        layout: Layout::Mtsum,
+        algorithm: Algorithm::Sha256,
+        ..Options::new(Store::Xattr)
+    };
+    let (even, odd): (Vec<PathBuf>, Vec<PathBuf>) = (files.chunks(2))
+        .map(|pair| (pair[0].clone(), pair[1].clone()))
+        .unzip();
+    library_audit(&even, &Options::new(Store::Xattr));
+    library_audit(&odd, &sha256);
+    let tags = |files: &[PathBuf]| -> Vec<String> {
+        files
+            .iter()
+            .map(|f| xattr_record(f).map_or("none".into(), |r| r.tag()))
+            .collect()
+    };
+    let recorded = tags(&files);
+    assert_eq!(
+        recorded[..4],
+        ["BLAKE3", "MTSUM-SHA256", "BLAKE3", "MTSUM-SHA256"]
+    );
+    flip_byte_keeping_mtime(&files[2], 5);
+    flip_byte_keeping_mtime(&files[5], 5);
+    edit(&files[7], b"edited");
+    let new = write_file(dir.path(), "t/8", b"new");
+
+    let (verdicts, summary, _) = verify_xattrs(&dir.path().join("t"));
+    use Action::{Kept, Recorded};
+    use Status as S;
+    let want = [
+        (S::Ok, Kept),
+        (S::Ok, Kept),
+        (S::Corrupt, Kept),
+        (S::Ok, Kept),
+        (S::Ok, Kept),
+        (S::Corrupt, Kept),
+        (S::Ok, Kept),
+        (S::Modified, Kept),
+        (S::New, Recorded),
+    ];
+    let paths: Vec<PathBuf> = files.iter().chain([&new]).cloned().collect();
+    let got: Vec<_> = verdicts.iter().map(|v| ((v.0, v.1), v.2.clone())).collect();
+    assert_eq!(got, want.into_iter().zip(paths).collect::<Vec<_>>());
+    // The first MTSUM-SHA256 file at least was read as the BLAKE3 one before it, then again
+    // with its own record's layout. The new file is recorded with the default, and the
+    // others keep their records.
+    assert!(summary.reread >= 1, "{summary:?}");
+    assert_eq!(tags(&files), recorded);
+    assert_eq!(xattr_record(&new).unwrap().tag(), "BLAKE3");
+}
+
+#[test]
+fn a_verify_of_a_tree_recorded_alike_in_extended_attributes_reads_each_file_once() {
+    for (layout, algorithm) in [
+        (Options::DEFAULT_LAYOUT, Options::DEFAULT_ALGORITHM),
+        (Layout::Mtsum, Algorithm::Sha256),
+    ] {
+        let dir = tempdir();
+        if !xattrs_work(dir.path()) {
+            return skip("alike_xattr", "no user extended attributes here");
+        }
+        let mut total = 0;
+        for i in 0..300usize {
+            let len = (i * 7919) % 20_000;
+            write_file(
+                dir.path(),
+                format!("t/{:02}/{i}", i % 13),
+                &vec![i as u8; len],
+            );
+            total += len as u64;
+        }
+        let record = Options {
+            layout,
+            algorithm,
+            recursion: Recursion::SkipSymlinks,
+            ..Options::new(Store::Xattr)
+        };
+        library_audit(&[dir.path().join("t")], &record);
+        // The verify's new records would be plain BLAKE3: a tree recorded otherwise is read
+        // with its own layout and algorithm all the same, from its first file on.
+        let (verdicts, summary, read) = verify_xattrs(&dir.path().join("t"));
+        assert_eq!(verdicts.len(), 300);
+        assert!(
+            verdicts
+                .iter()
+                .all(|v| (v.0, v.1) == (Status::Ok, Action::Kept))
+        );
+        assert_eq!(
+            (summary.reread, read),
+            (0, total),
+            "{layout:?} {algorithm:?}"
+        );
+    }
+}

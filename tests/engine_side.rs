@@ -121,14 +121,17 @@ fn side_digests_and_leaves_of_one_read_are_the_references() {
         Side {
             digests: Vec::new(),
             leaves: Some(outboard),
+            xattr: None,
         },
         Side {
             digests: vec![(Layout::Plain, Algorithm::Sha256)],
             leaves: None,
+            xattr: None,
         },
         Side {
             digests: vec![(Layout::Mtsum, Algorithm::Blake3)],
             leaves: Some(outboard),
+            xattr: None,
         },
         Side {
             digests: vec![
@@ -137,14 +140,17 @@ fn side_digests_and_leaves_of_one_read_are_the_references() {
                 (Layout::Merkle(leaf(4096)), Algorithm::Sha1),
             ],
             leaves: None,
+            xattr: None,
         },
         Side {
             digests: Vec::new(),
             leaves: Some(subtrees),
+            xattr: None,
         },
         Side {
             digests: vec![(Layout::Plain, Algorithm::Blake3)],
             leaves: Some(coarse),
+            xattr: None,
         },
     ];
     // Around a leaf, a read, BLAKE3's 4 MiB subtrees (shared among workers), a part.
@@ -220,6 +226,7 @@ fn each_of_many_side_digests_is_the_digest_of_its_layout_alone() {
                 side: Side {
                     digests: digests.to_vec(),
                     leaves: None,
+                    xattr: None,
                 },
                 ..Request::new(main.0, main.1)
             };
@@ -264,7 +271,7 @@ proptest! {
         fs::write(&path, &bytes).unwrap();
         let leaves = Leaves::Blake3Subtrees(leaf(size as u64));
         let request = Request {
-            side: Side { digests: Vec::new(), leaves: Some(leaves) },
+            side: Side { digests: Vec::new(), leaves: Some(leaves), xattr: None },
             ..Request::new(Layout::Plain, Algorithm::Blake3)
         };
         let engine = &engines()[e];
@@ -303,6 +310,7 @@ fn a_side_digest_of_a_stream_is_the_references_and_it_has_no_leaves_or_stamp() {
             Layout::Rfc6962(leaf(4096)),
             Algorithm::Blake3,
         )),
+        xattr: None,
     };
     let request = Request {
         side,
@@ -333,6 +341,7 @@ fn a_side_digest_with_no_value_for_the_file_fails_the_input() {
         side: Side {
             digests: vec![(Layout::Btv2, Algorithm::Sha256)],
             leaves: None,
+            xattr: None,
         },
         ..Request::new(Layout::Plain, Algorithm::Blake3)
     };

@@ -131,6 +131,7 @@ pub fn repair(
         side: Side {
             digests: Vec::new(),
             leaves: recorded.as_ref().map(Outboard::side),
+            xattr: None,
         },
         ..Request::new(record.layout, record.algorithm)
     };

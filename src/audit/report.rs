@@ -70,6 +70,9 @@ pub struct Summary {
     /// Empty files not recorded, the layout of new records giving them no value
     /// ([`Postponed::NoValue`]).
     pub no_value: u64,
+    /// Files read twice: read with the layout and algorithm of the records met before,
+    /// their own record, read with their bytes, was of another (a tree recorded with several).
+    pub reread: u64,
     /// From the start of the audit to its end.
     pub elapsed: Duration,
 }

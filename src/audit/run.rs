@@ -39,6 +39,10 @@ struct Shared {
     fatal: Option<AuditError>,
     /// The caller stopped the audit.
     stopped: bool,
+    /// The layout and algorithm of the last record the sink met: what the planner asks of
+    /// the readers for a file whose record is read with its bytes ([`Item::Unlooked`]), as
+    /// the files of a tree are mostly recorded alike.
+    predicted: Option<(Layout, Algorithm)>,
 }
 
 impl Shared {
@@ -60,6 +64,7 @@ pub(super) fn run(
         store,
         fatal: None,
         stopped: false,
+        predicted: None,
     });
     let paths: Vec<&Path> = targets.iter().filter_map(Target::path).collect();
     let mut planner = Planner {
@@ -75,6 +80,8 @@ pub(super) fn run(
         ordered: None,
         spinning: false,
         alone: super::store::alone(&paths).into_iter(),
+        walking_alone: false,
+        seeded: false,
         examine_first: true,
     };
     planner.spinning = spinning(targets, options.recursion);
@@ -165,6 +172,17 @@ enum Item {
         /// Where its copy lies (`--repair-from`).
         copy: Option<PathBuf>,
     },
+    /// A regular file read with the layout and algorithm `predicted`, before its record was
+    /// looked up: the reader that opens it reads the record too, from the open file, where
+    /// the store keeps records in an attribute of each file
+    /// ([`RecordStore::record_attribute`]); the sink decides on it then
+    /// ([`Sink::unlooked`]). Only where the plan needs nothing of the record before the read
+    /// ([`Planner::unlooked`]).
+    Unlooked {
+        path: PathBuf,
+        predicted: (Layout, Algorithm),
+        copy: Option<PathBuf>,
+    },
     /// Decided without reading.
     Done(Box<Verdict>),
     /// A record below an argument that the walk did not meet.
@@ -216,6 +234,11 @@ struct Planner<'a> {
     /// For each argument that is a path, in order, whether no other overlaps it
     /// ([`super::store::alone`]).
     alone: std::vec::IntoIter<bool>,
+    /// Whether no other argument overlaps the one being walked.
+    walking_alone: bool,
+    /// Whether a file was looked up by path, whose record (if any) [`Shared::predicted`]
+    /// took: the reads of files before their lookup start after it ([`Planner::unlooked`]).
+    seeded: bool,
     /// Whether every file is examined (`stat`) before its record is looked up, not only
     /// where the record calls for its size ([`Planner::plan`]).
     examine_first: bool,
@@ -280,8 +303,10 @@ impl Planner<'_> {
                 continue;
             }
             let arg = self.args.next()?.clone();
+            self.walking_alone = false;
             if let Some(path) = arg.path() {
                 let alone = self.alone.next().unwrap_or(false);
+                self.walking_alone = alone;
                 self.shared.borrow_mut().store.walking(path, alone);
             }
             let walk = walk(std::iter::once(arg.clone()), self.options.recursion);
@@ -299,50 +324,7 @@ impl Planner<'_> {
     }
 
     fn done(&mut self, path: PathBuf, status: Status, error: FileError) {
-        self.pass(Item::Done(Box::new(Verdict {
-            error: Some(error),
-            ..Verdict::unread(path, status, Prior::None)
-        })));
-    }
-
-    /// An empty file to which the layout it would be hashed with gives no value
-    /// ([`has_no_value`]), decided without reading it: a new one is counted and not recorded
-    /// ([`Postponed::NoValue`]); one recorded when it had content is `modified`, and
-    /// `--update` drops its record, as no value can refresh it; a record of the value it
-    /// cannot have (imported) is unusable.
-    fn valueless(&mut self, path: PathBuf, before: Stamp, prior: Prior, why: NoRoot) {
-        let update = matches!(
-            self.options.operation,
-            Operation::Audit { update: true, .. }
-        );
-        let (status, error, action) = match &prior {
-            Prior::None => {
-                return self.pass(Item::Postponed {
-                    path,
-                    size: before.len,
-                    why: Postponed::NoValue,
-                });
-            }
-            Prior::Record(r) if r.stamp.len != before.len => {
-                let action = if update {
-                    Action::Removed
-                } else {
-                    Action::Kept
-                };
-                (Status::Modified, None, action)
-            }
-            Prior::Unusable(damage) => (Status::Unreadable, Some(damage.clone()), Action::Kept),
-            Prior::Record(_) | Prior::Cshatag { .. } => {
-                let why = format!("the record holds a value, but {why}");
-                (Status::Unreadable, Some(why), Action::Kept)
-            }
-        };
-        self.pass(Item::Done(Box::new(Verdict {
-            state: Some(before),
-            error: error.map(FileError::Record),
-            action,
-            ..Verdict::unread(path, status, prior)
-        })));
+        self.pass(unread(path, status, error));
     }
 
     fn unreadable(&mut self, path: PathBuf, error: impl Into<FileError>) {
@@ -392,6 +374,11 @@ impl Planner<'_> {
             };
             meta = Some(examined);
         }
+        if meta.is_none()
+            && let Some(work) = self.unlooked(arg, &path)
+        {
+            return self.queue.push_back((None, work));
+        }
         let entry = match self.shared.borrow_mut().store.lookup(&path) {
             Ok(entry) => entry,
             Err(StoreError::Fatal(e)) => {
@@ -401,6 +388,9 @@ impl Planner<'_> {
             Err(StoreError::File(e)) => return self.unreadable(path, e),
         };
         let new = (self.options.layout, self.options.algorithm);
+        if let Some(spec) = entry.prior.spec() {
+            self.shared.borrow_mut().predicted = Some(spec);
+        }
         let spec = entry.prior.spec().unwrap_or(new);
         let Operation::Audit { update, fix } = self.options.operation else {
             // Forgetting reads nothing.
@@ -458,7 +448,7 @@ impl Planner<'_> {
         if let Some(before) = before
             && let Some(why) = has_no_value(spec.0, before.len)
         {
-            return self.valueless(path, before, entry.prior, why);
+            return self.pass(valueless(self.options, path, before, entry.prior, why));
         }
         // A file that checks out keeps its record where the new layout gives it no value.
         let migrate_to = (self.options.migrate && matches!(entry.prior, Prior::Record(_)))
@@ -473,6 +463,7 @@ impl Planner<'_> {
             side: Side {
                 digests: migrate_to.into_iter().collect(),
                 leaves,
+                xattr: None,
             },
             ..Request::new(spec.0, spec.1)
         };
@@ -483,10 +474,7 @@ impl Planner<'_> {
             migrate_to,
             has_outboard: entry.has_outboard,
             repairing: entry.repairing,
-            copy: match (&self.options.repair_from, arg.path()) {
-                (Some(dir), Some(arg)) => repair::copy_path(dir, arg, &path),
-                _ => None,
-            },
+            copy: self.copy(arg, &path),
         };
         let work = Work {
             read: Some(read::Read {
@@ -502,6 +490,64 @@ impl Planner<'_> {
             context: item,
         };
         self.queue.push_back((entry.verified, work));
+    }
+
+    /// Where the copy of `path`, met below `arg`, lies (`--repair-from`).
+    fn copy(&self, arg: &Target, path: &Path) -> Option<PathBuf> {
+        match (&self.options.repair_from, arg.path()) {
+            (Some(dir), Some(arg)) => repair::copy_path(dir, arg, path),
+            _ => None,
+        }
+    }
+
+    /// The read of the regular file `path`, met below `arg` and not examined, before its
+    /// record is looked up ([`Item::Unlooked`]), where the store keeps records in an attribute
+    /// of each file: the reader that opens the file reads the record from the open file,
+    /// where a lookup here would walk the path once more (a sixth of a verify's main thread,
+    /// as the `stat` was). The file is read with the layout and algorithm of the last record
+    /// met (a tree is recorded with one), else those of new records. `None` where the plan
+    /// needs the record before the read: a store that keeps leaf digests (which only the
+    /// record says whether to compute), a layout that gives an empty file no value (which
+    /// only the size says, [`has_no_value`]), or an argument that another overlaps (a file
+    /// met twice must get the same verdict twice: the second lookup must not see the record
+    /// the first one's verdict wrote).
+    fn unlooked(&mut self, arg: &Target, path: &Path) -> Option<Work<Item>> {
+        let shared = self.shared.borrow();
+        let attr = shared.store.record_attribute()?;
+        // The first file is looked up by path: its record says how the files planned before
+        // the first result comes back are read (without it, those of a tree recorded
+        // otherwise than new records would be read twice).
+        if !std::mem::replace(&mut self.seeded, true) {
+            return None;
+        }
+        let predicted = (shared.predicted).unwrap_or((self.options.layout, self.options.algorithm));
+        if !self.walking_alone
+            || shared.store.keeps_outboards()
+            || has_no_value(predicted.0, 0).is_some()
+        {
+            return None;
+        }
+        let request = Request {
+            side: Side {
+                xattr: Some(attr),
+                ..Side::default()
+            },
+            ..Request::new(predicted.0, predicted.1)
+        };
+        let read = read::Read {
+            path: path.to_path_buf(),
+            request,
+            place: None,
+        };
+        let context = Item::Unlooked {
+            path: path.to_path_buf(),
+            predicted,
+            copy: self.copy(arg, path),
+        };
+        Some(Work {
+            read: Some(read),
+            context,
+        })
     }
 
     /// Examines the file `path` before it is read (`named`: as an argument): its metadata,
@@ -565,6 +611,51 @@ impl Planner<'_> {
             self.pass(Item::Missing { path, record });
         }
     }
+}
+
+/// An empty file to which the layout it would be hashed with gives no value
+/// ([`has_no_value`]), decided without reading it: a new one is counted and not recorded
+/// ([`Postponed::NoValue`]); one recorded when it had content is `modified`, and `--update`
+/// drops its record, as no value can refresh it; a record of the value it cannot have
+/// (imported) is unusable.
+fn valueless(options: &Options, path: PathBuf, before: Stamp, prior: Prior, why: NoRoot) -> Item {
+    let update = matches!(options.operation, Operation::Audit { update: true, .. });
+    let (status, error, action) = match &prior {
+        Prior::None => {
+            return Item::Postponed {
+                path,
+                size: before.len,
+                why: Postponed::NoValue,
+            };
+        }
+        Prior::Record(r) if r.stamp.len != before.len => {
+            let action = if update {
+                Action::Removed
+            } else {
+                Action::Kept
+            };
+            (Status::Modified, None, action)
+        }
+        Prior::Unusable(damage) => (Status::Unreadable, Some(damage.clone()), Action::Kept),
+        Prior::Record(_) | Prior::Cshatag { .. } => {
+            let why = format!("the record holds a value, but {why}");
+            (Status::Unreadable, Some(why), Action::Kept)
+        }
+    };
+    Item::Done(Box::new(Verdict {
+        state: Some(before),
+        error: error.map(FileError::Record),
+        action,
+        ..Verdict::unread(path, status, prior)
+    }))
+}
+
+/// A file decided `status` without reading it, for `error`.
+fn unread(path: PathBuf, status: Status, error: FileError) -> Item {
+    Item::Done(Box::new(Verdict {
+        error: Some(error),
+        ..Verdict::unread(path, status, Prior::None)
+    }))
 }
 
 /// Why `layout` gives a file of `len` bytes no value where that is because the file is
@@ -666,6 +757,17 @@ impl read::Outcomes<Item> for Sink<'_> {
                     copy,
                 };
                 self.file(path, prior, planned, hashed)
+            }
+            Item::Unlooked {
+                path,
+                predicted,
+                copy,
+            } => {
+                let hashed = result.expect("files are read");
+                match self.unlooked(path, predicted, copy, hashed) {
+                    Ok(verdict) => verdict,
+                    Err(decided) => return decided,
+                }
             }
             Item::Missing { path, record } => {
                 if self.options.operation == Operation::Forget {
@@ -869,6 +971,68 @@ impl Sink<'_> {
         verdict
     }
 
+    /// The verdict on a file read before its record was looked up ([`Item::Unlooked`]), with
+    /// `predicted`: its record is the one the reader read from the open file, else (the read
+    /// failed, or the attribute could not be read) the one the store reads by path, which
+    /// says why. A record of another layout or algorithm has the file read again with its own
+    /// ([`Summary::reread`]), or decided unread where that layout gives it no value. Where it
+    /// is not a verdict on a read: the decision taken instead, unread (nothing where the
+    /// store's error stops the audit).
+    fn unlooked(
+        &mut self,
+        path: PathBuf,
+        predicted: (Layout, Algorithm),
+        copy: Option<PathBuf>,
+        mut hashed: Result<FileDigest, InputError>,
+    ) -> Result<Verdict, Decided> {
+        let attr = hashed.as_mut().ok().and_then(|h| h.side.xattr.take());
+        let looked = {
+            let store = &mut self.shared.borrow_mut().store;
+            match attr {
+                Some(attr) => store.lookup_read(&path, attr.as_deref()),
+                None => store.lookup(&path),
+            }
+        };
+        let entry = match looked {
+            Ok(entry) => entry,
+            Err(StoreError::Fatal(e)) => {
+                self.shared.borrow_mut().fatal.get_or_insert(e);
+                return Err(Decided::Nothing);
+            }
+            Err(StoreError::File(e)) => {
+                let item = unread(path, Status::Unreadable, e.into());
+                return Err(read::Outcomes::decide(self, item, None));
+            }
+        };
+        let spec = match entry.prior.spec() {
+            Some(spec) => {
+                self.shared.borrow_mut().predicted = Some(spec);
+                spec
+            }
+            None => (self.options.layout, self.options.algorithm),
+        };
+        if spec != predicted {
+            if let Ok(FileDigest {
+                stamp: Some(stamp), ..
+            }) = &hashed
+                && let Some(why) = has_no_value(spec.0, stamp.len)
+            {
+                let item = valueless(self.options, path, *stamp, entry.prior, why);
+                return Err(read::Outcomes::decide(self, item, None));
+            }
+            self.summary.reread += 1;
+            hashed = read::hash_file(&path, &Request::new(spec.0, spec.1), &self.options.io);
+        }
+        let planned = Planned {
+            before: None,
+            migrate_to: None,
+            has_outboard: entry.has_outboard,
+            repairing: entry.repairing,
+            copy,
+        };
+        Ok(self.file(path, entry.prior, planned, hashed))
+    }
+
     /// Where the corrupt file `path` of `len` bytes differs from its recorded leaf digests:
     /// from `current` when this read computed them, else from a second read of the file
     /// (corruption is rare; audits that find none pay nothing for it). A file of one leaf,
@@ -901,6 +1065,7 @@ impl Sink<'_> {
                     side: Side {
                         digests: Vec::new(),
                         leaves: Some(recorded.side()),
+                        xattr: None,
                     },
                     ..Request::new(layout, algorithm)
                 };

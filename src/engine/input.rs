@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use super::side::{Out, SideFold, SidePlan};
+use super::side::{Out, SideDigests, SideFold, SidePlan};
 use super::{Engine, FileDigest, Job, JobSource, MAX_KEPT_LEAVES, Request, SharedFile, Slice};
 use crate::algorithm::Digest;
 use crate::lanes::Kernel;
@@ -160,7 +160,7 @@ impl Unplanned {
         let opened = opened?;
         streamed |= matches!(opened, Input::Stream(_));
         // Side outputs, but not of a slice: its caller wants job digests of one layout.
-        let side = match (request.side.is_empty() || slice.is_some(), &opened) {
+        let side = match (request.side.hashes_nothing() || slice.is_some(), &opened) {
             (true, _) => None,
             (false, Input::Stream(_)) => Some(SidePlan::of_stream((layout, alg), &request.side)),
             (false, Input::Sized(file)) => {
@@ -189,6 +189,7 @@ impl Unplanned {
             source,
             side: side.clone(),
         };
+        let mut xattr = None;
         let (file, jobs) = match opened {
             Input::Stream(_) if layout.needs_length() => {
                 return Err(InputError::StreamNeedsLength(layout.name()));
@@ -206,6 +207,9 @@ impl Unplanned {
             ),
             Input::Sized(file) => {
                 layout.check_size(file.len())?;
+                // Read where the file is open, by the reader that opened it: an error leaves
+                // it unread, for the caller to ask by path.
+                xattr = (request.side.xattr).and_then(|name| file.xattr(name).ok());
                 // Leaves too long for `JobHasher`'s lanes within one read are jobs of their
                 // own where the algorithm has lanes: then the workers' lanes take them.
                 let lanes_take_leaves = multi_buffer
@@ -265,6 +269,7 @@ impl Unplanned {
             leaves,
             jobs: slice.map(|_| vec![None; jobs.len()]),
             side: side.map(|plan| (plan.side_fold(), plan)),
+            xattr,
             error: None,
             started,
             held,
@@ -287,6 +292,8 @@ pub(super) struct Fold {
     jobs: Option<Vec<Option<SliceJob>>>,
     /// With side outputs: their fold, and the plan that says which digests a job read gave.
     side: Option<(SideFold, Arc<SidePlan>)>,
+    /// [`Side::xattr`](super::Side::xattr)'s attribute, read when the file was opened.
+    xattr: Option<Option<Vec<u8>>>,
     error: Option<InputError>,
     started: Instant,
     /// The bytes of a stream held in memory (see [`Unplanned::hold`]).
@@ -365,6 +372,7 @@ impl Fold {
             leaves,
             jobs,
             side,
+            xattr,
             error,
             started,
             streamed,
@@ -388,9 +396,12 @@ impl Fold {
                     leaves: leaves.map(|l| l.into_iter().flatten().collect()),
                     elapsed: started.elapsed(),
                     fallback: file.as_ref().and_then(|f| f.file.fallback().cloned()),
-                    side: match side {
-                        Some((fold, _)) => fold.finish(size, streamed)?,
-                        None => Default::default(),
+                    side: SideDigests {
+                        xattr,
+                        ..match side {
+                            Some((fold, _)) => fold.finish(size, streamed)?,
+                            None => Default::default(),
+                        }
                     },
                     stamp: file.as_ref().filter(|_| !streamed).map(|f| f.file.stamp()),
                     jobs: jobs.map(|j| j.into_iter().flatten().collect()),

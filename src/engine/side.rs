@@ -44,6 +44,10 @@ pub struct Side {
     /// differs). Never of a stream: the leaves of a length learnt by reading are of no use to
     /// whoever chose the leaf size from the length they expected.
     pub leaves: Option<Leaves>,
+    /// An extended attribute to read from the file the read opens (`fgetxattr` on its
+    /// descriptor): an audit's record kept beside the file, which would otherwise cost a
+    /// lookup of the path of its own before the read. No hashing: the read goes as it would.
+    pub xattr: Option<&'static str>,
 }
 
 /// The leaf digests that [`Side::leaves`] asks for.
@@ -59,8 +63,9 @@ pub enum Leaves {
 }
 
 impl Side {
-    /// Whether anything is asked.
-    pub fn is_empty(&self) -> bool {
+    /// Whether no more digests are asked: the input is hashed as without side outputs (an
+    /// attribute read, [`Side::xattr`], hashes nothing).
+    pub fn hashes_nothing(&self) -> bool {
         self.digests.is_empty() && self.leaves.is_none()
     }
 }
@@ -72,6 +77,11 @@ pub struct SideDigests {
     pub digests: Vec<Root>,
     /// The digests of [`Side::leaves`]; `None` for a stream.
     pub leaves: Option<Vec<Digest>>,
+    /// The attribute [`Side::xattr`] named, as the opened file had it: `Some(None)` where it
+    /// has none. `None` where it was not read (a stream, a remote object, an error such as a
+    /// file system without extended attributes): a caller who needs it asks by path, and
+    /// learns why.
+    pub xattr: Option<Option<Vec<u8>>>,
 }
 
 /// One layout's jobs of an input.
@@ -505,6 +515,7 @@ impl SideFold {
                 .leaves
                 .filter(|_| !stream)
                 .map(|l| l.into_iter().flatten().collect()),
+            xattr: None,
         })
     }
 }
@@ -847,6 +858,7 @@ mod tests {
         let leaves = |bytes| Side {
             digests: Vec::new(),
             leaves: Some(Leaves::Blake3Subtrees(size(bytes))),
+            xattr: None,
         };
         // Two leaves or more: the digest joins from them, in 4 MiB pieces or whole.
         assert_eq!(joined(plain, leaves(64 << 10), 9 << 20), [Some(1), None]);

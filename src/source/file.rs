@@ -404,6 +404,12 @@ impl SizedFile {
         self.stamp
     }
 
+    /// The extended attribute `name` of the opened file (`None`: it has none), read on its
+    /// descriptor: no lookup of its path again. A remote object has none: an error.
+    pub fn xattr(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        xattr::FileExt::get_xattr(self.file.local()?, name)
+    }
+
     /// Whether the file is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

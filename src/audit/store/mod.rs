@@ -485,6 +485,22 @@ pub trait RecordStore {
     /// The entry of the regular file `path`, as the store held it before the audit.
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError>;
 
+    /// The extended attribute in which each file keeps its record, where the store is
+    /// the files' own attributes: the reader that opens a file for the audit reads it from
+    /// the open file ([`Side::xattr`](crate::engine::Side::xattr)), and
+    /// [`lookup_read`](Self::lookup_read) takes it, where a lookup by path would walk the
+    /// path once more.
+    fn record_attribute(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// [`lookup`](Self::lookup), given `attr`, the value of
+    /// [`record_attribute`](Self::record_attribute) read from the open file (`None`: it has
+    /// none).
+    fn lookup_read(&mut self, path: &Path, _attr: Option<&[u8]>) -> Result<Entry, StoreError> {
+        self.lookup(path)
+    }
+
     /// The walk of the argument `path` begins: its files will be looked up in the bytewise
     /// order of their paths, which a store may use to read their records ahead. `alone`: no
     /// other argument of the audit lies at, below or above it ([`alone`]), so no file of

@@ -201,8 +201,14 @@ pub fn read(path: &Path) -> io::Result<Prior> {
 
 /// [`read`], with the time of the last verification where the record keeps it.
 pub fn read_entry(path: &Path) -> io::Result<Entry> {
-    if let Some(bytes) = xattr::get_deref(path, ATTR)? {
-        return Ok(match decode_entry(&bytes) {
+    entry_of(path, xattr::get_deref(path, ATTR)?.as_deref())
+}
+
+/// The entry of `path` whose [`ATTR`] is `attr` (`None`: it has none, and cshatag's
+/// attributes of `path` are read instead).
+fn entry_of(path: &Path, attr: Option<&[u8]>) -> io::Result<Entry> {
+    if let Some(bytes) = attr {
+        return Ok(match decode_entry(bytes) {
             Ok((record, verified)) => Entry {
                 verified,
                 ..Entry::of(Prior::Record(record))
@@ -286,6 +292,15 @@ impl XattrStore {
         }
         StoreError::File(InputError::Io(e))
     }
+
+    /// The entry of `path` as `read` gave it, noting whether its record carries the time.
+    fn looked_up(&mut self, path: &Path, read: io::Result<Entry>) -> Result<Entry, StoreError> {
+        let entry = read.map_err(|e| XattrStore::error(path, e))?;
+        if entry.verified.is_some() && !self.keep_times {
+            self.timed.insert(path.to_path_buf());
+        }
+        Ok(entry)
+    }
 }
 
 impl RecordStore for XattrStore {
@@ -294,11 +309,15 @@ impl RecordStore for XattrStore {
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
-        let entry = read_entry(path).map_err(|e| XattrStore::error(path, e))?;
-        if entry.verified.is_some() && !self.keep_times {
-            self.timed.insert(path.to_path_buf());
-        }
-        Ok(entry)
+        self.looked_up(path, read_entry(path))
+    }
+
+    fn record_attribute(&self) -> Option<&'static str> {
+        Some(ATTR)
+    }
+
+    fn lookup_read(&mut self, path: &Path, attr: Option<&[u8]>) -> Result<Entry, StoreError> {
+        self.looked_up(path, entry_of(path, attr))
     }
 
     fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
