@@ -96,10 +96,10 @@ fn write_records(
     };
     match format {
         TransferFormat::Manifest => {
-            let mut m = Manifest::default();
-            for (path, record) in records {
-                m.insert(manifest::key(path), *record);
-            }
+            let m: Manifest = records
+                .iter()
+                .map(|(path, record)| (manifest::key(path), *record))
+                .collect();
             m.write(&mut &mut *out).map_err(written)?;
         }
         TransferFormat::SumFile => {

@@ -29,12 +29,13 @@
 //! full disk at any moment leaves either the old manifest or the new one, never a mix; at
 //! worst a temporary file `.NAME.*.tmp` is left behind, which the audit skips.
 
-use std::collections::{BTreeMap, HashSet};
+use std::borrow::Cow;
 use std::ffi::OsString;
-use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, Write};
-use std::os::unix::ffi::OsStringExt;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
+use std::thread;
 
 use crate::audit::AuditError;
 use crate::source::{InputError, Mtime, Stamp};
@@ -66,17 +67,21 @@ impl From<io::Error> for ManifestError {
     }
 }
 
-/// The records of a manifest, by name ([`key`]).
+/// The records of a manifest, by name ([`key`]): one sorted table rather than a tree, so
+/// that a manifest read (written in name order) is built as it comes, a lookup names a
+/// record by its place ([`ManifestStore`] marks the records it met in a bit per record, not a
+/// set of names), and dropping it frees one allocation per name, not per name and node.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Manifest {
-    records: BTreeMap<Vec<u8>, Record>,
+    /// Sorted bytewise by name, each name once.
+    records: Named,
 }
 
 impl Manifest {
     /// Reads the manifest at `path`; a file that does not exist yet is an empty manifest.
     pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
-        match File::open(path) {
-            Ok(file) => Manifest::read(BufReader::new(file)),
+        match fs::read(path) {
+            Ok(text) => Manifest::parse(&text),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Manifest::default()),
             Err(e) => Err(e.into()),
         }
@@ -84,29 +89,71 @@ impl Manifest {
 
     /// Reads a manifest from `input`. Every line must be well-formed: a record dropped here
     /// would be dropped from the manifest written back.
-    pub fn read(mut input: impl BufRead) -> Result<Manifest, ManifestError> {
-        let mut manifest = Manifest::default();
-        let mut line = Vec::new();
-        let mut number = 0;
-        loop {
-            line.clear();
-            if input.read_until(b'\n', &mut line)? == 0 {
-                break;
-            }
-            number += 1;
-            if number == 1 {
-                if !is_header(&line) {
-                    return Err(ManifestError::NotAManifest);
-                }
-                continue;
-            }
-            let (name, record) = parse_line(&line).map_err(|why| ManifestError::Line {
-                line: number,
-                why: why.to_string(),
-            })?;
-            manifest.records.insert(name, record);
+    pub fn read(mut input: impl Read) -> Result<Manifest, ManifestError> {
+        let mut text = Vec::new();
+        input.read_to_end(&mut text)?;
+        Manifest::parse(&text)
+    }
+
+    /// Parses the whole text of a manifest, on every core where it is long enough (64 KiB
+    /// a thread): an audit's readers wait for its records, with the cores idle.
+    /// Of several bad lines, the first is named, as a reading line by line would.
+    pub fn parse(text: &[u8]) -> Result<Manifest, ManifestError> {
+        let threads = thread::available_parallelism().map_or(1, |n| n.get());
+        Manifest::parse_in(text, threads.min(text.len() / PARALLEL_MIN).max(1))
+    }
+
+    /// [`Manifest::parse`] in `runs` runs of lines, each on a thread of its own.
+    fn parse_in(text: &[u8], runs: usize) -> Result<Manifest, ManifestError> {
+        if text.is_empty() {
+            return Ok(Manifest::default());
         }
-        Ok(manifest)
+        let body = match text.iter().position(|&b| b == b'\n') {
+            Some(end) if is_header(&text[..=end]) => &text[end + 1..],
+            None if is_header(text) => &[],
+            _ => return Err(ManifestError::NotAManifest),
+        };
+        let runs = line_runs(body, runs);
+        let parsed = thread::scope(|scope| {
+            let threads: Vec<_> = runs[1..]
+                .iter()
+                .map(|&run| {
+                    let spawned = thread::Builder::new()
+                        .name("mtsum-manifest".into())
+                        .spawn_scoped(scope, move || parse_run(run));
+                    (run, spawned)
+                })
+                .collect();
+            let mut parsed = vec![parse_run(runs[0])];
+            for (run, spawned) in threads {
+                // A thread that could not be started leaves its run to this one.
+                parsed.push(match spawned {
+                    Ok(handle) => handle
+                        .join()
+                        .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(_) => parse_run(run),
+                });
+            }
+            parsed
+        });
+        let mut records = Vec::with_capacity(parsed.iter().flatten().map(Vec::len).sum());
+        // The header is line 1; each run's lines follow those of the runs before it.
+        let mut line = 1;
+        for run in parsed {
+            match run {
+                Ok(mut run) => {
+                    line += run.len() as u64;
+                    records.append(&mut run);
+                }
+                Err((at, why)) => {
+                    return Err(ManifestError::Line {
+                        line: line + 1 + at as u64,
+                        why,
+                    });
+                }
+            }
+        }
+        Ok(records.into_iter().collect())
     }
 
     /// Writes the manifest, header first, in name order.
@@ -126,19 +173,54 @@ impl Manifest {
         crate::replace::write_atomically(path, |out| self.write(out))
     }
 
-    /// The record named `name`.
-    pub fn get(&self, name: &[u8]) -> Option<&Record> {
-        self.records.get(name)
+    /// Where the record named `name` is in the table, or where it would go.
+    fn position(&self, name: &[u8]) -> Result<usize, usize> {
+        self.records
+            .binary_search_by(|(k, _)| k.as_slice().cmp(name))
     }
 
-    /// Sets the record named `name`.
+    /// The record named `name`.
+    pub fn get(&self, name: &[u8]) -> Option<&Record> {
+        self.position(name).ok().map(|i| &self.records[i].1)
+    }
+
+    /// Sets the record named `name`. Records are kept in name order, so setting many in
+    /// another order costs a move of the ones after each: collect them
+    /// ([`FromIterator`]) instead.
     pub fn insert(&mut self, name: Vec<u8>, record: Record) {
-        self.records.insert(name, record);
+        match self.position(&name) {
+            Ok(i) => self.records[i].1 = record,
+            Err(i) => self.records.insert(i, (name, record)),
+        }
     }
 
     /// Removes the record named `name`, returning it.
     pub fn remove(&mut self, name: &[u8]) -> Option<Record> {
-        self.records.remove(name)
+        let i = self.position(name).ok()?;
+        Some(self.records.remove(i).1)
+    }
+
+    /// Sets (`Some`) or removes (`None`) records, the last edit of a name counting, all in
+    /// one pass over the table; whether the records differ from before.
+    pub fn apply(&mut self, mut edits: Vec<(Vec<u8>, Option<Record>)>) -> bool {
+        if edits.is_empty() {
+            return false;
+        }
+        sort_keeping_last(&mut edits);
+        let mut old = std::mem::take(&mut self.records).into_iter().peekable();
+        let mut changed = false;
+        for (name, edit) in edits {
+            while let Some(before) = old.next_if(|(k, _)| *k < name) {
+                self.records.push(before);
+            }
+            let was = old.next_if(|(k, _)| *k == name).map(|(_, r)| r);
+            changed |= was != edit;
+            if let Some(record) = edit {
+                self.records.push((name, record));
+            }
+        }
+        self.records.extend(old);
+        changed
     }
 
     /// The number of records.
@@ -159,13 +241,82 @@ impl Manifest {
     /// The records at or below `arg` (a [`key`]), in name order: what an audit of `arg`
     /// covers.
     pub fn within<'a>(&'a self, arg: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a Record)> {
-        let start: &[u8] = if arg == b"." { b"" } else { arg };
-        self.records
-            .range::<[u8], _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
-            .take_while(move |(k, _)| k.starts_with(start))
-            .filter(move |(k, _)| is_within(k, arg))
-            .map(|(k, v)| (k.as_slice(), v))
+        self.places_within(arg).map(|i| {
+            let (k, v) = &self.records[i];
+            (k.as_slice(), v)
+        })
     }
+
+    /// The places in the table of the records [`Manifest::within`] gives.
+    fn places_within<'a>(&'a self, arg: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+        let start: &[u8] = if arg == b"." { b"" } else { arg };
+        let first = self.records.partition_point(|(k, _)| k.as_slice() < start);
+        (first..self.records.len())
+            .take_while(move |&i| self.records[i].0.starts_with(start))
+            .filter(move |&i| is_within(&self.records[i].0, arg))
+    }
+}
+
+/// A manifest of these records, the last of a name counting where a name comes twice. Records
+/// in name order (a manifest's own lines) are taken as they are.
+impl FromIterator<(Vec<u8>, Record)> for Manifest {
+    fn from_iter<I: IntoIterator<Item = (Vec<u8>, Record)>>(records: I) -> Manifest {
+        let mut records: Vec<_> = records.into_iter().collect();
+        if !records.windows(2).all(|w| w[0].0 < w[1].0) {
+            sort_keeping_last(&mut records);
+        }
+        Manifest { records }
+    }
+}
+
+/// Sorts `named` by name, keeping of the entries of one name the last only.
+fn sort_keeping_last<T>(named: &mut Vec<(Vec<u8>, T)>) {
+    // Reversed, then sorted stably: of the entries of one name, the last comes first.
+    named.reverse();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    named.dedup_by(|later, first| later.0 == first.0);
+}
+
+/// Bytes of manifest per thread at least when it is parsed on several: a thread costs about
+/// what a few hundred lines do.
+const PARALLEL_MIN: usize = 64 << 10;
+
+/// `text` cut into at most `n` runs of whole lines (the last may lack its newline), of about
+/// equal size; none is empty, and one run holds an empty `text`.
+fn line_runs(text: &[u8], n: usize) -> Vec<&[u8]> {
+    let mut runs = Vec::with_capacity(n);
+    let mut rest = text;
+    for left in (2..=n).rev() {
+        if rest.is_empty() {
+            break;
+        }
+        let from = rest.len() / left;
+        let end = rest[from..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(rest.len(), |i| from + i + 1);
+        let (run, after) = rest.split_at(end);
+        runs.push(run);
+        rest = after;
+    }
+    if !rest.is_empty() || runs.is_empty() {
+        runs.push(rest);
+    }
+    runs
+}
+
+/// Records by name, in the order they come.
+type Named = Vec<(Vec<u8>, Record)>;
+
+/// The records of the lines of `run`, in order, or the first bad line's index in the run and
+/// what is wrong with it.
+fn parse_run(run: &[u8]) -> Result<Named, (usize, String)> {
+    // Counted first: a table grown as it goes would be copied and faulted in twice over.
+    let mut records = Vec::with_capacity(run.iter().filter(|&&b| b == b'\n').count() + 1);
+    for (i, line) in run.split_inclusive(|&b| b == b'\n').enumerate() {
+        records.push(parse_line(line).map_err(|why| (i, why))?);
+    }
+    Ok(records)
 }
 
 /// Whether the record name `name` is `arg` or below it (both [`key`]s).
@@ -184,6 +335,28 @@ pub fn is_within(name: &[u8], arg: &[u8]) -> bool {
 /// or trailing slashes (`./a//b/` is `a/b`). `..` is kept: it cannot be removed without
 /// asking the file system, where a symbolic link may lead elsewhere.
 pub fn key(path: &Path) -> Vec<u8> {
+    tidy(path).into_owned()
+}
+
+/// [`key`], borrowed from `path` where it is the path as spelled: as an audit meets its files,
+/// so that looking one up allocates nothing.
+fn tidy(path: &Path) -> Cow<'_, [u8]> {
+    let spelled = path.as_os_str().as_bytes();
+    // The length of the components joined by single slashes: the spelling's own length only
+    // where nothing is dropped (no `.`, no doubled or trailing slash).
+    let mut len = 0;
+    let mut after_root = true;
+    for component in path.components() {
+        if component == Component::CurDir {
+            len = usize::MAX;
+            break;
+        }
+        len += usize::from(!after_root) + component.as_os_str().len();
+        after_root = component == Component::RootDir;
+    }
+    if len == spelled.len() && len != 0 {
+        return Cow::Borrowed(spelled);
+    }
     let mut tidy = PathBuf::new();
     for component in path.components() {
         if component != Component::CurDir {
@@ -191,9 +364,9 @@ pub fn key(path: &Path) -> Vec<u8> {
         }
     }
     if tidy.as_os_str().is_empty() {
-        return b".".to_vec();
+        return Cow::Borrowed(b".");
     }
-    tidy.into_os_string().into_vec()
+    Cow::Owned(tidy.into_os_string().into_vec())
 }
 
 fn is_header(line: &[u8]) -> bool {
@@ -227,7 +400,7 @@ fn parse_line(line: &[u8]) -> Result<(Vec<u8>, Record), String> {
     else {
         return Err("expected SIZE MTIME TAG (NAME) = DIGEST".into());
     };
-    let text = |b: &[u8]| std::str::from_utf8(b).ok().map(str::to_owned);
+    let text = |b| std::str::from_utf8(b).ok();
     let size: u64 = text(size).and_then(|s| s.parse().ok()).ok_or("bad size")?;
     let mtime: Mtime = text(mtime)
         .and_then(|s| s.parse().ok())
@@ -259,9 +432,10 @@ pub struct ManifestStore {
     /// Where it lies, past a symbolic link ([`super::resolved`]): its temporary files are
     /// made beside it.
     file: PathBuf,
-    seen: HashSet<Vec<u8>>,
-    /// Records already reported unseen (arguments may overlap).
-    reported: HashSet<Vec<u8>>,
+    /// The records of `old` that a lookup asked for, by place.
+    seen: Vec<bool>,
+    /// The records of `old` already reported unseen (arguments may overlap), by place.
+    reported: Vec<bool>,
     /// Records to set (`Some`) or remove (`None`), in the order the audit decided them.
     edits: Vec<(Vec<u8>, Option<Record>)>,
 }
@@ -287,11 +461,11 @@ impl ManifestStore {
         }
         Ok(ManifestStore {
             path: path.to_path_buf(),
-            old,
             own: OwnFile::of(path),
             file,
-            seen: HashSet::new(),
-            reported: HashSet::new(),
+            seen: vec![false; old.len()],
+            reported: vec![false; old.len()],
+            old,
             edits: Vec::new(),
         })
     }
@@ -311,28 +485,28 @@ impl RecordStore for ManifestStore {
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
-        let key = key(path);
-        let prior = self
-            .old
-            .get(&key)
-            .map_or(Prior::None, |r| Prior::Record(*r));
-        self.seen.insert(key);
+        let prior = match self.old.position(&tidy(path)) {
+            Ok(i) => {
+                self.seen[i] = true;
+                Prior::Record(self.old.records[i].1)
+            }
+            Err(_) => Prior::None,
+        };
         Ok(Entry::of(prior))
     }
 
     fn has_records_below(&self, path: &Path) -> bool {
-        self.old.within(&key(path)).next().is_some()
+        self.old.within(&tidy(path)).next().is_some()
     }
 
     fn unseen_below(&mut self, arg: &Path, unwalked: &[PathBuf]) -> Vec<(PathBuf, Record)> {
-        let arg = key(arg);
+        let arg = tidy(arg);
         let mut unseen = Vec::new();
-        for (name, record) in self.old.within(&arg) {
-            if !self.seen.contains(name)
-                && !is_unwalked(name, unwalked)
-                && self.reported.insert(name.to_vec())
-            {
-                let path = PathBuf::from(OsString::from_vec(name.to_vec()));
+        for i in self.old.places_within(&arg) {
+            let (name, record) = &self.old.records[i];
+            if !self.seen[i] && !self.reported[i] && !is_unwalked(name, unwalked) {
+                self.reported[i] = true;
+                let path = PathBuf::from(OsString::from_vec(name.clone()));
                 unseen.push((path, *record));
             }
         }
@@ -350,20 +524,13 @@ impl RecordStore for ManifestStore {
     }
 
     fn finish(&mut self) -> Result<bool, AuditError> {
-        let mut manifest = std::mem::take(&mut self.old);
-        let mut changed = false;
-        for (name, record) in self.edits.drain(..) {
-            changed |= manifest.get(&name) != record.as_ref();
-            match record {
-                Some(r) => manifest.insert(name, r),
-                None => {
-                    manifest.remove(&name);
-                }
-            }
-        }
-        let saved = changed.then(|| manifest.save(&self.path)).transpose();
-        self.old = manifest;
-        saved
+        // The records change places: the run is over, and what was seen is no more asked.
+        let changed = self.old.apply(std::mem::take(&mut self.edits));
+        self.seen = vec![false; self.old.len()];
+        self.reported = vec![false; self.old.len()];
+        changed
+            .then(|| self.old.save(&self.path))
+            .transpose()
             .map(|saved| saved.is_some())
             .map_err(|e| AuditError::ManifestWrite {
                 path: self.path.clone(),
@@ -407,9 +574,17 @@ mod tests {
             ("//x/", "/x"),
             ("../x", "../x"),
             ("a/../b", "a/../b"),
+            ("a/.", "a"),
+            ("/.", "/"),
+            ("", "."),
+            ("/a/b", "/a/b"),
         ];
         for (path, want) in cases {
             assert_eq!(key(Path::new(path)), want.as_bytes(), "{path}");
+            // A path already tidy is its own key, borrowed.
+            let borrowed =
+                matches!(tidy(Path::new(path)), Cow::Borrowed(k) if k == path.as_bytes());
+            assert_eq!(borrowed, path == want, "{path}");
         }
     }
 
@@ -525,6 +700,172 @@ mod tests {
             Manifest::read(&text[..]),
             Err(ManifestError::Line { line: 2, .. })
         ));
+    }
+
+    /// The text of a manifest of `n` records, names of every kind among them.
+    fn manifest_text(n: usize) -> Vec<u8> {
+        let m: Manifest = (0..n)
+            .map(|i| {
+                let name = match i % 4 {
+                    0 => format!("dir/{i:05}"),
+                    1 => format!("dir/{i:05} with space"),
+                    2 => format!("dir/{i:05}\nnewline\\"),
+                    _ => format!("/abs/{i:05}"),
+                };
+                (name.into_bytes(), record(i as u64))
+            })
+            .collect();
+        let mut text = Vec::new();
+        m.write(&mut text).unwrap();
+        text
+    }
+
+    /// A manifest read as earlier versions did: line by line, each record set in turn.
+    fn line_by_line(text: &[u8]) -> Result<Named, String> {
+        use std::io::BufRead;
+        let mut input = text;
+        let mut records = std::collections::BTreeMap::new();
+        let (mut line, mut number) = (Vec::new(), 0);
+        loop {
+            line.clear();
+            if input.read_until(b'\n', &mut line).unwrap() == 0 {
+                return Ok(records.into_iter().collect());
+            }
+            number += 1;
+            if number == 1 {
+                assert!(is_header(&line));
+                continue;
+            }
+            let (name, record) =
+                parse_line(&line).map_err(|why| format!("line {number}: {why}"))?;
+            records.insert(name, record);
+        }
+    }
+
+    /// Every way of cutting `text` into runs of lines gives what a reading line by line does.
+    fn assert_parsed_as_line_by_line(text: &[u8]) {
+        let want = line_by_line(text);
+        for runs in 1..=7 {
+            let got = Manifest::parse_in(text, runs)
+                .map(|m| m.records)
+                .map_err(|e| e.to_string());
+            assert_eq!(got, want, "{runs} runs");
+        }
+    }
+
+    #[test]
+    fn a_manifest_parsed_in_runs_has_the_records_of_one_read_line_by_line() {
+        let text = manifest_text(40);
+        assert_parsed_as_line_by_line(&text);
+        let unterminated = text.strip_suffix(b"\n").unwrap();
+        assert_parsed_as_line_by_line(unterminated);
+        assert_eq!(Manifest::parse(unterminated).unwrap().len(), 40);
+        // Around the size from which a parse is split across threads.
+        let mut over = 2 * PARALLEL_MIN / 130;
+        while manifest_text(over).len() <= 2 * PARALLEL_MIN {
+            over += 8;
+        }
+        let sizes: Vec<usize> = (over - 8..=over)
+            .map(|n| {
+                let text = manifest_text(n);
+                assert_eq!(
+                    Manifest::parse(&text).map(|m| m.records).ok(),
+                    line_by_line(&text).ok()
+                );
+                text.len()
+            })
+            .collect();
+        assert!(sizes[0] <= 2 * PARALLEL_MIN, "{sizes:?}");
+    }
+
+    #[test]
+    fn the_first_bad_line_is_named_whichever_run_it_lies_in() {
+        let text = manifest_text(40);
+        let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+        for bad in [2, 3, 21, 40, 41] {
+            let mut damaged = lines.clone();
+            damaged[bad - 1] = b"12 1.000000000 SHA256 (a) = zz\n";
+            let damaged = damaged.concat();
+            assert_parsed_as_line_by_line(&damaged);
+            let e = Manifest::parse_in(&damaged, 3).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("line {bad}: ")), "{e}");
+        }
+        // Two bad lines in different runs: the first is named.
+        let mut damaged = lines.clone();
+        damaged[35] = b"x\n";
+        damaged[4] = b"y\n";
+        let e = Manifest::parse_in(&damaged.concat(), 4).unwrap_err();
+        assert!(matches!(e, ManifestError::Line { line: 5, .. }), "{e}");
+        // The last line, without its newline.
+        let mut damaged = lines.concat();
+        damaged.extend_from_slice(b"1 2");
+        let e = Manifest::parse_in(&damaged, 5).unwrap_err();
+        assert!(matches!(e, ManifestError::Line { line: 42, .. }), "{e}");
+    }
+
+    #[test]
+    fn runs_are_whole_lines_of_about_equal_size() {
+        let lines: Vec<Vec<u8>> = (0..12)
+            .map(|i| [vec![b'x'; i % 5], vec![b'\n']].concat())
+            .collect();
+        for count in 0..=lines.len() {
+            let mut text = lines[..count].concat();
+            for unterminated in [false, true] {
+                if unterminated {
+                    text.extend_from_slice(b"end");
+                }
+                for n in 1..=6 {
+                    let runs = line_runs(&text, n);
+                    assert!(!runs.is_empty() && runs.len() <= n);
+                    assert_eq!(runs.concat(), text, "{count} lines in {n}");
+                    for run in &runs[..runs.len() - 1] {
+                        assert!(!run.is_empty() && run.ends_with(b"\n"), "{run:?}");
+                    }
+                    // No run is longer than its share and the rest of a line.
+                    let longest = 5;
+                    assert!(runs.iter().all(|r| r.len() <= text.len() / n + longest));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lines_out_of_order_are_sorted_and_the_last_of_a_name_counts() {
+        let mut text = b"# mtsum audit manifest 1\n".to_vec();
+        for (name, n) in [("b", 1), ("a", 2), ("b", 3), ("c", 4)] {
+            text.extend_from_slice(&format_line(name.as_bytes(), &record(n)));
+        }
+        let m = Manifest::parse_in(&text, 2).unwrap();
+        let names: Vec<&[u8]> = m.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, [&b"a"[..], b"b", b"c"]);
+        assert_eq!(m.get(b"b"), Some(&record(3)));
+    }
+
+    #[test]
+    fn edits_apply_in_order_and_say_whether_anything_changed() {
+        let mut m: Manifest = [("a", 1), ("c", 3)]
+            .map(|(k, n)| (k.as_bytes().to_vec(), record(n)))
+            .into_iter()
+            .collect();
+        let before = m.clone();
+        assert!(!m.apply(Vec::new()));
+        // A record set and set back, another set to what it was: nothing changed.
+        let edits = vec![
+            (b"a".to_vec(), Some(record(9))),
+            (b"c".to_vec(), Some(record(3))),
+            (b"a".to_vec(), Some(record(1))),
+        ];
+        assert!(!m.apply(edits));
+        assert_eq!(m, before);
+        let edits = vec![
+            (b"d".to_vec(), Some(record(4))),
+            (b"b".to_vec(), Some(record(2))),
+            (b"a".to_vec(), None),
+            (b"0".to_vec(), None),
+        ];
+        assert!(m.apply(edits));
+        let got: Vec<(&[u8], u64)> = m.iter().map(|(k, r)| (k, r.stamp.len)).collect();
+        assert_eq!(got, [(&b"b"[..], 2), (b"c", 3), (b"d", 4)]);
     }
 
     #[test]
