@@ -53,7 +53,9 @@ fn tree(dir: &Path, count: usize) -> Vec<String> {
 fn records(db: &Path) -> BTreeMap<String, (String, String, String, Option<i64>)> {
     let conn = Connection::open(db).unwrap();
     let mut st = conn
-        .prepare("SELECT path, layout, algorithm, digest, verified FROM records")
+        .prepare(
+            "SELECT path, layout, algorithm, digest, verified FROM records LEFT JOIN checks USING (id)",
+        )
         .unwrap();
     st.query_map([], |r| {
         let path: Vec<u8> = r.get(0)?;

@@ -412,7 +412,7 @@ pub(crate) fn may_be_own(path: &Path, file: &Path, own: Option<OwnFile>) -> bool
 }
 
 /// `PRAGMA user_version` of the database store's schema ([`database`], feature `database`).
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Why a database cannot be used (the database store, feature `database`). The message is the part after `mtsum: FILE: `.
 #[derive(Debug, thiserror::Error)]

@@ -15,12 +15,27 @@ use crate::audit::store::{DatabaseError, Entry, Prior, Record, time};
 use crate::layout::{Layout, LeafSize};
 use crate::source::{Mtime, Stamp};
 
-/// The columns of a record, in the order [`row_record`] reads them, but the last: whether a
-/// repair of the file is in progress ([`REPAIRING`]).
-pub(super) const RECORD_COLUMNS: &str = "path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, outboard_leaf IS NOT NULL";
+/// The query that reads records, but for its condition and order: the columns of a record,
+/// in the order [`row_record`] reads them, from a database whose audits' findings are in a
+/// table of their own (`checks`, version 3) or in the records (a database of version 1 or 2,
+/// read as it is), which may say whether a repair of the file is in progress (`repairs`,
+/// since version 2) or not (none is).
+pub(super) fn select(checks: bool, repairs: bool) -> String {
+    let from = match checks {
+        true => "records LEFT JOIN checks ON checks.id = records.rowid",
+        false => "records",
+    };
+    let repairing = match repairs {
+        true => REPAIRING,
+        false => "0",
+    };
+    format!(
+        "SELECT path, size, mtime_sec, mtime_nsec, layout, leaf_size, algorithm, digest, verified, outboard_leaf IS NOT NULL, {repairing}, records.rowid FROM {from}"
+    )
+}
 
 /// Whether a repair of the file is in progress: a mark with the record's stamp.
-pub(super) const REPAIRING: &str = "EXISTS (SELECT 1 FROM repairs m WHERE m.path = records.path AND m.size = records.size AND m.mtime_sec = records.mtime_sec AND m.mtime_nsec = records.mtime_nsec)";
+const REPAIRING: &str = "EXISTS (SELECT 1 FROM repairs m WHERE m.path = records.path AND m.size = records.size AND m.mtime_sec = records.mtime_sec AND m.mtime_nsec = records.mtime_nsec)";
 
 /// Rows read at a time by [`Ahead`].
 const AHEAD_ROWS: usize = 512;
@@ -38,7 +53,7 @@ pub(super) struct Ahead {
     /// What every name at or below it starts with (nothing for `.`).
     start: Vec<u8>,
     /// Rows read and not yet passed.
-    rows: VecDeque<(Vec<u8>, Result<Record, String>, RowState)>,
+    rows: VecDeque<Row>,
     /// The name of the last row read (`None` before the first chunk).
     read_to: Option<Vec<u8>>,
     /// Whether every row at or below the argument has been read.
@@ -84,36 +99,35 @@ impl Ahead {
     pub(super) fn lookup(
         &mut self,
         conn: &Connection,
-        columns: &str,
+        select: &str,
         name: &[u8],
-    ) -> Result<Option<Entry>, DatabaseError> {
+    ) -> Result<Option<Found>, DatabaseError> {
         if !is_within(name, &self.arg) || self.last.as_deref().is_some_and(|l| name <= l) {
             return Ok(None);
         }
         self.last = Some(name.to_vec());
         loop {
-            if self.rows.is_empty() && !self.fill(conn, columns)? {
-                return Ok(Some(Entry::of(Prior::None)));
+            if self.rows.is_empty() && !self.fill(conn, select)? {
+                return Ok(Some(NONE));
             }
-            let first = &self.rows.front().expect("filled").0;
+            let first = &self.rows.front().expect("filled").name;
             match first.as_slice().cmp(name) {
                 std::cmp::Ordering::Less => {
-                    let (passed, record, _) = self.rows.pop_front().expect("filled");
-                    if let Ok(record) = record {
-                        self.passed.push((passed, record));
+                    let row = self.rows.pop_front().expect("filled");
+                    if let Ok(record) = row.record {
+                        self.passed.push((row.name, record));
                     }
                 }
                 std::cmp::Ordering::Equal => {
-                    let (_, record, state) = self.rows.pop_front().expect("filled");
-                    return Ok(Some(entry((record, state))));
+                    return Ok(Some(self.rows.pop_front().expect("filled").found()));
                 }
-                std::cmp::Ordering::Greater => return Ok(Some(Entry::of(Prior::None))),
+                std::cmp::Ordering::Greater => return Ok(Some(NONE)),
             }
         }
     }
 
     /// Reads the next chunk of rows; `false` when there are none left.
-    fn fill(&mut self, conn: &Connection, columns: &str) -> Result<bool, DatabaseError> {
+    fn fill(&mut self, conn: &Connection, select: &str) -> Result<bool, DatabaseError> {
         if self.done {
             return Ok(false);
         }
@@ -121,20 +135,18 @@ impl Ahead {
             None => (">=", self.start.as_slice()),
             Some(name) => (">", name.as_slice()),
         };
-        let sql = format!(
-            "SELECT {columns} FROM records WHERE path {op} ?1 ORDER BY path LIMIT {AHEAD_ROWS}"
-        );
+        let sql = format!("{select} WHERE path {op} ?1 ORDER BY path LIMIT {AHEAD_ROWS}");
         let mut statement = conn.prepare_cached(&sql)?;
         let mut rows = statement.query([from])?;
         let mut read = 0;
         while let Some(row) = rows.next()? {
             read += 1;
             let row = row_record(row);
-            if !row.0.starts_with(&self.start) {
+            if !row.name.starts_with(&self.start) {
                 self.done = true;
                 break;
             }
-            self.read_to = Some(row.0.clone());
+            self.read_to = Some(row.name.clone());
             self.rows.push_back(row);
         }
         if read < AHEAD_ROWS {
@@ -146,46 +158,76 @@ impl Ahead {
     /// Passes over every row left: the unseen records at or below the argument, in name
     /// order, and those outside it that share its start (`a.txt` for `a`). A row that cannot
     /// be read ends them, as it would end a scan.
-    pub(super) fn rest(mut self, conn: &Connection, columns: &str) -> Vec<(Vec<u8>, Record)> {
+    pub(super) fn rest(mut self, conn: &Connection, select: &str) -> Vec<(Vec<u8>, Record)> {
         loop {
-            for (name, record, _) in self.rows.drain(..) {
-                if let Ok(record) = record {
-                    self.passed.push((name, record));
+            for row in self.rows.drain(..) {
+                if let Ok(record) = row.record {
+                    self.passed.push((row.name, record));
                 }
             }
-            if !matches!(self.fill(conn, columns), Ok(true)) {
+            if !matches!(self.fill(conn, select), Ok(true)) {
                 return self.passed;
             }
         }
     }
 }
 
-/// When a record was last verified, whether it has an outboard, and whether a repair of the
-/// file is in progress.
-pub(super) type RowState = (Option<SystemTime>, bool, bool);
+/// What a lookup found: the entry, and the id of the record's row where it has one, by
+/// which what the audit finds is written.
+pub(super) type Found = (Entry, Option<i64>);
 
-/// A row of [`DatabaseStore::columns`]: its name, its record (or why it cannot be used), when
-/// it was last verified, whether it has an outboard and whether a repair is in progress.
-pub(super) fn row_record(row: &rusqlite::Row) -> (Vec<u8>, Result<Record, String>, RowState) {
-    let name: Vec<u8> = row.get(0).unwrap_or_default();
-    let verified = row.get::<_, Option<i64>>(8).ok().flatten().map(time);
-    let has_outboard = row.get::<_, bool>(9).unwrap_or(false);
-    let repairing = row.get::<_, bool>(10).unwrap_or(false);
-    (name, parse_row(row), (verified, has_outboard, repairing))
+/// What a lookup of a name without a record finds.
+pub(super) const NONE: Found = (
+    Entry {
+        prior: Prior::None,
+        verified: None,
+        has_outboard: false,
+        repairing: false,
+    },
+    None,
+);
+
+/// A row of [`select`].
+pub(super) struct Row {
+    pub(super) name: Vec<u8>,
+    /// The key of what audits found of it (`checks`); its rowid in a database of version 1
+    /// or 2.
+    id: i64,
+    /// The record, or why it cannot be used.
+    pub(super) record: Result<Record, String>,
+    /// When it was last verified.
+    verified: Option<SystemTime>,
+    /// Whether it has an outboard.
+    has_outboard: bool,
+    /// Whether a repair of the file is in progress.
+    repairing: bool,
 }
 
-/// The entry of a row read by [`row_record`], without its name.
-pub(super) fn entry(
-    (record, (verified, has_outboard, repairing)): (Result<Record, String>, RowState),
-) -> Entry {
-    match record {
-        Ok(record) => Entry {
-            prior: Prior::Record(record),
-            verified,
-            has_outboard,
-            repairing,
-        },
-        Err(why) => Entry::of(Prior::Unusable(format!("damaged record: {why}"))),
+impl Row {
+    /// What a lookup of its name finds.
+    pub(super) fn found(self) -> Found {
+        let entry = match self.record {
+            Ok(record) => Entry {
+                prior: Prior::Record(record),
+                verified: self.verified,
+                has_outboard: self.has_outboard,
+                repairing: self.repairing,
+            },
+            Err(why) => Entry::of(Prior::Unusable(format!("damaged record: {why}"))),
+        };
+        (entry, Some(self.id))
+    }
+}
+
+/// A row of [`select`], read.
+pub(super) fn row_record(row: &rusqlite::Row) -> Row {
+    Row {
+        name: row.get(0).unwrap_or_default(),
+        record: parse_row(row),
+        verified: row.get::<_, Option<i64>>(8).ok().flatten().map(time),
+        has_outboard: row.get::<_, bool>(9).unwrap_or(false),
+        repairing: row.get::<_, bool>(10).unwrap_or(false),
+        id: row.get(11).unwrap_or_default(),
     }
 }
 
