@@ -381,3 +381,38 @@ fn as_done_the_sink_takes_every_outcome_once_with_its_context() {
     seen.sort_unstable();
     assert_eq!(seen, (0..200).collect::<Vec<_>>());
 }
+
+#[test]
+fn an_extended_attribute_is_read_from_the_file_the_read_opens_and_changes_no_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = data(300_000);
+    let path = dir.path().join("f");
+    fs::write(&path, &bytes).unwrap();
+    if xattr::set(&path, "user.kept", b"a record").is_err() {
+        return eprintln!("SKIPPED: no user extended attributes here");
+    }
+    let long = dir.path().join("long");
+    fs::write(&long, &bytes).unwrap();
+    xattr::set(&long, "user.kept", &[7; 200]).unwrap();
+    let read = |path: &Path, name| {
+        let request = Request {
+            side: Side {
+                xattr: Some(name),
+                ..Side::default()
+            },
+            ..Request::new(Layout::Plain, Algorithm::Blake3)
+        };
+        let got = Engine::default()
+            .hash(&request, Target::File(path.to_path_buf()))
+            .unwrap();
+        assert_eq!(
+            got.root,
+            reference::root(Layout::Plain, Algorithm::Blake3, &bytes)
+        );
+        got.side.xattr.map(|v| v.map(|v| v.as_bytes().to_vec()))
+    };
+    assert_eq!(read(&path, "user.kept"), Some(Some(b"a record".to_vec())));
+    // A file without it says so; a value too long to hold is left for a read by path.
+    assert_eq!(read(&path, "user.other"), Some(None));
+    assert_eq!(read(&long, "user.kept"), None);
+}

@@ -20,7 +20,7 @@ use std::time::{Instant, SystemTime};
 use crate::algorithm::Algorithm;
 use crate::engine::{FileDigest, Request, Side};
 use crate::layout::{Layout, NoRoot};
-use crate::source::{InputError, Stamp, Target};
+use crate::source::{InputError, Stamp, Target, XattrValue};
 use crate::walk::{SkipReason, Walk, Walked, walk};
 
 use super::outboard::{self, Outboard};
@@ -989,7 +989,7 @@ impl Sink<'_> {
         let looked = {
             let store = &mut self.shared.borrow_mut().store;
             match attr {
-                Some(attr) => store.lookup_read(&path, attr.as_deref()),
+                Some(attr) => store.lookup_read(&path, attr.as_ref().map(XattrValue::as_bytes)),
                 None => store.lookup(&path),
             }
         };

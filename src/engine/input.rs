@@ -14,7 +14,8 @@ use crate::algorithm::Digest;
 use crate::lanes::Kernel;
 use crate::layout::{Combiner, JobKind, Layout, Root};
 use crate::source::{
-    FileSystems, Input, InputError, MAX_HELD_STREAM, ReadMode, Target, claim_stdin, hold_stream,
+    FileSystems, Input, InputError, MAX_HELD_STREAM, ReadMode, Target, XattrValue, claim_stdin,
+    hold_stream,
 };
 
 /// The shortest fixed leaf that is a job of its own when its algorithm has lanes: a 1 MiB
@@ -293,7 +294,7 @@ pub(super) struct Fold {
     /// With side outputs: their fold, and the plan that says which digests a job read gave.
     side: Option<(SideFold, Arc<SidePlan>)>,
     /// [`Side::xattr`](super::Side::xattr)'s attribute, read when the file was opened.
-    xattr: Option<Option<Vec<u8>>>,
+    xattr: Option<Option<XattrValue>>,
     error: Option<InputError>,
     started: Instant,
     /// The bytes of a stream held in memory (see [`Unplanned::hold`]).

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use crate::algorithm::{Algorithm, Digest};
 use crate::lanes::{Event, Kernel, Lane, Lanes};
 use crate::layout::{self, Combiner, JobHasher, JobKind, Layout, LeafSize, NoRoot, Root};
-use crate::source::Pieces;
+use crate::source::{Pieces, XattrValue};
 
 /// What else to compute from the bytes read for a [`Request`](super::Request).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -78,10 +78,10 @@ pub struct SideDigests {
     /// The digests of [`Side::leaves`]; `None` for a stream.
     pub leaves: Option<Vec<Digest>>,
     /// The attribute [`Side::xattr`] named, as the opened file had it: `Some(None)` where it
-    /// has none. `None` where it was not read (a stream, a remote object, an error such as a
-    /// file system without extended attributes): a caller who needs it asks by path, and
-    /// learns why.
-    pub xattr: Option<Option<Vec<u8>>>,
+    /// has none. `None` where it was not read (a stream, a remote object, a value longer than
+    /// [`XattrValue::CAPACITY`], an error such as a file system without extended
+    /// attributes): a caller who needs it asks by path, and learns why.
+    pub xattr: Option<Option<XattrValue>>,
 }
 
 /// One layout's jobs of an input.

@@ -30,6 +30,32 @@ pub enum Input {
     Stream(Box<dyn Read + Send>),
 }
 
+/// The value of an extended attribute read from an open file ([`SizedFile::xattr`]), held in
+/// place: read by a reader thread for another (an audit's record), it would otherwise be an
+/// allocation freed on another thread, which glibc's per-thread arenas make dear (a verify of
+/// 20 000 small files: 2–3 % of the readers' samples in `malloc` and `free`, 1 % more CPU).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct XattrValue {
+    len: u8,
+    bytes: [u8; XattrValue::CAPACITY],
+}
+
+impl XattrValue {
+    /// The longest value held: an audit's record takes at most 111 bytes.
+    pub const CAPACITY: usize = 128;
+
+    /// The value's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for XattrValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("XattrValue").field(&self.as_bytes()).finish()
+    }
+}
+
 /// A regular file or block device opened for positioned reads: its bytes from `start` to its
 /// end, which are offsets `0..len()` of its reads.
 pub struct SizedFile {
@@ -405,9 +431,40 @@ impl SizedFile {
     }
 
     /// The extended attribute `name` of the opened file (`None`: it has none), read on its
-    /// descriptor: no lookup of its path again. A remote object has none: an error.
-    pub fn xattr(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        xattr::FileExt::get_xattr(self.file.local()?, name)
+    /// descriptor: no lookup of its path again. A value longer than
+    /// [`XattrValue::CAPACITY`] is an error (`ERANGE`), as is a remote object, which has none.
+    pub fn xattr(&self, name: &str) -> io::Result<Option<XattrValue>> {
+        let fd = self.file.local()?.as_raw_fd();
+        // The name as C wants it, without an allocation.
+        let mut c_name = [0u8; 256];
+        if name.len() >= c_name.len() || name.contains('\0') {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        c_name[..name.len()].copy_from_slice(name.as_bytes());
+        let mut value = XattrValue {
+            len: 0,
+            bytes: [0; XattrValue::CAPACITY],
+        };
+        // SAFETY: `c_name` is NUL-terminated (zeroed past the name, which holds no NUL), and
+        // the kernel writes at most `bytes.len()` bytes into `bytes`, which outlives the call.
+        let read = unsafe {
+            libc::fgetxattr(
+                fd,
+                c_name.as_ptr().cast(),
+                value.bytes.as_mut_ptr().cast(),
+                value.bytes.len(),
+            )
+        };
+        match read {
+            -1 => match io::Error::last_os_error() {
+                e if e.raw_os_error() == Some(libc::ENODATA) => Ok(None),
+                e => Err(e),
+            },
+            len => {
+                value.len = len as u8;
+                Ok(Some(value))
+            }
+        }
     }
 
     /// Whether the file is empty.

@@ -61,7 +61,7 @@ mod target;
 
 pub use buffer::{Buffer, Chunk, Pieces};
 pub use error::{InputError, MAX_HELD_STREAM, NoRoot, os_message};
-pub use file::{Input, SizedFile, open_path};
+pub use file::{Input, SizedFile, XattrValue, open_path};
 pub(crate) use filesystems::FileSystems;
 pub use mode::{Fallback, ReadMode};
 pub use range::RangeReader;
