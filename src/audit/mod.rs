@@ -38,7 +38,8 @@
 //!
 //! Each file is read once, through the engine as `mtsum -r` reads ([`read`]): small files side
 //! by side, a large one on every core; every digest the audit needs of it comes from that
-//! read (the others are the engine's side outputs); verdicts come back in walk order (with a
+//! read (the others are the engine's side outputs, as is a record in an extended attribute,
+//! read from the file opened); verdicts come back in walk order (with a
 //! time budget, least recently verified first). The engine's stamp (size and mtime) of the file
 //! it opened held until the last byte was read; where the audit had to look at the file
 //! before reading it (`--max-age`, a record that calls for its size), that stamp is compared

@@ -8,6 +8,10 @@
 //! ([`examine_first`], a record that calls for the size), one taken then too, and [`judge`]
 //! compares them. Records below an argument that its walk did not
 //! meet are reported `missing` once the argument is done.
+//!
+//! A record kept in an attribute of its file is read, where nothing needs it before the read,
+//! by the reader that opens the file ([`Item::Unlooked`]): the file is read with the layout
+//! and algorithm of the last record met, and again with its own where its record differs.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
