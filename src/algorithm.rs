@@ -461,12 +461,16 @@ impl Digest {
         if !hex.len().is_multiple_of(2) || hex.len() > 2 * Self::MAX_LEN {
             return None;
         }
-        let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+        // By table, and judged once at the end rather than at each digit: a manifest or a sum
+        // file is tens of thousands of digests read before anything else can start.
         let mut bytes = [0u8; Self::MAX_LEN];
-        for (i, pair) in hex.chunks_exact(2).enumerate() {
-            bytes[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+        let mut bad = 0;
+        for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+            let (high, low) = (HEX_DIGIT[pair[0] as usize], HEX_DIGIT[pair[1] as usize]);
+            bad |= high | low;
+            *byte = high << 4 | low;
         }
-        Some(Digest::from_slice(&bytes[..hex.len() / 2]))
+        (bad & NOT_HEX == 0).then(|| Digest::from_zero_padded(bytes, hex.len() / 2))
     }
 
     /// The digest's bytes.
@@ -479,6 +483,26 @@ impl Digest {
         self.to_string()
     }
 }
+
+/// What [`Digest::from_hex`] marks a byte that is no hex digit with.
+const NOT_HEX: u8 = 0x80;
+
+/// The value of each byte as a hex digit, either case; [`NOT_HEX`] for every other byte.
+const HEX_DIGIT: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// Lowercase hex, as every checksum tool prints it. Written into one buffer and handed to the
 /// formatter once, rather than a `{:02x}` per byte: the main thread, which also walks the
@@ -654,6 +678,26 @@ mod tests {
             None,
             "no sign, unlike from_str_radix"
         );
+    }
+
+    #[test]
+    fn only_hex_digits_of_either_case_are_read_as_hex() {
+        for c in (0..128u8).map(char::from) {
+            for text in [format!("{c}0"), format!("0{c}")] {
+                let read = Digest::from_hex(&text).map(|d| d.as_bytes()[0]);
+                let want = c
+                    .to_digit(16)
+                    .map(|v| if text.starts_with(c) { v * 16 } else { v });
+                assert_eq!(read.map(u32::from), want, "{text:?}");
+            }
+        }
+        assert_eq!(
+            Digest::from_hex("\u{e9}"),
+            None,
+            "two bytes that are no digits"
+        );
+        let d = Digest::from_hex("00ff10Ab").unwrap();
+        assert_eq!(d.as_bytes(), [0x00, 0xff, 0x10, 0xab]);
     }
 
     #[test]

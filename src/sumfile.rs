@@ -578,9 +578,11 @@ fn name_bytes(name: &[u8], escaped: bool) -> Result<Vec<u8>, ImproperLine> {
 fn parse_value(value: &[u8], lens: &[usize]) -> Option<Root> {
     let value = std::str::from_utf8(value).ok()?;
     let digits = value.split_once('-').map_or(value, |(d, _)| d);
-    let hex = digits.bytes().all(|b| b.is_ascii_hexdigit());
+    // Hex of another length is not read as base64; looked at only where a length differs.
+    let hex = std::cell::OnceCell::new();
+    let is_hex = || *hex.get_or_init(|| digits.bytes().all(|b| b.is_ascii_hexdigit()));
     lens.iter()
-        .filter(|&&len| !hex || digits.len() == 2 * len)
+        .filter(|&&len| digits.len() == 2 * len || !is_hex())
         .find_map(|&len| Root::parse(value, len))
 }
 

@@ -114,9 +114,13 @@ impl Root {
             Some((value, n)) => (value, Some(parse_count(n)?)),
             None => (text, None),
         };
-        let hex = value.len() == 2 * digest_len && value.bytes().all(|b| b.is_ascii_hexdigit());
-        let (digest, encoding) = if hex {
-            (Digest::from_hex(value)?, Encoding::Hex)
+        // Of the right length, hex where it reads as hex (which checks every digit), else
+        // base64.
+        let hex = (value.len() == 2 * digest_len)
+            .then(|| Digest::from_hex(value))
+            .flatten();
+        let (digest, encoding) = if let Some(digest) = hex {
+            (digest, Encoding::Hex)
         } else {
             let bytes = BASE64.decode(value).ok()?;
             if bytes.len() != digest_len || bytes.len() > Digest::MAX_LEN {

@@ -108,7 +108,7 @@ impl Manifest {
         if text.is_empty() {
             return Ok(Manifest::default());
         }
-        let body = match text.iter().position(|&b| b == b'\n') {
+        let body = match memchr::memchr(b'\n', text) {
             Some(end) if is_header(&text[..=end]) => &text[end + 1..],
             None if is_header(text) => &[],
             _ => return Err(ManifestError::NotAManifest),
@@ -291,10 +291,7 @@ fn line_runs(text: &[u8], n: usize) -> Vec<&[u8]> {
             break;
         }
         let from = rest.len() / left;
-        let end = rest[from..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(rest.len(), |i| from + i + 1);
+        let end = memchr::memchr(b'\n', &rest[from..]).map_or(rest.len(), |i| from + i + 1);
         let (run, after) = rest.split_at(end);
         runs.push(run);
         rest = after;
@@ -312,9 +309,13 @@ type Named = Vec<(Vec<u8>, Record)>;
 /// what is wrong with it.
 fn parse_run(run: &[u8]) -> Result<Named, (usize, String)> {
     // Counted first: a table grown as it goes would be copied and faulted in twice over.
-    let mut records = Vec::with_capacity(run.iter().filter(|&&b| b == b'\n').count() + 1);
-    for (i, line) in run.split_inclusive(|&b| b == b'\n').enumerate() {
-        records.push(parse_line(line).map_err(|why| (i, why))?);
+    let mut records = Vec::with_capacity(memchr::memchr_iter(b'\n', run).count() + 1);
+    let mut rest = run;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let (line, after) = rest.split_at(end);
+        records.push(parse_line(line).map_err(|why| (records.len(), why))?);
+        rest = after;
     }
     Ok(records)
 }
