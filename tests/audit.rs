@@ -1368,3 +1368,34 @@ fn a_verify_of_a_tree_recorded_alike_in_extended_attributes_reads_each_file_once
         );
     }
 }
+
+#[test]
+fn a_verify_without_max_age_keeps_current_the_time_a_record_carries() {
+    let dir = tempdir();
+    if !xattrs_work(dir.path()) {
+        return skip("time_kept_xattr", "no user extended attributes here");
+    }
+    let timed = write_file(dir.path(), "t/timed", b"content");
+    let untimed = write_file(dir.path(), "t/untimed", b"other");
+    let options = Options {
+        recursion: Recursion::SkipSymlinks,
+        ..Options::new(Store::Xattr)
+    };
+    library_audit(&[dir.path().join("t")], &options);
+    let record = xattr_record(&timed).unwrap();
+    let long_ago = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let bytes = audit::xattr::encode_verified(&record, long_ago);
+    xattr::set(&timed, audit::xattr::ATTR, &bytes).unwrap();
+
+    let (verdicts, _, _) = verify_xattrs(&dir.path().join("t"));
+    assert!(verdicts.iter().all(|v| v.0 == Status::Ok), "{verdicts:?}");
+    let entry = |path: &Path| {
+        let bytes = xattr::get(path, audit::xattr::ATTR).unwrap().unwrap();
+        audit::xattr::decode_entry(&bytes).unwrap()
+    };
+    let (kept, verified) = entry(&timed);
+    assert_eq!(kept, record);
+    assert!(verified.unwrap() > long_ago);
+    // A record without the time is left as it was.
+    assert_eq!(entry(&untimed).1, None);
+}

@@ -48,7 +48,7 @@
 //! `user.shatag.ts` (the mtime the digest belongs to, written `%010d.%09d`, seconds and
 //! nanoseconds). They are read only where `user.mtsum` is absent, and never changed.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -265,11 +265,13 @@ pub struct XattrStore {
     /// Whether records carry the time of their last verification (version 2), for audits
     /// that go by it.
     keep_times: bool,
-    /// The files looked up whose record carries that time, until their change is written:
-    /// once a record carries it, every audit keeps it, and keeps it current (as the database
-    /// does), or a `--migrate` or `--update` without `--max-age` would drop it and the next
-    /// `--max-age` audit read again files verified seconds before.
-    timed: HashSet<PathBuf>,
+    /// The files looked up whose record carries that time, with the record, until their
+    /// change is written: once a record carries it, every audit keeps it, and keeps it
+    /// current (as the database does), or a `--migrate` or `--update` without `--max-age`
+    /// would drop it and the next `--max-age` audit read again files verified seconds before.
+    /// A file that checks out gets the record looked up again with the time of this
+    /// verification, with no read of its path again.
+    timed: HashMap<PathBuf, Record>,
 }
 
 impl XattrStore {
@@ -278,7 +280,7 @@ impl XattrStore {
     pub fn new(keep_times: bool) -> XattrStore {
         XattrStore {
             keep_times,
-            timed: HashSet::new(),
+            timed: HashMap::new(),
         }
     }
 }
@@ -296,8 +298,10 @@ impl XattrStore {
     /// The entry of `path` as `read` gave it, noting whether its record carries the time.
     fn looked_up(&mut self, path: &Path, read: io::Result<Entry>) -> Result<Entry, StoreError> {
         let entry = read.map_err(|e| XattrStore::error(path, e))?;
-        if entry.verified.is_some() && !self.keep_times {
-            self.timed.insert(path.to_path_buf());
+        if let (Some(_), false, Prior::Record(record)) =
+            (entry.verified, self.keep_times, &entry.prior)
+        {
+            self.timed.insert(path.to_path_buf(), *record);
         }
         Ok(entry)
     }
@@ -322,7 +326,8 @@ impl RecordStore for XattrStore {
 
     fn set(&mut self, path: &Path, change: Change) -> Result<(), StoreError> {
         let now = SystemTime::now();
-        let timed = self.timed.remove(path) || self.keep_times;
+        let looked_up = self.timed.remove(path);
+        let timed = looked_up.is_some() || self.keep_times;
         let result = match change {
             Change::Set { record, .. } if timed => {
                 xattr::set_deref(path, ATTR, &encode_verified(record, now))
@@ -331,13 +336,22 @@ impl RecordStore for XattrStore {
             Change::Set { record, .. } | Change::Import { record } => write(path, record),
             Change::Checked {
                 status: Status::Ok, ..
-            } if timed => match read(path) {
-                Ok(Prior::Record(record)) => {
-                    xattr::set_deref(path, ATTR, &encode_verified(&record, now))
+            } if timed => {
+                let record = match looked_up {
+                    Some(record) => Ok(Some(record)),
+                    None => read(path).map(|prior| match prior {
+                        Prior::Record(record) => Some(record),
+                        _ => None,
+                    }),
+                };
+                match record {
+                    Ok(Some(record)) => {
+                        xattr::set_deref(path, ATTR, &encode_verified(&record, now))
+                    }
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(e),
                 }
-                Ok(_) => Ok(()),
-                Err(e) => Err(e),
-            },
+            }
             Change::Checked { .. } => Ok(()),
             Change::Remove => remove(path).map(|_| ()),
         };
