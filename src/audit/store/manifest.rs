@@ -136,11 +136,17 @@ impl Manifest {
             }
             parsed
         });
-        let mut records = Vec::with_capacity(parsed.iter().flatten().map(Vec::len).sum());
+        let mut records = Vec::new();
         // The header is line 1; each run's lines follow those of the runs before it.
         let mut line = 1;
         for run in parsed {
             match run {
+                // The first run's table grows to take the others, rather than all being
+                // copied into a new one.
+                Ok(run) if records.is_empty() => {
+                    line += run.len() as u64;
+                    records = run;
+                }
                 Ok(mut run) => {
                     line += run.len() as u64;
                     records.append(&mut run);
@@ -439,6 +445,9 @@ pub struct ManifestStore {
     reported: Vec<bool>,
     /// Records to set (`Some`) or remove (`None`), in the order the audit decided them.
     edits: Vec<(Vec<u8>, Option<Record>)>,
+    /// The place after the last record a lookup found: a walk looks its files up in name
+    /// order ([`RecordStore::walking`]), so it is most often the next one asked for.
+    next: usize,
 }
 
 impl ManifestStore {
@@ -468,6 +477,7 @@ impl ManifestStore {
             reported: vec![false; old.len()],
             old,
             edits: Vec::new(),
+            next: 0,
         })
     }
 }
@@ -486,8 +496,14 @@ impl RecordStore for ManifestStore {
     }
 
     fn lookup(&mut self, path: &Path) -> Result<Entry, StoreError> {
-        let prior = match self.old.position(&tidy(path)) {
+        let name = tidy(path);
+        let place = match self.old.records.get(self.next) {
+            Some((next, _)) if *next == *name => Ok(self.next),
+            _ => self.old.position(&name),
+        };
+        let prior = match place {
             Ok(i) => {
+                self.next = i + 1;
                 self.seen[i] = true;
                 Prior::Record(self.old.records[i].1)
             }
@@ -840,6 +856,42 @@ mod tests {
         let names: Vec<&[u8]> = m.iter().map(|(k, _)| k).collect();
         assert_eq!(names, [&b"a"[..], b"b", b"c"]);
         assert_eq!(m.get(b"b"), Some(&record(3)));
+    }
+
+    #[test]
+    fn lookups_in_any_order_find_their_records_and_leave_the_rest_unseen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m");
+        let names = ["t/a", "t/b", "t/c", "t/d", "t/e"];
+        let m: Manifest = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_bytes().to_vec(), record(i as u64)))
+            .collect();
+        m.save(&path).unwrap();
+        let mut store = ManifestStore::open(&path, false).unwrap();
+        // In name order, with a gap and a file the manifest does not hold, then back again.
+        for (asked, want) in [
+            ("t/a", Some(0)),
+            ("t/b", Some(1)),
+            ("t/bb", None),
+            ("t/d", Some(3)),
+            ("./t//a", Some(0)),
+        ] {
+            let prior = store.lookup(Path::new(asked)).unwrap().prior;
+            let want = want.map_or(Prior::None, |i| Prior::Record(record(i)));
+            assert_eq!(prior, want, "{asked}");
+        }
+        let unseen: Vec<PathBuf> = store
+            .unseen_below(Path::new("t"), &[])
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(unseen, [Path::new("t/c"), Path::new("t/e")]);
+        assert!(
+            store.unseen_below(Path::new("t/"), &[]).is_empty(),
+            "reported once"
+        );
     }
 
     #[test]
