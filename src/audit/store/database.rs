@@ -176,7 +176,8 @@ pub struct DatabaseStore {
     /// made one): only then does a change look for one to delete.
     may_have_marks: bool,
     /// The query records are read with ([`select`]: a database of version 1 or 2 read as it
-    /// is has no table `checks`, and one of version 1 no `repairs`).
+    /// is has no table `checks`; whether a repair is in progress is asked only where the
+    /// database may hold marks, as that is a third of the query's work).
     select: String,
     /// A reader's lock, which keeps writers out until it is done.
     _read_lock: Option<ReadLock>,
@@ -230,7 +231,7 @@ impl DatabaseStore {
             checks_now: Vec::new(),
             batch_time: 0,
             may_have_marks,
-            select: select(checks, marks),
+            select: select(checks, may_have_marks),
             _read_lock: read_lock,
         })
     }
@@ -467,6 +468,8 @@ impl DatabaseStore {
         // The decisions before it first, then the mark in a commit of its own.
         self.commit_batch()?;
         self.may_have_marks = true;
+        // A database written to is of this version.
+        self.select = select(true, true);
         self.conn.pragma_update(None, "synchronous", "FULL")?;
         self.conn
             .prepare_cached(

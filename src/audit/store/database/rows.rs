@@ -18,8 +18,8 @@ use crate::source::{Mtime, Stamp};
 /// The query that reads records, but for its condition and order: the columns of a record,
 /// in the order [`row_record`] reads them, from a database whose audits' findings are in a
 /// table of their own (`checks`, version 3) or in the records (a database of version 1 or 2,
-/// read as it is), which may say whether a repair of the file is in progress (`repairs`,
-/// since version 2) or not (none is).
+/// read as it is), which may hold marks of repairs in progress (`repairs`, since version 2)
+/// or not (then none is).
 pub(super) fn select(checks: bool, repairs: bool) -> String {
     let from = match checks {
         true => "records LEFT JOIN checks ON checks.id = records.rowid",
