@@ -1399,3 +1399,32 @@ fn a_verify_without_max_age_keeps_current_the_time_a_record_carries() {
     // A record without the time is left as it was.
     assert_eq!(entry(&untimed).1, None);
 }
+
+#[test]
+fn an_emptied_file_recorded_as_btv2_among_blake3_records_is_modified_without_a_value() {
+    let dir = tempdir();
+    if !xattrs_work(dir.path()) {
+        return skip("emptied_btv2_xattr", "no user extended attributes here");
+    }
+    // `a` is met first, so `b` is read as BLAKE3 before its record is known: BitTorrent v2
+    // gives it no value now that it is empty, which its record then decides, unread again.
+    let a = write_file(dir.path(), "t/a", b"kept");
+    let b = write_file(dir.path(), "t/b", b"had content");
+    library_audit(std::slice::from_ref(&a), &Options::new(Store::Xattr));
+    let btv2 = Options {
+        layout: Layout::Btv2,
+        algorithm: Algorithm::Sha256,
+        ..Options::new(Store::Xattr)
+    };
+    library_audit(std::slice::from_ref(&b), &btv2);
+    edit(&b, b"");
+
+    let (verdicts, summary, _) = verify_xattrs(&dir.path().join("t"));
+    let want = [
+        (Status::Ok, Action::Kept, a),
+        (Status::Modified, Action::Kept, b.clone()),
+    ];
+    assert_eq!(verdicts, want);
+    assert_eq!(summary.reread, 0);
+    assert_eq!(xattr_record(&b).unwrap().layout, Layout::Btv2);
+}
