@@ -410,6 +410,19 @@ mod tests {
     }
 
     #[test]
+    fn the_longest_record_fits_in_the_value_a_reader_reads_from_the_open_file() {
+        // A longer one would be read by path again, on the audit's busiest thread.
+        let leaf = LeafSize::new(4096).unwrap();
+        let at = std::time::UNIX_EPOCH;
+        let longest = (Algorithm::ALL.iter())
+            .map(|&alg| encode_verified(&record(Layout::Merkle(leaf), alg), at).len())
+            .max()
+            .unwrap();
+        // With an S3 value's part count besides.
+        assert!(longest + 8 <= crate::source::XattrValue::CAPACITY, "{longest}");
+    }
+
+    #[test]
     fn the_default_record_fits_in_an_ext4_inode() {
         // 55 bytes; the entry adds 16 bytes of header and the name `mtsum` padded to 8.
         let bytes = encode(&record(Layout::Plain, Algorithm::Blake3));
