@@ -419,7 +419,10 @@ mod tests {
             .max()
             .unwrap();
         // With an S3 value's part count besides.
-        assert!(longest + 8 <= crate::source::XattrValue::CAPACITY, "{longest}");
+        assert!(
+            longest + 8 <= crate::source::XattrValue::CAPACITY,
+            "{longest}"
+        );
     }
 
     #[test]
