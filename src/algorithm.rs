@@ -246,10 +246,15 @@ impl FromStr for Algorithm {
     /// Accepts the names of [`Algorithm::name`] in any case, and the dashed spellings
     /// (`SHA-256`) that OpenSSL and BSD tags also use.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let wanted = s.to_ascii_lowercase().replace('-', "");
+        // Compared a byte at a time rather than through a lowered copy: a manifest or a sum
+        // file names an algorithm on each of its lines.
+        let wanted = s
+            .bytes()
+            .filter(|&b| b != b'-')
+            .map(|b| b.to_ascii_lowercase());
         Algorithm::ALL
             .into_iter()
-            .find(|a| a.name() == wanted)
+            .find(|a| wanted.clone().eq(a.name().bytes()))
             .ok_or_else(|| UnknownAlgorithm(s.to_string()))
     }
 }
@@ -539,6 +544,9 @@ mod tests {
         }
         assert_eq!("SHA-256".parse::<Algorithm>(), Ok(Algorithm::Sha256));
         assert!("sha3".parse::<Algorithm>().is_err());
+        for near in ["sha25", "sha2566", "sha256\u{e9}", ""] {
+            assert!(near.parse::<Algorithm>().is_err(), "{near:?}");
+        }
     }
 
     #[test]
