@@ -170,6 +170,29 @@ fn every_class_is_told_apart_in_a_manifest() {
 }
 
 #[test]
+fn a_verify_that_changes_nothing_leaves_the_manifest_as_it_was() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempdir();
+    write_file(dir.path(), "d/a", b"alpha");
+    write_file(dir.path(), "d/b", b"beta");
+    let args = ["-r", "d", "--manifest", "m"];
+    audit_in(dir.path(), &args);
+    let m = dir.path().join("m");
+    let stamp = |meta: fs::Metadata| (meta.ino(), meta.mtime(), meta.mtime_nsec());
+    let recorded = stamp(fs::metadata(&m).unwrap());
+    let r = audit_in(dir.path(), &args);
+    assert_eq!(r.stdout(), "ok  d/a\nok  d/b\n");
+    assert_eq!(stamp(fs::metadata(&m).unwrap()), recorded, "not replaced");
+    write_file(dir.path(), "d/c", b"gamma");
+    audit_in(dir.path(), &args);
+    assert_ne!(
+        fs::metadata(&m).unwrap().ino(),
+        recorded.0,
+        "replaced by a new file"
+    );
+}
+
+#[test]
 fn every_class_is_told_apart_in_extended_attributes() {
     let dir = tempdir();
     if !xattrs_work(dir.path()) {
