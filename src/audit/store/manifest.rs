@@ -856,6 +856,16 @@ mod tests {
         let names: Vec<&[u8]> = m.iter().map(|(k, _)| k).collect();
         assert_eq!(names, [&b"a"[..], b"b", b"c"]);
         assert_eq!(m.get(b"b"), Some(&record(3)));
+        assert_parsed_as_line_by_line(&text);
+        // Runs each in order, but not one after the other; a name at the end of one run and
+        // the start of the next.
+        for names in [["c", "d", "a", "b"], ["a", "b", "b", "c"]] {
+            let mut text = b"# mtsum audit manifest 1\n".to_vec();
+            for (n, name) in names.iter().enumerate() {
+                text.extend_from_slice(&format_line(name.as_bytes(), &record(n as u64)));
+            }
+            assert_parsed_as_line_by_line(&text);
+        }
     }
 
     #[test]
