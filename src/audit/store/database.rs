@@ -354,23 +354,60 @@ impl DatabaseStore {
         }
     }
 
-    /// Writes the rows of [`DatabaseStore::checks_now`]: one statement per
-    /// [`CHECKS_AT_ONCE`] files, as a statement per file took three times as long (in a
-    /// verify that changes nothing, every file has one; in a first record too). A row
-    /// replaced whole also puts back one that is missing (a database changed by hand).
+    /// Writes the rows of [`DatabaseStore::checks_now`], in their order. A run of files found
+    /// `ok` whose ids follow one another (ids are given in name order, the walk's) is one
+    /// update of the range of ids (a sixth of a verify's commits); the other rows are replaced
+    /// whole, [`CHECKS_AT_ONCE`] a statement ([`DatabaseStore::replace_checks`]). A statement
+    /// per file took three times as long.
     fn write_checks(&mut self) -> Result<(), DatabaseError> {
-        if self.checks_now.is_empty() {
+        let rows = std::mem::take(&mut self.checks_now);
+        let mut whole = 0..0;
+        let mut i = 0;
+        while i < rows.len() {
+            let (first, time, verdict) = rows[i];
+            // Only files found `ok` have rows to update: a new record has none yet.
+            let found_ok = verdict == Some(Status::Ok.name());
+            let run = rows[i..]
+                .iter()
+                .enumerate()
+                .take_while(|&(k, &(id, t, v))| {
+                    first.checked_add(k as i64) == Some(id) && (t, v) == (time, verdict)
+                })
+                .count();
+            if run < RANGE_AT_LEAST || !found_ok {
+                whole.end = i + run;
+                i += run;
+                continue;
+            }
+            self.replace_checks(&rows[whole])?;
+            let last = first + run as i64 - 1;
+            let updated = self
+                .conn
+                .prepare_cached(
+                    "UPDATE checks SET verified = ?1, checked = ?1, verdict = ?2
+                     WHERE id BETWEEN ?3 AND ?4",
+                )?
+                .execute(params![time, verdict, first, last])?;
+            if updated < run {
+                // Rows missing (a database changed by hand): put back whole.
+                self.replace_checks(&rows[i..i + run])?;
+            }
+            i += run;
+            whole = i..i;
+        }
+        self.replace_checks(&rows[whole])?;
+        self.checks_now = rows;
+        self.checks_now.clear();
+        Ok(())
+    }
+
+    /// Replaces the rows of `checks` whole, [`CHECKS_AT_ONCE`] a statement.
+    fn replace_checks(&self, rows: &[Checks]) -> Result<(), DatabaseError> {
+        if rows.is_empty() {
             return Ok(());
         }
-        let rows: Vec<String> = (0..CHECKS_AT_ONCE)
-            .map(|i| format!("(?{0}, ?{1}, ?{1}, ?{2})", 3 * i + 1, 3 * i + 2, 3 * i + 3))
-            .collect();
-        let sql = format!(
-            "INSERT OR REPLACE INTO checks (id, verified, checked, verdict) VALUES {}",
-            rows.join(", ")
-        );
-        let mut statement = self.conn.prepare_cached(&sql)?;
-        for chunk in self.checks_now.chunks(CHECKS_AT_ONCE) {
+        let mut statement = self.conn.prepare_cached(&REPLACE_CHECKS)?;
+        for chunk in rows.chunks(CHECKS_AT_ONCE) {
             // A short last chunk repeats its last row: one statement serves every chunk.
             let last = chunk.last().expect("not empty");
             let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(3 * CHECKS_AT_ONCE);
@@ -379,8 +416,6 @@ impl DatabaseStore {
             }
             statement.execute(&*params)?;
         }
-        drop(statement);
-        self.checks_now.clear();
         Ok(())
     }
 
@@ -498,8 +533,23 @@ impl DatabaseStore {
 /// A row of `checks`: the record's id, when the file was verified and checked, the verdict.
 type Checks = (i64, Option<i64>, Option<&'static str>);
 
-/// Rows of `checks` one statement writes ([`DatabaseStore::write_checks`]).
+/// Rows of `checks` one statement replaces ([`DatabaseStore::replace_checks`]).
 const CHECKS_AT_ONCE: usize = 128;
+
+/// The statement that replaces [`CHECKS_AT_ONCE`] rows of `checks`.
+static REPLACE_CHECKS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let rows: Vec<String> = (0..CHECKS_AT_ONCE)
+        .map(|i| format!("(?{0}, ?{1}, ?{1}, ?{2})", 3 * i + 1, 3 * i + 2, 3 * i + 3))
+        .collect();
+    format!(
+        "INSERT OR REPLACE INTO checks (id, verified, checked, verdict) VALUES {}",
+        rows.join(", ")
+    )
+});
+
+/// The fewest rows alike with ids in a row that [`DatabaseStore::write_checks`] writes as a
+/// range.
+const RANGE_AT_LEAST: usize = 8;
 
 /// The most ids of records looked up a store keeps ([`DatabaseStore::ids`]): some MiB.
 const IDS_KEPT: usize = 1 << 16;
@@ -833,23 +883,34 @@ mod tests {
         assert_eq!(names(db.unseen_below(Path::new("t"), &[])), odd);
     }
 
-    #[test]
-    fn files_found_ok_are_written_at_the_commit_and_in_the_order_of_the_changes() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut db = DatabaseStore::open(&dir.path().join("db"), true).unwrap();
-        let names: Vec<String> = (0..300).map(|i| format!("f/{i:03}")).collect();
-        for name in &names {
+    /// A new database in `dir` with a record of each of `names`, committed.
+    fn recorded(dir: &Path, names: &[String]) -> DatabaseStore {
+        let mut db = DatabaseStore::open(&dir.join("db"), true).unwrap();
+        for name in names {
             db.apply(name.as_bytes(), new_record(Status::New)(&record(5)))
                 .unwrap();
         }
         db.commit().unwrap();
+        db
+    }
+
+    /// Each of `names` read and found `ok`.
+    fn found_ok(db: &mut DatabaseStore, names: &[String]) {
         let ok = Change::Checked {
             status: Status::Ok,
             outboard: None,
         };
-        for name in &names {
+        for name in names {
             db.apply(name.as_bytes(), ok).unwrap();
         }
+    }
+
+    #[test]
+    fn files_found_ok_are_written_at_the_commit_and_in_the_order_of_the_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<String> = (0..300).map(|i| format!("f/{i:03}")).collect();
+        let mut db = recorded(dir.path(), &names);
+        found_ok(&mut db, &names);
         // Found ok, then modified and recorded anew in the same batch: the later change wins.
         db.apply(b"f/007", new_record(Status::Modified)(&record(9)))
             .unwrap();
@@ -877,6 +938,33 @@ mod tests {
             assert_eq!((verdict.as_str(), mtime), expected);
             assert_eq!((verified, checked), (time, time));
         }
+    }
+
+    #[test]
+    fn files_found_ok_whose_checks_were_deleted_by_hand_get_them_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<String> = (0..20).map(|i| format!("f/{i:02}")).collect();
+        let mut db = recorded(dir.path(), &names);
+        let deleted = db
+            .conn
+            .execute(
+                "DELETE FROM checks WHERE id = (SELECT id FROM records WHERE path = ?1)",
+                [b"f/05"],
+            )
+            .unwrap();
+        assert_eq!(deleted, 1);
+        found_ok(&mut db, &names);
+        db.commit().unwrap();
+        let found: i64 = db
+            .conn
+            .query_row(
+                "SELECT count(*) FROM records JOIN checks USING (id)
+                 WHERE verdict = 'ok' AND verified = ?1 AND checked = ?1",
+                [db.batch_time],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, 20);
     }
 
     #[test]
