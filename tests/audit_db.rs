@@ -759,16 +759,44 @@ fn bytes_read_by(pid: u32) -> u64 {
 #[test]
 fn a_kill_during_a_read_in_physical_order_loses_no_file_already_read() {
     // Files on a rotational disk are read in physical order, and their verdicts printed in
-    // walk order; each record is still written as soon as its file is read.
+    // walk order; each record is still written as soon as its file is read. The walk's first
+    // file is created last, so that it tends to lie last on the disk, too.
     const FILES: usize = 100;
     const SIZE: usize = 32 << 10;
     for signal in [libc::SIGKILL, libc::SIGINT] {
-        // A machine so busy that the test's polls miss the whole second half of the read
-        // (the rate limit catches up on a starved reader) lets the audit end before the
-        // signal: then the run proves nothing, and is made again.
-        let dir = (0..3)
-            .find_map(|_| killed_at_half(signal, FILES, SIZE))
-            .expect("in three runs the audit did not die of the signal (it ended first)");
+        let dir = tempdir();
+        fs::create_dir(dir.path().join("t")).unwrap();
+        for i in (0..FILES).rev() {
+            fs::write(
+                dir.path().join(format!("t/{i:03}")),
+                pattern(SIZE, i as u64),
+            )
+            .unwrap();
+        }
+        let child = slow_audit(dir.path(), "1M")
+            .args(["-r", "t"])
+            .env("MTSUM_ROTATIONAL", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut child = ChildGuard(child);
+        // Half the tree read, less what else the process reads (sysfs, the database).
+        let half = (FILES * SIZE / 2) as u64;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while bytes_read_by(pid) < half {
+            assert!(Instant::now() < deadline, "the audit does not read");
+            assert!(
+                child.0.try_wait().unwrap().is_none(),
+                "the audit ended early"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+        // SAFETY: `pid` is our child, not yet waited for: no other process has its id.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
+        let status = child.0.wait().unwrap();
+        assert!(status.code().is_none(), "killed by {signal}: {status:?}");
         let stored = records(&dir.path().join("db"));
         assert!(
             stored.len() >= FILES / 4,
@@ -781,50 +809,6 @@ fn a_kill_during_a_read_in_physical_order_loses_no_file_already_read() {
             assert_eq!(*hex, digest.to_hex(), "{name}");
         }
     }
-}
-
-/// A tree of `files` files of `size` bytes, audited into a new database at 1 MB/s as if on a
-/// rotational disk, and sent `signal` once half of it is read: the directory, or `None` where
-/// the audit ended before the signal reached it.
-fn killed_at_half(signal: libc::c_int, files: usize, size: usize) -> Option<tempfile::TempDir> {
-    let dir = tempdir();
-    fs::create_dir(dir.path().join("t")).unwrap();
-    // The walk's first file is created last, so that it tends to lie last on the disk.
-    for i in (0..files).rev() {
-        fs::write(
-            dir.path().join(format!("t/{i:03}")),
-            pattern(size, i as u64),
-        )
-        .unwrap();
-    }
-    let child = slow_audit(dir.path(), "1M")
-        .args(["-r", "t"])
-        .env("MTSUM_ROTATIONAL", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let mut child = ChildGuard(child);
-    // Half the tree read, less what else the process reads (sysfs, the database).
-    let half = (files * size / 2) as u64;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while bytes_read_by(pid) < half {
-        assert!(Instant::now() < deadline, "the audit does not read");
-        assert!(
-            child.0.try_wait().unwrap().is_none(),
-            "the audit ended early"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
-    if child.0.try_wait().unwrap().is_some() {
-        return None;
-    }
-    // SAFETY: `pid` is our child, not yet waited for: no other process has its id.
-    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
-    let status = child.0.wait().unwrap();
-    // It may have ended between the check and the signal.
-    (status.code().is_none()).then_some(dir)
 }
 
 /// A child killed when the test panics, so that a failed assertion leaves no audit running.
