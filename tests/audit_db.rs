@@ -12,6 +12,7 @@ use common::{MTSUM, mtsum_unprivileged, pattern, skip, tempdir};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::thread;
@@ -773,13 +774,24 @@ fn a_kill_during_a_read_in_physical_order_loses_no_file_already_read() {
             )
             .unwrap();
         }
-        let child = slow_audit(dir.path(), "1M")
-            .args(["-r", "t"])
+        let mut cmd = slow_audit(dir.path(), "1M");
+        cmd.args(["-r", "t"])
             .env("MTSUM_ROTATIONAL", "1")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        // SIGINT as a terminal's Ctrl-C delivers it: a test run started in the background
+        // of a shell without job control inherits SIGINT ignored, and the audit would then
+        // run to its end. SAFETY: between fork and exec the closure only calls signal,
+        // which is async-signal-safe, and allocates nothing.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::signal(libc::SIGINT, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
         let pid = child.id();
         let mut child = ChildGuard(child);
         // Half the tree read, less what else the process reads (sysfs, the database).
