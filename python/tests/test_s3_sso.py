@@ -301,13 +301,17 @@ def test_a_refused_renewal_uses_a_token_still_valid_and_else_says_to_log_in(
         "run `aws sso login --profile dev`\n"))
 
 
-def test_python_reads_with_an_sso_profile(sso, tmp_path, monkeypatch):
-    endpoint, portal, bodies = sso
-    env = sso_home(tmp_path, endpoint, portal)
+def python_env(monkeypatch, env: dict[str, str]) -> None:
+    """This process's environment as `env` says for AWS settings and HOME."""
     for name in [n for n in os.environ if n.startswith("AWS_") and n not in env]:
         monkeypatch.delenv(name)
     for name in ["HOME", *[n for n in env if n.startswith("AWS_")]]:
         monkeypatch.setenv(name, env[name])
+
+
+def test_python_reads_with_an_sso_profile(sso, tmp_path, monkeypatch):
+    endpoint, portal, bodies = sso
+    python_env(monkeypatch, sso_home(tmp_path, endpoint, portal))
     local = tmp_path / "a"
     local.write_bytes(bodies["a"])
     got = mtsum.file_digest("s3://sso/a", storage_options={"profile": "dev"})
@@ -315,3 +319,24 @@ def test_python_reads_with_an_sso_profile(sso, tmp_path, monkeypatch):
     with pytest.raises(OSError, match="the SSO session stale has expired: run `aws sso login "
                                       "--profile late`"):
         mtsum.file_digest("s3://sso/a", storage_options={"profile": "late"})
+
+
+def test_python_renews_an_expired_session_token(sso, tmp_path, monkeypatch):
+    endpoint, portal, bodies = sso
+    env = sso_home(tmp_path, endpoint, portal)
+    home = tmp_path / "home"
+    # A profile of its own: this process keeps the stores (and credentials) of the
+    # profiles the tests before used.
+    with open(home / ".aws" / "config", "a") as config:
+        config.write(f"[profile renewer]\nsso_session = renewing\nsso_account_id = {ACCOUNT}\n"
+                     f"sso_role_name = {ROLE}\nregion = us-east-1\nendpoint_url = {endpoint}\n\n"
+                     "[sso-session renewing]\nsso_start_url = https://renewing.awsapps.com/start\n"
+                     "sso_region = eu-west-1\n")
+    cache = login(home, "renewing", "stale-token", in_hours(-1), refresh="refresh-py")
+    portal.refreshes["refresh-py"] = ("renewed-py", "refresh-py-next")
+    python_env(monkeypatch, env)
+    local = tmp_path / "a"
+    local.write_bytes(bodies["a"])
+    got = mtsum.file_digest("s3://sso/a", storage_options={"profile": "renewer"})
+    assert got == mtsum.file_digest(local)
+    assert json.loads(cache.read_text())["accessToken"] == "renewed-py"
