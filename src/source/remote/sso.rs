@@ -237,7 +237,6 @@ impl SsoCredentials {
         bearer: Option<&str>,
         body: &str,
     ) -> Result<Answer, Attempt<String>> {
-        let service = || service;
         let mut request = HttpRequest::new(match method {
             Method::POST => HttpRequestBody::from(body.to_string()),
             _ => HttpRequestBody::empty(),
@@ -257,13 +256,13 @@ impl SsoCredentials {
             .client
             .execute(request)
             .await
-            .map_err(|e| Attempt::Retry(format!("{}: {}", service(), short(&e))))?;
+            .map_err(|e| Attempt::Retry(format!("{service}: {}", short(&e))))?;
         let status = response.status();
         let body = response
             .into_body()
             .bytes()
             .await
-            .map_err(|e| Attempt::Retry(format!("{}: {}", service(), short(&e))))?;
+            .map_err(|e| Attempt::Retry(format!("{service}: {}", short(&e))))?;
         Ok(Answer {
             code: status.as_u16(),
             status: status.to_string(),
